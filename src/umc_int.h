@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * umc_int.h - umcast's internal objects and the contracts between the
+ * layers.  Never installed.
+ *
+ * Layers (docs/design.md):
+ *   cm/     RDMA CM ids, event channels, join/leave; uses the verbs API and
+ *           the device functions below, never packets.
+ *   verbs/  devices, PD, MR, CQ, QP, AH, multicast attach; the receive
+ *           progress engine (progress.c) that turns datagrams into
+ *           completions.
+ *   link/   one struct umc_link_ops per link layer (roce.c); sockets only.
+ *   wire/   pure codecs (wire.h).
+ *
+ * Conventions:
+ *   - internal functions return 0 or a negative errno;
+ *   - the public wrappers convert: int verbs return the positive errno,
+ *     pointer verbs return NULL and set errno, rdma_* return -1 and set
+ *     errno (librdmacm-behaviour.md section 2.1);
+ *   - public symbols are marked UMC_EXPORT, everything else is hidden.
+ *
+ * Progress model: there is no background thread.  Datagrams wait in the
+ * kernel's socket buffers until a progress point (ibv_poll_cq on an empty
+ * CQ, ibv_get_cq_event, attach/detach, QP destroy) reads them with
+ * recvmmsg() and delivers them to the attached QPs.  Completion channel fds
+ * are epoll fds that include the device's receive sockets, so poll(2) on
+ * them wakes up when a datagram arrives.
+ */
+#ifndef UMC_INT_H
+#define UMC_INT_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "umc_param.h"
+#include "wire/wire.h"
+
+#define UMC_EXPORT __attribute__((visibility("default")))
+
+#ifndef container_of
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+#define umc_likely(x) __builtin_expect(!!(x), 1)
+#define umc_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Linux-internal errno that rdma_cm leaks to user space (kernel-behaviour 7.21). */
+#ifndef ENOTSUPP
+#define ENOTSUPP 524
+#endif
+
+struct umc_device;
+struct umc_qp;
+struct umc_mcg;
+
+/* ------------------------------------------------------------------------- */
+/* Counters: every drop reason has its own (design: "dropped and counted").   */
+
+struct umc_counters {
+	atomic_ulong tx_packets;
+	atomic_ulong tx_too_long;   /* UD send above the path MTU: completed, not sent */
+	atomic_ulong rx_packets;    /* datagrams read from the group sockets */
+	atomic_ulong rx_delivered;  /* receive completions generated */
+	atomic_ulong rx_malformed;  /* umc_ud_decode() refused it */
+	atomic_ulong rx_bad_icrc;   /* no IPv4 ID / no match */
+	atomic_ulong rx_icrc_id_solved; /* accepted with an IPv4 ID found from the ICRC */
+	atomic_ulong rx_too_long;   /* larger than UMC_RX_SLOT, or than the posted buffer */
+	atomic_ulong rx_no_group;   /* no QP attached to the destination group */
+	atomic_ulong rx_qkey_viol;  /* DETH Q_Key differs from the QP's */
+	atomic_ulong rx_pkey_viol;  /* BTH P_Key does not match */
+	atomic_ulong rx_no_recv;    /* no receive WQE posted */
+	atomic_ulong rx_self_blocked; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	atomic_ulong rx_bad_state;  /* QP not in RTR/RTS */
+	atomic_ulong cq_overflow;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Link layer ops.  One table per link layer; the core never tests for NULL. */
+
+struct umc_link_ops {
+	const char *name;
+	enum ibv_transport_type transport;
+	uint8_t link_layer; /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
+
+	/*
+	 * mcg_open - create the receive endpoint of a group on @dev: a socket
+	 * that gets a copy of the group's datagrams whenever the host is a
+	 * member.  Does not join the group.  Called with dev->lock held.
+	 * Returns the fd (registered by the caller in dev->rx_epfd), or a
+	 * negative errno.
+	 */
+	int (*mcg_open)(struct umc_device *dev, const union ibv_gid *mgid);
+
+	/*
+	 * membership - join (@join true) or leave the group at the IP level on
+	 * the device's interface (IGMP/MLD).  Refcounting is the caller's.
+	 * @fd is the group's socket from mcg_open.  Returns 0 or -errno
+	 * (-ENODEV when the interface cannot join).
+	 */
+	int (*membership)(struct umc_device *dev, int fd, const union ibv_gid *mgid, bool join);
+
+	/*
+	 * tx_open - create a send socket for @qp with source GID index
+	 * @sgid_index.  Returns the fd or a negative errno.
+	 */
+	int (*tx_open)(struct umc_device *dev, struct umc_qp *qp, int sgid_index);
+};
+
+extern const struct umc_link_ops umc_roce_link_ops;
+
+/* ------------------------------------------------------------------------- */
+/* Devices: one per network interface that is up and has an address.         */
+
+struct umc_gid_entry {
+	union ibv_gid gid;
+	struct sockaddr_storage addr; /* the interface address behind the GID */
+};
+
+struct umc_device {
+	struct ibv_device ibdev;
+	const struct umc_link_ops *link;
+	char ifname[IF_NAMESIZE];
+	unsigned ifindex;
+	unsigned netdev_mtu;
+	enum ibv_mtu active_mtu;
+	uint64_t guid;
+	int gid_count;
+	struct umc_gid_entry gids[UMC_MAX_GIDS];
+
+	pthread_mutex_t lock; /* groups, QP list, attachments */
+	struct umc_mcg *mcg_hash[256];
+	int mcg_attached;     /* groups with at least one QP attached */
+	int total_attach;     /* QP attachments over all groups */
+	struct umc_qp *qp_list;
+
+	/* Receive progress (progress.c). */
+	pthread_mutex_t rx_lock;
+	int rx_epfd;	/* epoll of every group socket; nested in comp channels */
+	int rx_nsock;	/* group sockets open */
+	void *rx_ring;	/* recvmmsg buffers, allocated with the first group */
+
+	/* Shared context and PD used by the CM (ucma's per-device context). */
+	struct ibv_context *cm_ctx;
+	struct ibv_pd *cm_pd;
+
+	struct umc_counters cnt;
+};
+
+static inline struct umc_device *to_udev(struct ibv_device *d)
+{
+	return container_of(d, struct umc_device, ibdev);
+}
+
+/*
+ * umc_devices - the process-wide device list, built once on first use.
+ * Returns the number of devices; *@list points at a static array.
+ */
+int umc_devices(struct umc_device ***list);
+
+/*
+ * umc_dev_by_addr - the device and GID index that own a local address
+ * (AF_INET, AF_INET6; IPv4-mapped IPv6 counts as IPv4).
+ * Returns 0, -EADDRNOTAVAIL (no device has it) or -EAFNOSUPPORT.
+ */
+int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **dev, int *gid_index);
+
+/*
+ * umc_dev_route - the local source address the kernel would use to reach
+ * @dst (a UDP connect() + getsockname()), as rdma_resolve_addr does without
+ * a source.  Returns 0 or -errno (-ENETUNREACH, ...).
+ */
+int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src);
+
+/*
+ * umc_dev_cm_context - the device's shared context and default PD, opened
+ * on first use and kept for the life of the process (ucma_get_device).
+ */
+int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct ibv_pd **pd);
+
+/*
+ * umc_dev_member - add (+1) or drop (-1) one full-member reference to the
+ * IP group @mgid on @dev.  The first reference joins (IGMP/MLD), the last
+ * drop leaves.  Returns 0 or -errno (-ENODEV: the interface cannot join).
+ */
+int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta);
+
+/* GID helpers. */
+void umc_gid_from_sockaddr(union ibv_gid *gid, const struct sockaddr *sa);
+bool umc_gid_is_v4mapped(const union ibv_gid *gid);
+bool umc_gid_is_multicast(const union ibv_gid *gid); /* ff.. or ::ffff:224/4 */
+/* Returns the socklen written; @port in host order. */
+socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct sockaddr_storage *ss);
+
+/* ------------------------------------------------------------------------- */
+/* Verbs objects.                                                           */
+
+struct umc_context {
+	struct ibv_context ibctx;
+	struct umc_device *dev;
+};
+
+static inline struct umc_context *to_uctx(struct ibv_context *c)
+{
+	return container_of(c, struct umc_context, ibctx);
+}
+
+static inline struct umc_device *ctx_dev(struct ibv_context *c)
+{
+	return to_uctx(c)->dev;
+}
+
+/* MRs live in one process-wide table; the lkey is the index plus a key byte. */
+struct umc_mr {
+	struct ibv_mr ibmr;
+	int access;
+};
+
+/*
+ * umc_mr_check - is [addr, addr+len) inside a live MR @lkey of @pd with
+ * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  Hot path: no lock.
+ */
+bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access);
+
+struct umc_cq {
+	struct ibv_cq ibcq;
+	pthread_spinlock_t lock;
+	struct ibv_wc *ring; /* power of two */
+	uint32_t mask;
+	uint32_t head, tail; /* consumer, producer */
+	int armed;	     /* 0, 1 = any, 2 = solicited only */
+	bool notify_pending; /* queued on the channel */
+	struct umc_cq *notify_next;
+	struct umc_device *dev;
+};
+
+static inline struct umc_cq *to_ucq(struct ibv_cq *c)
+{
+	return container_of(c, struct umc_cq, ibcq);
+}
+
+/*
+ * umc_cq_push - append a completion; raise the channel event if armed.
+ * @solicited: the packet had BTH.SE (for ibv_req_notify_cq(solicited_only)).
+ * Returns false (and counts cq_overflow) when the CQ is full.
+ */
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+struct umc_comp_channel {
+	struct ibv_comp_channel ch; /* ch.fd: epoll(notify socket, dev->rx_epfd) */
+	int notify[2];		   /* socketpair: one byte per queued CQ event */
+	pthread_mutex_t lock;
+	struct umc_cq *pending, **pending_tail;
+	struct umc_device *dev;
+};
+
+static inline struct umc_comp_channel *to_uchan(struct ibv_comp_channel *c)
+{
+	return container_of(c, struct umc_comp_channel, ch);
+}
+
+struct umc_rwqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge sge[]; /* max_recv_sge entries */
+};
+
+struct umc_attach {
+	union ibv_gid gid;
+	uint16_t mlid;
+	struct umc_attach *next;
+};
+
+struct umc_qp {
+	struct ibv_qp ibqp;
+	struct umc_device *dev;
+	uint32_t create_flags;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+	uint32_t qkey;
+	uint16_t pkey_index;
+	uint8_t port_num;
+	uint32_t sq_psn;	/* next PSN */
+	uint16_t sport;	/* UDP source port (umc_roce_sport) */
+
+	/* Receive queue: ring of WQEs of fixed stride. */
+	pthread_spinlock_t rq_lock;
+	uint8_t *rq;
+	size_t rq_stride;
+	uint32_t rq_mask, rq_head, rq_tail;
+
+	/* Send side. */
+	pthread_mutex_t sq_lock;
+	int tx_fd[UMC_MAX_GIDS]; /* per source GID index, -1 until used */
+	void *tx_batch;		 /* sendmmsg arrays (qp.c) */
+
+	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
+	struct umc_qp *next;	     /* dev->qp_list */
+};
+
+static inline struct umc_qp *to_uqp(struct ibv_qp *q)
+{
+	return container_of(q, struct umc_qp, ibqp);
+}
+
+struct umc_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+	struct sockaddr_storage dst; /* group:4791 */
+	socklen_t dst_len;
+	struct umc_ip_ctx ip;	     /* pseudo-header template; ports filled per QP */
+};
+
+static inline struct umc_ah *to_uah(struct ibv_ah *a)
+{
+	return container_of(a, struct umc_ah, ibah);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Multicast groups of a device (mcast.c).                                  */
+
+struct umc_mcg {
+	union ibv_gid mgid;
+	int fd;		/* receive socket, -1 if none */
+	int members;	/* full-member references (umc_dev_member) */
+	int nqp;
+	struct umc_qp *qps[UMC_MAX_MCAST_QP_ATTACH];
+	struct umc_mcg *next;
+};
+
+/* Look a group up; caller holds dev->lock. */
+struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid);
+
+/* ------------------------------------------------------------------------- */
+/* Progress (progress.c).                                                   */
+
+/*
+ * umc_progress - read every datagram waiting on @dev's group sockets and
+ * deliver it.  @wait: block on rx_lock (true) or skip if another thread is
+ * progressing (false).  Returns the number of datagrams read.
+ */
+int umc_progress(struct umc_device *dev, bool wait);
+
+/* Register / unregister a group socket with the receive engine. */
+int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg);
+void umc_rx_del(struct umc_device *dev, struct umc_mcg *mcg);
+
+#endif /* UMC_INT_H */
