@@ -1,0 +1,1150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * <infiniband/verbs.h> - umcast's verbs API: the subset of libibverbs that a
+ * UD multicast program uses (devices, PD, MR, CQ + completion channel, UD QP,
+ * AH, multicast attach), source-compatible with rdma-core.
+ *
+ * Every name, numeric value and public struct layout (field names, order and
+ * types) matches rdma-core's libibverbs, so programs written for it build
+ * unchanged.  Deliberate differences, all invisible to such programs:
+ *   - struct ibv_device has no leading (obsolete) driver-ops member;
+ *   - struct ibv_context_ops holds only the four hot-path entry points
+ *     (poll_cq, req_notify_cq, post_send, post_recv);
+ *   - ibv_query_port() and ibv_reg_mr() are plain functions, not macros;
+ *     ibv_create_qp_ex() is a library function, not an inline;
+ *   - only the verbs listed below exist: extended CQs, SRQs, memory windows,
+ *     flow steering, async events etc. are not provided.
+ *
+ * Return conventions (as the man pages of each verb say):
+ *   - most int verbs return 0 or the positive errno value;
+ *   - verbs returning a pointer return NULL and set errno;
+ *   - ibv_poll_cq() returns the number of completions, negative on error;
+ *   - a few verbs return -1 and set errno; their comments say so.
+ */
+#ifndef INFINIBAND_VERBS_H
+#define INFINIBAND_VERBS_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/*
+ * Kernel-style field types: __u8, __u64 and the big-endian ("network order")
+ * __be16/__be32/__be64.  On Linux they come from the kernel's UAPI header, as
+ * with rdma-core, so a program that also includes <linux/types.h> sees a
+ * single definition; elsewhere they are plain fixed-width types.
+ */
+#ifndef UMC_BE_TYPES_DEFINED
+#define UMC_BE_TYPES_DEFINED 1
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<linux/types.h>)
+#include <linux/types.h>
+#define UMC_BE_TYPES_FROM_LINUX 1
+#endif
+#endif
+#ifndef UMC_BE_TYPES_FROM_LINUX
+typedef uint8_t __u8;
+typedef uint64_t __u64;
+typedef uint16_t __be16;
+typedef uint32_t __be32;
+typedef uint64_t __be64;
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ibv_context;
+struct ibv_cq;
+struct ibv_qp;
+struct ibv_srq;
+struct ibv_ah;
+struct ibv_mw;
+struct ibv_xrcd;
+struct ibv_rwq_ind_table;
+
+/* ------------------------------------------------------------------------- */
+/* Identifiers                                                               */
+
+/* A 128-bit Global Identifier (IBA 4.1.1), network byte order. */
+union ibv_gid {
+	uint8_t raw[16];
+	struct {
+		__be64 subnet_prefix;
+		__be64 interface_id;
+	} global;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Devices                                                                   */
+
+enum ibv_node_type {
+	IBV_NODE_UNKNOWN = -1,
+	IBV_NODE_CA = 1,
+	IBV_NODE_SWITCH,
+	IBV_NODE_ROUTER,
+	IBV_NODE_RNIC,
+	IBV_NODE_USNIC,
+	IBV_NODE_USNIC_UDP,
+	IBV_NODE_UNSPECIFIED,
+};
+
+enum ibv_transport_type {
+	IBV_TRANSPORT_UNKNOWN = -1,
+	IBV_TRANSPORT_IB = 0,
+	IBV_TRANSPORT_IWARP,
+	IBV_TRANSPORT_USNIC,
+	IBV_TRANSPORT_USNIC_UDP,
+	IBV_TRANSPORT_UNSPECIFIED,
+};
+
+/* Bits of ibv_device_attr.device_cap_flags. */
+enum ibv_device_cap_flags {
+	IBV_DEVICE_RESIZE_MAX_WR = 1,
+	IBV_DEVICE_BAD_PKEY_CNTR = 1 << 1,
+	IBV_DEVICE_BAD_QKEY_CNTR = 1 << 2,
+	IBV_DEVICE_RAW_MULTI = 1 << 3,
+	IBV_DEVICE_AUTO_PATH_MIG = 1 << 4,
+	IBV_DEVICE_CHANGE_PHY_PORT = 1 << 5,
+	IBV_DEVICE_UD_AV_PORT_ENFORCE = 1 << 6,
+	IBV_DEVICE_CURR_QP_STATE_MOD = 1 << 7,
+	IBV_DEVICE_SHUTDOWN_PORT = 1 << 8,
+	IBV_DEVICE_INIT_TYPE = 1 << 9,
+	IBV_DEVICE_PORT_ACTIVE_EVENT = 1 << 10,
+	IBV_DEVICE_SYS_IMAGE_GUID = 1 << 11,
+	IBV_DEVICE_RC_RNR_NAK_GEN = 1 << 12,
+	IBV_DEVICE_SRQ_RESIZE = 1 << 13,
+	IBV_DEVICE_N_NOTIFY_CQ = 1 << 14,
+	IBV_DEVICE_MEM_WINDOW = 1 << 17,
+	IBV_DEVICE_UD_IP_CSUM = 1 << 18,
+	IBV_DEVICE_XRC = 1 << 20,
+	IBV_DEVICE_MEM_MGT_EXTENSIONS = 1 << 21,
+	IBV_DEVICE_MEM_WINDOW_TYPE_2A = 1 << 23,
+	IBV_DEVICE_MEM_WINDOW_TYPE_2B = 1 << 24,
+	IBV_DEVICE_RC_IP_CSUM = 1 << 25,
+	IBV_DEVICE_RAW_IP_CSUM = 1 << 26,
+	IBV_DEVICE_MANAGED_FLOW_STEERING = 1 << 29,
+};
+
+enum ibv_atomic_cap {
+	IBV_ATOMIC_NONE,
+	IBV_ATOMIC_HCA,
+	IBV_ATOMIC_GLOB,
+};
+
+/* Device limits and identity, filled by ibv_query_device(). */
+struct ibv_device_attr {
+	char fw_ver[64];
+	__be64 node_guid;
+	__be64 sys_image_guid;
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	uint32_t hw_ver;
+	int max_qp;
+	int max_qp_wr;
+	unsigned int device_cap_flags; /* enum ibv_device_cap_flags */
+	int max_sge;
+	int max_sge_rd;
+	int max_cq;
+	int max_cqe;
+	int max_mr;
+	int max_pd;
+	int max_qp_rd_atom;
+	int max_ee_rd_atom;
+	int max_res_rd_atom;
+	int max_qp_init_rd_atom;
+	int max_ee_init_rd_atom;
+	enum ibv_atomic_cap atomic_cap;
+	int max_ee;
+	int max_rdd;
+	int max_mw;
+	int max_raw_ipv6_qp;
+	int max_raw_ethy_qp;
+	int max_mcast_grp;
+	int max_mcast_qp_attach;
+	int max_total_mcast_qp_attach;
+	int max_ah;
+	int max_fmr;
+	int max_map_per_fmr;
+	int max_srq;
+	int max_srq_wr;
+	int max_srq_sge;
+	uint16_t max_pkeys;
+	uint8_t local_ca_ack_delay;
+	uint8_t phys_port_cnt;
+};
+
+/* Path MTU codes (IBA 7.7.9): bytes = 1 << (code + 7). */
+enum ibv_mtu {
+	IBV_MTU_256 = 1,
+	IBV_MTU_512 = 2,
+	IBV_MTU_1024 = 3,
+	IBV_MTU_2048 = 4,
+	IBV_MTU_4096 = 5,
+};
+
+enum ibv_port_state {
+	IBV_PORT_NOP = 0,
+	IBV_PORT_DOWN = 1,
+	IBV_PORT_INIT = 2,
+	IBV_PORT_ARMED = 3,
+	IBV_PORT_ACTIVE = 4,
+	IBV_PORT_ACTIVE_DEFER = 5,
+};
+
+/* Values of ibv_port_attr.link_layer. */
+enum {
+	IBV_LINK_LAYER_UNSPECIFIED,
+	IBV_LINK_LAYER_INFINIBAND,
+	IBV_LINK_LAYER_ETHERNET,
+};
+
+/* Bits of ibv_port_attr.port_cap_flags (IBA PortInfo:CapabilityMask). */
+enum ibv_port_cap_flags {
+	IBV_PORT_SM = 1 << 1,
+	IBV_PORT_NOTICE_SUP = 1 << 2,
+	IBV_PORT_TRAP_SUP = 1 << 3,
+	IBV_PORT_OPT_IPD_SUP = 1 << 4,
+	IBV_PORT_AUTO_MIGR_SUP = 1 << 5,
+	IBV_PORT_SL_MAP_SUP = 1 << 6,
+	IBV_PORT_MKEY_NVRAM = 1 << 7,
+	IBV_PORT_PKEY_NVRAM = 1 << 8,
+	IBV_PORT_LED_INFO_SUP = 1 << 9,
+	IBV_PORT_SYS_IMAGE_GUID_SUP = 1 << 11,
+	IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP = 1 << 12,
+	IBV_PORT_EXTENDED_SPEEDS_SUP = 1 << 14,
+	IBV_PORT_CAP_MASK2_SUP = 1 << 15,
+	IBV_PORT_CM_SUP = 1 << 16,
+	IBV_PORT_SNMP_TUNNEL_SUP = 1 << 17,
+	IBV_PORT_REINIT_SUP = 1 << 18,
+	IBV_PORT_DEVICE_MGMT_SUP = 1 << 19,
+	IBV_PORT_VENDOR_CLASS_SUP = 1 << 20,
+	IBV_PORT_DR_NOTICE_SUP = 1 << 21,
+	IBV_PORT_CAP_MASK_NOTICE_SUP = 1 << 22,
+	IBV_PORT_BOOT_MGMT_SUP = 1 << 23,
+	IBV_PORT_LINK_LATENCY_SUP = 1 << 24,
+	IBV_PORT_CLIENT_REG_SUP = 1 << 25,
+	IBV_PORT_IP_BASED_GIDS = 1 << 26,
+};
+
+/* Port attributes, filled by ibv_query_port(). */
+struct ibv_port_attr {
+	enum ibv_port_state state;
+	enum ibv_mtu max_mtu;
+	enum ibv_mtu active_mtu;
+	int gid_tbl_len;
+	uint32_t port_cap_flags;
+	uint32_t max_msg_sz;
+	uint32_t bad_pkey_cntr;
+	uint32_t qkey_viol_cntr;
+	uint16_t pkey_tbl_len;
+	uint16_t lid;
+	uint16_t sm_lid;
+	uint8_t lmc;
+	uint8_t max_vl_num;
+	uint8_t sm_sl;
+	uint8_t subnet_timeout;
+	uint8_t init_type_reply;
+	uint8_t active_width;
+	uint8_t active_speed;
+	uint8_t phys_state;
+	uint8_t link_layer; /* IBV_LINK_LAYER_* */
+	uint8_t flags;
+	uint16_t port_cap_flags2;
+	uint32_t active_speed_ex;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Work completions                                                          */
+
+enum ibv_wc_status {
+	IBV_WC_SUCCESS,
+	IBV_WC_LOC_LEN_ERR,
+	IBV_WC_LOC_QP_OP_ERR,
+	IBV_WC_LOC_EEC_OP_ERR,
+	IBV_WC_LOC_PROT_ERR,
+	IBV_WC_WR_FLUSH_ERR,
+	IBV_WC_MW_BIND_ERR,
+	IBV_WC_BAD_RESP_ERR,
+	IBV_WC_LOC_ACCESS_ERR,
+	IBV_WC_REM_INV_REQ_ERR,
+	IBV_WC_REM_ACCESS_ERR,
+	IBV_WC_REM_OP_ERR,
+	IBV_WC_RETRY_EXC_ERR,
+	IBV_WC_RNR_RETRY_EXC_ERR,
+	IBV_WC_LOC_RDD_VIOL_ERR,
+	IBV_WC_REM_INV_RD_REQ_ERR,
+	IBV_WC_REM_ABORT_ERR,
+	IBV_WC_INV_EECN_ERR,
+	IBV_WC_INV_EEC_STATE_ERR,
+	IBV_WC_FATAL_ERR,
+	IBV_WC_RESP_TIMEOUT_ERR,
+	IBV_WC_GENERAL_ERR,
+	IBV_WC_TM_ERR,
+	IBV_WC_TM_RNDV_INCOMPLETE,
+};
+
+/*
+ * Receive opcodes start at bit 7, so (opcode & IBV_WC_RECV) tells a receive
+ * completion from a send-side one.
+ */
+enum ibv_wc_opcode {
+	IBV_WC_SEND,
+	IBV_WC_RDMA_WRITE,
+	IBV_WC_RDMA_READ,
+	IBV_WC_COMP_SWAP,
+	IBV_WC_FETCH_ADD,
+	IBV_WC_BIND_MW,
+	IBV_WC_LOCAL_INV,
+	IBV_WC_TSO,
+	IBV_WC_FLUSH,
+	IBV_WC_ATOMIC_WRITE = 9,
+	IBV_WC_RECV = 1 << 7,
+	IBV_WC_RECV_RDMA_WITH_IMM,
+	IBV_WC_TM_ADD,
+	IBV_WC_TM_DEL,
+	IBV_WC_TM_SYNC,
+	IBV_WC_TM_RECV,
+	IBV_WC_TM_NO_TAG,
+	IBV_WC_DRIVER1,
+	IBV_WC_DRIVER2,
+	IBV_WC_DRIVER3,
+};
+
+enum {
+	IBV_WC_IP_CSUM_OK_SHIFT = 2,
+};
+
+/* Bits of ibv_wc.wc_flags. */
+enum ibv_wc_flags {
+	IBV_WC_GRH = 1 << 0,	 /* the first 40 bytes of the buffer hold a GRH */
+	IBV_WC_WITH_IMM = 1 << 1, /* imm_data is valid */
+	IBV_WC_IP_CSUM_OK = 1 << IBV_WC_IP_CSUM_OK_SHIFT,
+	IBV_WC_WITH_INV = 1 << 3,
+	IBV_WC_TM_SYNC_REQ = 1 << 4,
+	IBV_WC_TM_MATCH = 1 << 5,
+	IBV_WC_TM_DATA_VALID = 1 << 6,
+};
+
+/*
+ * One work completion.  For a UD receive: byte_len counts the 40-byte GRH
+ * area plus the payload, src_qp is the sender's QPN, slid/sl its LID and SL,
+ * and wc_flags has IBV_WC_GRH when a GRH was placed in the buffer.
+ */
+struct ibv_wc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	union {
+		__be32 imm_data;	   /* IBV_WC_WITH_IMM: network byte order */
+		uint32_t invalidated_rkey; /* IBV_WC_WITH_INV */
+	};
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned int wc_flags; /* enum ibv_wc_flags */
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Protection domains and memory regions                                     */
+
+enum ibv_access_flags {
+	IBV_ACCESS_LOCAL_WRITE = 1,
+	IBV_ACCESS_REMOTE_WRITE = 1 << 1,
+	IBV_ACCESS_REMOTE_READ = 1 << 2,
+	IBV_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	IBV_ACCESS_MW_BIND = 1 << 4,
+	IBV_ACCESS_ZERO_BASED = 1 << 5,
+	IBV_ACCESS_ON_DEMAND = 1 << 6,
+	IBV_ACCESS_HUGETLB = 1 << 7,
+	IBV_ACCESS_FLUSH_GLOBAL = 1 << 8,
+	IBV_ACCESS_FLUSH_PERSISTENT = 1 << 9,
+	IBV_ACCESS_RELAXED_ORDERING = 1 << 20, /* first of the "optional" bits */
+};
+
+struct ibv_pd {
+	struct ibv_context *context;
+	uint32_t handle;
+};
+
+struct ibv_mr {
+	struct ibv_context *context;
+	struct ibv_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t handle;
+	uint32_t lkey; /* goes in ibv_sge.lkey */
+	uint32_t rkey;
+};
+
+/* Memory-window binding description (part of the ibv_send_wr layout only). */
+struct ibv_mw_bind_info {
+	struct ibv_mr *mr;
+	uint64_t addr;
+	uint64_t length;
+	unsigned int mw_access_flags; /* enum ibv_access_flags */
+};
+
+/* ------------------------------------------------------------------------- */
+/* Addressing                                                                */
+
+/* Global routing part of an address vector (IBA 8.3). */
+struct ibv_global_route {
+	union ibv_gid dgid;
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+};
+
+/*
+ * The Global Route Header as found in the first 40 bytes of a UD receive
+ * buffer (IBA 8.3.1), all fields in network byte order.  On RoCEv2 it is the
+ * IPv6 header, or the IPv4 header in the last 20 bytes.
+ */
+struct ibv_grh {
+	__be32 version_tclass_flow;
+	__be16 paylen;
+	uint8_t next_hdr;
+	uint8_t hop_limit;
+	union ibv_gid sgid;
+	union ibv_gid dgid;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes on the wire");
+#else
+_Static_assert(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes on the wire");
+#endif
+
+/* Static rate codes (IBA 9.11.1), for ibv_ah_attr.static_rate. */
+enum ibv_rate {
+	IBV_RATE_MAX = 0,
+	IBV_RATE_2_5_GBPS = 2,
+	IBV_RATE_5_GBPS = 5,
+	IBV_RATE_10_GBPS = 3,
+	IBV_RATE_20_GBPS = 6,
+	IBV_RATE_30_GBPS = 4,
+	IBV_RATE_40_GBPS = 7,
+	IBV_RATE_60_GBPS = 8,
+	IBV_RATE_80_GBPS = 9,
+	IBV_RATE_120_GBPS = 10,
+	IBV_RATE_14_GBPS = 11,
+	IBV_RATE_56_GBPS = 12,
+	IBV_RATE_112_GBPS = 13,
+	IBV_RATE_168_GBPS = 14,
+	IBV_RATE_25_GBPS = 15,
+	IBV_RATE_100_GBPS = 16,
+	IBV_RATE_200_GBPS = 17,
+	IBV_RATE_300_GBPS = 18,
+	IBV_RATE_28_GBPS = 19,
+	IBV_RATE_50_GBPS = 20,
+	IBV_RATE_400_GBPS = 21,
+	IBV_RATE_600_GBPS = 22,
+	IBV_RATE_800_GBPS = 23,
+	IBV_RATE_1200_GBPS = 24,
+};
+
+/* Address vector: what an AH is created from.  dlid is host byte order. */
+struct ibv_ah_attr {
+	struct ibv_global_route grh;
+	uint16_t dlid;
+	uint8_t sl;
+	uint8_t src_path_bits;
+	uint8_t static_rate; /* enum ibv_rate */
+	uint8_t is_global;   /* grh is valid (always 1 on RoCE) */
+	uint8_t port_num;
+};
+
+struct ibv_ah {
+	struct ibv_context *context;
+	struct ibv_pd *pd;
+	uint32_t handle;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Queue pairs                                                               */
+
+enum ibv_qp_type {
+	IBV_QPT_RC = 2,
+	IBV_QPT_UC,
+	IBV_QPT_UD,
+	IBV_QPT_RAW_PACKET = 8,
+	IBV_QPT_XRC_SEND = 9,
+	IBV_QPT_XRC_RECV,
+	IBV_QPT_DRIVER = 0xff,
+};
+
+/* Queue sizes; ibv_create_qp() writes back the sizes actually granted. */
+struct ibv_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+struct ibv_qp_init_attr {
+	void *qp_context;
+	struct ibv_cq *send_cq;
+	struct ibv_cq *recv_cq;
+	struct ibv_srq *srq;
+	struct ibv_qp_cap cap;
+	enum ibv_qp_type qp_type;
+	int sq_sig_all; /* non-zero: every send WR generates a completion */
+};
+
+/* Bits of ibv_qp_init_attr_ex.comp_mask: which extended fields are valid. */
+enum ibv_qp_init_attr_mask {
+	IBV_QP_INIT_ATTR_PD = 1 << 0,
+	IBV_QP_INIT_ATTR_XRCD = 1 << 1,
+	IBV_QP_INIT_ATTR_CREATE_FLAGS = 1 << 2,
+	IBV_QP_INIT_ATTR_MAX_TSO_HEADER = 1 << 3,
+	IBV_QP_INIT_ATTR_IND_TABLE = 1 << 4,
+	IBV_QP_INIT_ATTR_RX_HASH = 1 << 5,
+	IBV_QP_INIT_ATTR_SEND_OPS_FLAGS = 1 << 6,
+};
+
+/* Bits of ibv_qp_init_attr_ex.create_flags. */
+enum ibv_qp_create_flags {
+	/* Do not deliver this QP's own multicast sends back to it. */
+	IBV_QP_CREATE_BLOCK_SELF_MCAST_LB = 1 << 1,
+	IBV_QP_CREATE_SCATTER_FCS = 1 << 8,
+	IBV_QP_CREATE_CVLAN_STRIPPING = 1 << 9,
+	IBV_QP_CREATE_SOURCE_QPN = 1 << 10,
+	IBV_QP_CREATE_PCI_WRITE_END_PADDING = 1 << 11,
+};
+
+/* Receive-side scaling configuration (layout only; not supported). */
+struct ibv_rx_hash_conf {
+	uint8_t rx_hash_function;
+	uint8_t rx_hash_key_len;
+	uint8_t *rx_hash_key;
+	uint64_t rx_hash_fields_mask;
+};
+
+/* ibv_qp_init_attr followed by the extended, comp_mask-selected fields. */
+struct ibv_qp_init_attr_ex {
+	void *qp_context;
+	struct ibv_cq *send_cq;
+	struct ibv_cq *recv_cq;
+	struct ibv_srq *srq;
+	struct ibv_qp_cap cap;
+	enum ibv_qp_type qp_type;
+	int sq_sig_all;
+
+	uint32_t comp_mask; /* enum ibv_qp_init_attr_mask */
+	struct ibv_pd *pd;
+	struct ibv_xrcd *xrcd;
+	uint32_t create_flags; /* enum ibv_qp_create_flags */
+	uint16_t max_tso_header;
+	struct ibv_rwq_ind_table *rwq_ind_tbl;
+	struct ibv_rx_hash_conf rx_hash_conf;
+	uint32_t source_qpn;
+	uint64_t send_ops_flags;
+};
+
+/* Bits of the attr_mask argument of ibv_modify_qp() / ibv_query_qp(). */
+enum ibv_qp_attr_mask {
+	IBV_QP_STATE = 1 << 0,
+	IBV_QP_CUR_STATE = 1 << 1,
+	IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	IBV_QP_ACCESS_FLAGS = 1 << 3,
+	IBV_QP_PKEY_INDEX = 1 << 4,
+	IBV_QP_PORT = 1 << 5,
+	IBV_QP_QKEY = 1 << 6,
+	IBV_QP_AV = 1 << 7,
+	IBV_QP_PATH_MTU = 1 << 8,
+	IBV_QP_TIMEOUT = 1 << 9,
+	IBV_QP_RETRY_CNT = 1 << 10,
+	IBV_QP_RNR_RETRY = 1 << 11,
+	IBV_QP_RQ_PSN = 1 << 12,
+	IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	IBV_QP_ALT_PATH = 1 << 14,
+	IBV_QP_MIN_RNR_TIMER = 1 << 15,
+	IBV_QP_SQ_PSN = 1 << 16,
+	IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+	IBV_QP_PATH_MIG_STATE = 1 << 18,
+	IBV_QP_CAP = 1 << 19,
+	IBV_QP_DEST_QPN = 1 << 20,
+	/* bits 21..24 are unused */
+	IBV_QP_RATE_LIMIT = 1 << 25,
+};
+
+enum ibv_qp_state {
+	IBV_QPS_RESET,
+	IBV_QPS_INIT,
+	IBV_QPS_RTR,
+	IBV_QPS_RTS,
+	IBV_QPS_SQD,
+	IBV_QPS_SQE,
+	IBV_QPS_ERR,
+	IBV_QPS_UNKNOWN,
+};
+
+enum ibv_mig_state {
+	IBV_MIG_MIGRATED,
+	IBV_MIG_REARM,
+	IBV_MIG_ARMED,
+};
+
+/* QP attributes for ibv_modify_qp() / ibv_query_qp(); attr_mask says which. */
+struct ibv_qp_attr {
+	enum ibv_qp_state qp_state;
+	enum ibv_qp_state cur_qp_state;
+	enum ibv_mtu path_mtu;
+	enum ibv_mig_state path_mig_state;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	unsigned int qp_access_flags;
+	struct ibv_qp_cap cap;
+	struct ibv_ah_attr ah_attr;
+	struct ibv_ah_attr alt_ah_attr;
+	uint16_t pkey_index;
+	uint16_t alt_pkey_index;
+	uint8_t en_sqd_async_notify;
+	uint8_t sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t port_num;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t alt_port_num;
+	uint8_t alt_timeout;
+	uint32_t rate_limit;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Work requests                                                             */
+
+enum ibv_wr_opcode {
+	IBV_WR_RDMA_WRITE,
+	IBV_WR_RDMA_WRITE_WITH_IMM,
+	IBV_WR_SEND,
+	IBV_WR_SEND_WITH_IMM,
+	IBV_WR_RDMA_READ,
+	IBV_WR_ATOMIC_CMP_AND_SWP,
+	IBV_WR_ATOMIC_FETCH_AND_ADD,
+	IBV_WR_LOCAL_INV,
+	IBV_WR_BIND_MW,
+	IBV_WR_SEND_WITH_INV,
+	IBV_WR_TSO,
+	IBV_WR_DRIVER1,
+	IBV_WR_FLUSH = 14,
+	IBV_WR_ATOMIC_WRITE = 15,
+};
+
+/* Bits of ibv_send_wr.send_flags. */
+enum ibv_send_flags {
+	IBV_SEND_FENCE = 1 << 0,
+	IBV_SEND_SIGNALED = 1 << 1,  /* generate a completion for this WR */
+	IBV_SEND_SOLICITED = 1 << 2, /* set BTH.SE */
+	IBV_SEND_INLINE = 1 << 3,    /* data copied at post time; lkey ignored */
+	IBV_SEND_IP_CSUM = 1 << 4,
+};
+
+/* One scatter/gather element: addr is a virtual address inside an MR. */
+struct ibv_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/*
+ * A send work request.  For UD only wr.ud is used: the AH of the
+ * destination, its QPN (0xFFFFFF for multicast) and its Q_Key.
+ */
+struct ibv_send_wr {
+	uint64_t wr_id;
+	struct ibv_send_wr *next;
+	struct ibv_sge *sg_list;
+	int num_sge;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags; /* enum ibv_send_flags */
+	union {
+		__be32 imm_data;	  /* *_WITH_IMM: network byte order */
+		uint32_t invalidate_rkey; /* *_WITH_INV */
+	};
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct ibv_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
+	} wr;
+	union {
+		struct {
+			uint32_t remote_srqn;
+		} xrc;
+	} qp_type;
+	union {
+		struct {
+			struct ibv_mw *mw;
+			uint32_t rkey;
+			struct ibv_mw_bind_info bind_info;
+		} bind_mw;
+		struct {
+			void *hdr;
+			uint16_t hdr_sz;
+			uint16_t mss;
+		} tso;
+	};
+};
+
+/* A receive work request.  On UD the first 40 bytes receive the GRH. */
+struct ibv_recv_wr {
+	uint64_t wr_id;
+	struct ibv_recv_wr *next;
+	struct ibv_sge *sg_list;
+	int num_sge;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Objects                                                                   */
+
+struct ibv_qp {
+	struct ibv_context *context;
+	void *qp_context;
+	struct ibv_pd *pd;
+	struct ibv_cq *send_cq;
+	struct ibv_cq *recv_cq;
+	struct ibv_srq *srq;
+	uint32_t handle;
+	uint32_t qp_num;
+	enum ibv_qp_state state;
+	enum ibv_qp_type qp_type;
+
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint32_t events_completed;
+};
+
+/* A completion channel: fd is readable (poll(2)) when a CQ event is queued. */
+struct ibv_comp_channel {
+	struct ibv_context *context;
+	int fd;
+	int refcnt;
+};
+
+struct ibv_cq {
+	struct ibv_context *context;
+	struct ibv_comp_channel *channel;
+	void *cq_context;
+	uint32_t handle;
+	int cqe; /* capacity actually allocated */
+
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint32_t comp_events_completed;
+	uint32_t async_events_completed;
+};
+
+enum {
+	IBV_SYSFS_NAME_MAX = 64,
+	IBV_SYSFS_PATH_MAX = 256,
+};
+
+/* An RDMA device as listed by ibv_get_device_list(). */
+struct ibv_device {
+	enum ibv_node_type node_type;
+	enum ibv_transport_type transport_type;
+	char name[IBV_SYSFS_NAME_MAX];	      /* device name, ibv_get_device_name() */
+	char dev_name[IBV_SYSFS_NAME_MAX];    /* name of the (virtual) uverbs node */
+	char dev_path[IBV_SYSFS_PATH_MAX];    /* path of that node, may be empty */
+	char ibdev_path[IBV_SYSFS_PATH_MAX]; /* path of the device, may be empty */
+};
+
+/*
+ * Data-path entry points of a context; the static inline verbs below call
+ * through them.  The library fills all four in every context it opens.
+ */
+struct ibv_context_ops {
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+};
+
+/* An open device. */
+struct ibv_context {
+	struct ibv_device *device;
+	struct ibv_context_ops ops;
+	int cmd_fd;
+	int async_fd;
+	int num_comp_vectors;
+	pthread_mutex_t mutex;
+	void *abi_compat;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Devices and contexts                                                      */
+
+/*
+ * ibv_get_device_list - the RDMA devices of this process: one per network
+ * interface that is up and has an IP address (RoCEv2), plus the simulated IB
+ * device when an SM is configured.  The array is NULL-terminated; if
+ * @num_devices is not NULL it receives the count (0 is not an error).
+ * Free with ibv_free_device_list().
+ * Returns the array, or NULL with errno set (ENOMEM).  ibv_get_device_list(3)
+ */
+struct ibv_device **ibv_get_device_list(int *num_devices);
+
+/*
+ * ibv_free_device_list - free an array from ibv_get_device_list().  Devices
+ * already opened stay valid; unopened ones must no longer be used.
+ * ibv_get_device_list(3)
+ */
+void ibv_free_device_list(struct ibv_device **list);
+
+/*
+ * ibv_get_device_name - the device's name (its ibv_device.name), valid as long
+ * as the device.  Returns NULL if @device is NULL.  ibv_get_device_name(3)
+ */
+const char *ibv_get_device_name(struct ibv_device *device);
+
+/*
+ * ibv_get_device_guid - the device's node GUID, network byte order.
+ * Returns 0 on failure.  ibv_get_device_guid(3)
+ */
+__be64 ibv_get_device_guid(struct ibv_device *device);
+
+/*
+ * ibv_open_device - open a context on @device; its ops are filled in.
+ * Returns the context, or NULL with errno set (ENOMEM, ENODEV: the interface
+ * went away).  ibv_open_device(3)
+ */
+struct ibv_context *ibv_open_device(struct ibv_device *device);
+
+/*
+ * ibv_close_device - close a context.  Objects created on it should have been
+ * destroyed first; they are not released by this call.
+ * Returns 0, or -1 with errno set.  ibv_open_device(3)
+ */
+int ibv_close_device(struct ibv_context *context);
+
+/*
+ * ibv_query_device - fill @device_attr with the device's limits (rxe's values:
+ * max_mcast_grp 8192, max_mcast_qp_attach 56, ...) and identity.
+ * Returns 0 or the errno value (EINVAL).  ibv_query_device(3)
+ */
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr);
+
+/*
+ * ibv_query_port - fill @port_attr for port @port_num (ports are numbered
+ * from 1; umcast devices have one).  active_mtu is derived from the interface
+ * MTU; link_layer is IBV_LINK_LAYER_ETHERNET (RoCE) or _INFINIBAND.
+ * Returns 0 or the errno value (EINVAL: bad port).  ibv_query_port(3)
+ */
+int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+		   struct ibv_port_attr *port_attr);
+
+/*
+ * ibv_query_gid - read entry @index of port @port_num's GID table into @gid.
+ * On RoCE, index 0 is the interface's address (IPv4-mapped or IPv6).
+ * Returns 0, or -1 with errno set (EINVAL: bad port or index).
+ * ibv_query_gid(3)
+ */
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid);
+
+/*
+ * ibv_query_pkey - read entry @index of port @port_num's P_Key table into
+ * @pkey, network byte order.  Returns 0, or -1 with errno set (EINVAL).
+ * ibv_query_pkey(3)
+ */
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey);
+
+/*
+ * ibv_get_pkey_index - the index of P_Key @pkey (network byte order) in port
+ * @port_num's table.  Returns the index, or -1 with errno set (ENOENT: not in
+ * the table, EINVAL: bad port).  ibv_get_pkey_index(3)
+ */
+int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey);
+
+/* ------------------------------------------------------------------------- */
+/* PD and MR                                                                 */
+
+/*
+ * ibv_alloc_pd - allocate a protection domain.
+ * Returns the PD, or NULL with errno set (ENOMEM).  ibv_alloc_pd(3)
+ */
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context);
+
+/*
+ * ibv_dealloc_pd - free a PD.  Fails while MRs, QPs or AHs still use it.
+ * Returns 0 or the errno value (EBUSY).  ibv_alloc_pd(3)
+ */
+int ibv_dealloc_pd(struct ibv_pd *pd);
+
+/*
+ * ibv_reg_mr - register [@addr, @addr + @length) bytes with @pd for the access
+ * rights @access (enum ibv_access_flags; IBV_ACCESS_LOCAL_WRITE is required
+ * for receive buffers).  The memory is not pinned or copied: it must stay
+ * valid until ibv_dereg_mr().
+ * Returns the MR (lkey/rkey filled), or NULL with errno set (EINVAL: bad
+ * flags or zero length, ENOMEM: out of MR slots).  ibv_reg_mr(3)
+ */
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
+
+/*
+ * ibv_dereg_mr - release an MR; its lkey becomes invalid at once.
+ * Returns 0 or the errno value (EINVAL).  ibv_reg_mr(3)
+ */
+int ibv_dereg_mr(struct ibv_mr *mr);
+
+/* ------------------------------------------------------------------------- */
+/* Completion channels and CQs                                               */
+
+/*
+ * ibv_create_comp_channel - create a completion channel; its fd works with
+ * poll(2)/epoll and becomes readable when a CQ event is queued (or a datagram
+ * waits to be processed).
+ * Returns the channel, or NULL with errno set (ENOMEM, EMFILE).
+ * ibv_create_comp_channel(3)
+ */
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context);
+
+/*
+ * ibv_destroy_comp_channel - destroy a channel.  Fails while CQs use it.
+ * Returns 0 or the errno value (EBUSY).  ibv_create_comp_channel(3)
+ */
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel);
+
+/*
+ * ibv_create_cq - create a CQ of at least @cqe entries (cq->cqe gets the
+ * actual size).  @cq_context is returned by ibv_get_cq_event(); @channel may
+ * be NULL when events are not used; @comp_vector must be in
+ * [0, context->num_comp_vectors).
+ * Returns the CQ, or NULL with errno set (EINVAL: cqe < 1 or above
+ * max_cqe, bad comp_vector; ENOMEM).  ibv_create_cq(3)
+ */
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector);
+
+/*
+ * ibv_destroy_cq - destroy a CQ.  Fails while a QP uses it.  Waits until
+ * every event got from ibv_get_cq_event() for it has been acked.
+ * Returns 0 or the errno value (EBUSY).  ibv_create_cq(3)
+ */
+int ibv_destroy_cq(struct ibv_cq *cq);
+
+/*
+ * ibv_get_cq_event - wait for the next completion event on @channel (blocks
+ * unless channel->fd is O_NONBLOCK) and return its CQ and that CQ's
+ * cq_context.  The CQ is disarmed: call ibv_req_notify_cq() again for the
+ * next event.  Each event must be acked with ibv_ack_cq_events().
+ * Returns 0, or -1 with errno set (EAGAIN: non-blocking and none queued,
+ * EINTR).  ibv_get_cq_event(3)
+ */
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context);
+
+/*
+ * ibv_ack_cq_events - acknowledge @nevents events of @cq returned by
+ * ibv_get_cq_event().  ibv_get_cq_event(3)
+ */
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
+
+/*
+ * ibv_poll_cq - remove up to @num_entries completions from @cq into @wc,
+ * oldest first, without blocking.  Also processes datagrams waiting for
+ * the device (there is no background thread).
+ * Returns the number of completions (0..num_entries; fewer than num_entries
+ * means the CQ is now empty), or a negative value on error (umcast: the
+ * negated errno).  ibv_poll_cq(3)
+ */
+static inline int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	return cq->context->ops.poll_cq(cq, num_entries, wc);
+}
+
+/*
+ * ibv_req_notify_cq - arm @cq: the next completion added to it (the next
+ * solicited one if @solicited_only) queues one event on its channel.
+ * Returns 0 or the errno value (EINVAL: CQ has no channel).
+ * ibv_req_notify_cq(3)
+ */
+static inline int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return cq->context->ops.req_notify_cq(cq, solicited_only);
+}
+
+/* ------------------------------------------------------------------------- */
+/* QPs                                                                       */
+
+/*
+ * ibv_create_qp - create a QP on @pd in the RESET state.  Only IBV_QPT_UD is
+ * supported; srq must be NULL.  attr->cap is updated with the granted sizes.
+ * Returns the QP (qp_num set), or NULL with errno set (EINVAL: bad type,
+ * caps or CQs of another context; EOPNOTSUPP: SRQ; ENOMEM).
+ * ibv_create_qp(3)
+ */
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
+
+/*
+ * ibv_create_qp_ex - as ibv_create_qp() on @context, with the fields selected
+ * by attr->comp_mask: IBV_QP_INIT_ATTR_PD (required) and
+ * IBV_QP_INIT_ATTR_CREATE_FLAGS (only IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is
+ * supported: the QP never receives its own multicast sends).
+ * Returns the QP, or NULL with errno set (EINVAL; EOPNOTSUPP: other mask bits
+ * or create flags; ENOMEM).  ibv_create_qp_ex(3)
+ */
+struct ibv_qp *ibv_create_qp_ex(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+
+/*
+ * ibv_modify_qp - change the attributes named by @attr_mask (enum
+ * ibv_qp_attr_mask).  UD: RESET->INIT needs STATE|PKEY_INDEX|PORT|QKEY,
+ * INIT->RTR needs STATE, RTR->RTS needs STATE|SQ_PSN; any state may go to
+ * RESET or ERR.  On error nothing is changed.
+ * Returns 0 or the errno value (EINVAL: bad transition or mask).
+ * ibv_modify_qp(3), IBA 10.3.1
+ */
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+
+/*
+ * ibv_query_qp - read the QP's current attributes into @attr (at least those
+ * in @attr_mask) and its creation attributes into @init_attr.
+ * Returns 0 or the errno value.  ibv_query_qp(3)
+ */
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr);
+
+/*
+ * ibv_destroy_qp - destroy a QP.  Fails while it is attached to a multicast
+ * group.  Returns 0 or the errno value (EBUSY: still attached).
+ * ibv_create_qp(3)
+ */
+int ibv_destroy_qp(struct ibv_qp *qp);
+
+/*
+ * ibv_post_send - queue the chain of send WRs @wr on @qp (RTS).  UD: opcode
+ * IBV_WR_SEND or IBV_WR_SEND_WITH_IMM, wr.ud filled, total length at most the
+ * path MTU.  On error *@bad_wr points at the first WR not queued.
+ * Returns 0 or the errno value (EINVAL: bad WR or QP state, ENOMEM: send
+ * queue full).  ibv_post_send(3)
+ */
+static inline int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				struct ibv_send_wr **bad_wr)
+{
+	return qp->context->ops.post_send(qp, wr, bad_wr);
+}
+
+/*
+ * ibv_post_recv - queue the chain of receive WRs @wr on @qp (any state but
+ * RESET).  UD buffers need 40 extra leading bytes for the GRH.  On error
+ * *@bad_wr points at the first WR not queued.
+ * Returns 0 or the errno value (EINVAL: bad WR or state, ENOMEM: receive
+ * queue full).  ibv_post_recv(3)
+ */
+static inline int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				struct ibv_recv_wr **bad_wr)
+{
+	return qp->context->ops.post_recv(qp, wr, bad_wr);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Address handles                                                           */
+
+/*
+ * ibv_create_ah - create an address handle from @attr (is_global must be set
+ * on RoCE; grh.dgid is the destination GID, a multicast GID for a group).
+ * Returns the AH, or NULL with errno set (EINVAL: bad port or sgid_index,
+ * ENOMEM).  ibv_create_ah(3)
+ */
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+
+/*
+ * ibv_destroy_ah - destroy an AH.  Returns 0 or the errno value.
+ * ibv_create_ah(3)
+ */
+int ibv_destroy_ah(struct ibv_ah *ah);
+
+/*
+ * ibv_init_ah_from_wc - fill @ah_attr with the address vector that answers
+ * the sender of received completion @wc, whose buffer started with @grh
+ * (used when wc->wc_flags has IBV_WC_GRH), on port @port_num.
+ * Returns 0, or -1 with errno set (EINVAL).  ibv_create_ah_from_wc(3)
+ */
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr);
+
+/*
+ * ibv_create_ah_from_wc - ibv_init_ah_from_wc() then ibv_create_ah() on @pd.
+ * Returns the AH, or NULL with errno set.  ibv_create_ah_from_wc(3)
+ */
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+				     uint8_t port_num);
+
+/* ------------------------------------------------------------------------- */
+/* Multicast                                                                 */
+
+/*
+ * ibv_attach_mcast - make UD QP @qp receive datagrams sent to the multicast
+ * group @gid (@lid: the MLID, host byte order, >= 0xC000 on IB, ignored on
+ * RoCE).  Attaching the same (gid, lid) twice is a no-op.  Does not join the
+ * group on the network (that is the CM's join).
+ * Returns 0 or the errno value (EINVAL: not UD, non-multicast GID or bad LID;
+ * ENOMEM: max_mcast_grp, max_mcast_qp_attach or max_total_mcast_qp_attach
+ * reached).  ibv_attach_mcast(3)
+ */
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
+/*
+ * ibv_detach_mcast - undo ibv_attach_mcast().  Datagrams already queued
+ * may still complete.
+ * Returns 0 or the errno value (EINVAL: (gid, lid) not attached to @qp).
+ * ibv_attach_mcast(3)
+ */
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
+/* ------------------------------------------------------------------------- */
+/* Strings                                                                   */
+
+/*
+ * ibv_wc_status_str - a constant English description of @status ("success",
+ * "local length error", ...), "unknown" for out-of-range values.  Upstream
+ * has no man page for it; the statuses are described in ibv_poll_cq(3).
+ */
+const char *ibv_wc_status_str(enum ibv_wc_status status);
+
+/*
+ * ibv_node_type_str - a constant name for @node_type ("InfiniBand channel
+ * adapter", ...), "unknown" otherwise.  ibv_event_type_str(3)
+ */
+const char *ibv_node_type_str(enum ibv_node_type node_type);
+
+/*
+ * ibv_port_state_str - a constant name for @port_state ("down", "active",
+ * ...), "unknown" otherwise.  ibv_event_type_str(3)
+ */
+const char *ibv_port_state_str(enum ibv_port_state port_state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFINIBAND_VERBS_H */
