@@ -103,8 +103,10 @@ size_t umc_ud_hdr_encode(uint8_t *out, const struct umc_ud_hdr *h);
  * @payload_len:    payload bytes, pad excluded
  *
  * Checks, once: @len covers BTH, DETH, ImmDt if the opcode has one, the pad
- * and the ICRC; the opcode is UD SEND_ONLY or SEND_ONLY_WITH_IMMEDIATE;
- * TVer is 0.  The ICRC is not checked here (see umc_icrc_*).
+ * and the ICRC, and is a multiple of 4 (PadCnt aligns every packet); the
+ * opcode is UD SEND_ONLY or SEND_ONLY_WITH_IMMEDIATE; TVer is 0.  The ICRC
+ * is not checked here (see umc_icrc_*), so a packet cut at a 4-byte
+ * boundary still decodes and is caught by its ICRC.
  *
  * Returns: 0, or -EBADMSG for a truncated or inconsistent packet, or
  * -EPROTONOSUPPORT for another opcode or a non-zero TVer.
@@ -159,10 +161,22 @@ uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_
 uint32_t umc_icrc_update(uint32_t reg, const void *buf, size_t len);
 
 /**
+ * umc_icrc_final - the ICRC value from a register after the last update.
+ * In zlib's convention the register already is the finished CRC-32 (the
+ * final inversion happens inside every call), so this is the identity; it
+ * exists so that callers do not depend on that convention.
+ */
+static inline uint32_t umc_icrc_final(uint32_t reg)
+{
+	return reg;
+}
+
+/**
  * umc_icrc_compute - the ICRC of a whole UDP payload @p of @len bytes (BTH
  * through ICRC; the last 4 bytes are not read).
  *
- * Returns: the ICRC value; umc_icrc_put() writes it in wire order.
+ * Returns: the ICRC value; umc_icrc_put() writes it in wire order.  A @len
+ * below UMC_BTH_LEN + UMC_ICRC_LEN reads nothing and returns 0.
  */
 uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t len);
 

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/*
+ * icrc.c - the RoCEv2 Invariant CRC, and recovering the IPv4 ID from it.
+ *
+ * The ICRC is the standard CRC-32 (IEEE 802.3, reflected 0xEDB88320, as
+ * zlib) of: 8 bytes of 0xFF standing for the absent LRH, the IP header,
+ * the UDP header and the BTH with their variant fields set to all ones,
+ * then DETH, ImmDt, payload and pad as sent (IBA Vol 1 Annex A17.3.3;
+ * shared/reference/rocev2-wire.md section 2).  The 32-bit result goes on
+ * the wire least significant byte first (umc_icrc_put()).
+ *
+ * Register values follow zlib's crc32() convention throughout: a value is
+ * the finished CRC of everything fed so far, and feeding more bytes
+ * continues it.  ISA-L's crc32_gzip_refl() chains the same way and does the
+ * byte work (folding with carry-less multiply where the CPU has it); this
+ * file never loops over packet bytes itself.
+ *
+ * The receive side of a UDP socket cannot see the IPv4 ID, which the ICRC
+ * covers.  CRC-32 is affine over GF(2), so the ICRC of a packet is the ICRC
+ * computed with an assumed ID, plus a linear function of (real ID ^ assumed
+ * ID): umc_icrc_solve_ipv4_id() inverts that function.  zlib's
+ * crc32_combine_gen()/crc32_combine_op() move a bit pattern across the
+ * packet's tail in O(log n) instead of feeding it zero bytes.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <isa-l/crc.h>
+#include <zlib.h>
+
+#include "wire/wire.h"
+
+enum {
+	LRH_STANDIN_LEN = 8,	/* the 8 bytes of 0xFF in place of the LRH */
+	/* ICRC input bytes before the IPv4 ID (stand-in + 4 header bytes). */
+	IPV4_ID_OFF = LRH_STANDIN_LEN + 4,
+	IPV4_MAX_UDP_LEN = 0xffff - UMC_IPV4_HLEN - UMC_UDP_HLEN,
+	ID_BITS = 16,
+};
+
+/* CRC-32 polynomial, bit-reflected: bit 31 is x^0, bit 0 is x^31. */
+#define CRC32_POLY_REFL 0xedb88320u
+
+/* Set the variant fields of a just-encoded IP header to ones (A17.3.3). */
+static void ip_hdr_mask(uint8_t *ip, const struct umc_ip_ctx *c)
+{
+	if (c->family == 6) {
+		ip[0] |= 0x0f;		  /* traffic class, high nibble */
+		memset(ip + 1, 0xff, 3);  /* traffic class low nibble, flow label */
+		ip[7] = 0xff;		  /* hop limit */
+		return;
+	}
+	ip[1] = 0xff;			  /* TOS */
+	ip[8] = 0xff;			  /* TTL */
+	ip[10] = 0xff;			  /* header checksum */
+	ip[11] = 0xff;
+}
+
+/**
+ * umc_icrc_start - CRC value after the ICRC's masked, fixed-size prefix.
+ * @c:       the datagram's IP/UDP context (family 6 is IPv6, other IPv4)
+ * @udp_len: UDP payload length, BTH through ICRC
+ * @bth:     the 12 BTH bytes as sent
+ *
+ * Builds on the stack the 8 bytes of 0xFF, the IP header, the UDP header and
+ * the BTH, with TOS/TTL/IPv4 checksum or traffic class/flow label/hop limit,
+ * the UDP checksum and BTH byte 4 (FECN, BECN, resv6) set to ones, and CRCs
+ * them (IBA Annex A17.3.3; rocev2-wire.md section 2).  Continue with
+ * umc_icrc_update() over DETH, ImmDt, payload and pad, then umc_icrc_final().
+ *
+ * Context: pure, any context.
+ * Returns: the CRC-32 of the prefix, in zlib's chaining convention.
+ */
+uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *bth)
+{
+	uint8_t pre[LRH_STANDIN_LEN + UMC_IPV6_HLEN + UMC_UDP_HLEN + UMC_BTH_LEN];
+	uint8_t *ip = pre + LRH_STANDIN_LEN;
+	size_t n;
+
+	memset(pre, 0xff, LRH_STANDIN_LEN);
+	n = LRH_STANDIN_LEN + umc_ip_hdr_encode(ip, c, udp_len);
+	ip_hdr_mask(ip, c);
+	umc_udp_hdr_encode(pre + n, c, udp_len, 0xffff);
+	n += UMC_UDP_HLEN;
+	memcpy(pre + n, bth, UMC_BTH_LEN);
+	pre[n + 4] = 0xff;
+	n += UMC_BTH_LEN;
+	return crc32_gzip_refl(0, pre, n);
+}
+
+/**
+ * umc_icrc_update - continue a CRC-32 over @len more bytes.
+ * @reg: value from umc_icrc_start() or a previous update
+ * @buf: bytes; not read when @len is 0
+ * @len: byte count
+ *
+ * Context: pure, any context.
+ * Returns: the CRC-32 of everything fed so far (zlib convention).
+ */
+uint32_t umc_icrc_update(uint32_t reg, const void *buf, size_t len)
+{
+	if (len == 0)
+		return reg;
+	return crc32_gzip_refl(reg, buf, len);
+}
+
+/**
+ * umc_icrc_compute - the ICRC of a whole RoCEv2 UDP payload.
+ * @c:   the datagram's IP/UDP context
+ * @p:   the UDP payload, BTH through ICRC
+ * @len: its length; the last 4 bytes (the ICRC itself) are not read
+ *
+ * Works for any BTH-based packet (it does not look at the opcode), so it
+ * also checks CNPs and other transports.  rocev2-wire.md section 2.
+ *
+ * Context: pure, any context.
+ * Returns: the ICRC value (umc_icrc_put() writes it in wire order), or 0
+ * without reading @p when @len < UMC_BTH_LEN + UMC_ICRC_LEN.
+ */
+uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t len)
+{
+	uint32_t reg;
+
+	if (len < UMC_BTH_LEN + UMC_ICRC_LEN)
+		return 0;
+	reg = umc_icrc_start(c, len, p);
+	reg = umc_icrc_update(reg, p + UMC_BTH_LEN, len - UMC_BTH_LEN - UMC_ICRC_LEN);
+	return umc_icrc_final(reg);
+}
+
+/* Multiply a reflected CRC residue by x modulo the CRC-32 polynomial. */
+static inline uint32_t mul_x(uint32_t v)
+{
+	return (v >> 1) ^ (v & 1 ? CRC32_POLY_REFL : 0);
+}
+
+/*
+ * The ICRC change caused by each IPv4 ID bit alone, for an ICRC input whose
+ * last @tail bytes follow the ID.  The register is linear in the input once
+ * the fixed init/final XOR cancel, so flipping ID bit j flips col[j].
+ *
+ * The last ID bit fed (bit 7 of the low byte: CRC-32 is fed LSB first)
+ * leaves x^32 mod P = CRC32_POLY_REFL in the register; each bit fed one step
+ * earlier is one more factor of x, and crossing @tail bytes is a factor of
+ * x^(8 * @tail), which zlib computes by repeated squaring.
+ */
+static void id_columns(uint32_t col[ID_BITS], size_t tail)
+{
+	uint32_t v = (uint32_t)crc32_combine_op(CRC32_POLY_REFL, 0,
+						  crc32_combine_gen((z_off_t)tail));
+	int j;
+
+	for (j = 7; j >= 0; j--) {	/* low byte, fed last: bits 7..0 */
+		col[j] = v;
+		v = mul_x(v);
+	}
+	for (j = 15; j >= 8; j--) {	/* high byte, fed first: bits 15..8 */
+		col[j] = v;
+		v = mul_x(v);
+	}
+}
+
+/*
+ * Solve sum(x_j * col[j]) = @delta over GF(2) by Gaussian elimination.
+ * Each basis vector keeps the combination of ID bits it stands for and a
+ * pivot bit that no later basis vector contains.
+ */
+static int gf2_solve(const uint32_t col[ID_BITS], uint32_t delta, uint16_t *x)
+{
+	uint32_t vec[ID_BITS], piv[ID_BITS];
+	uint16_t comb[ID_BITS], sol = 0;
+	int rank = 0, i, j;
+
+	for (j = 0; j < ID_BITS; j++) {
+		uint32_t v = col[j];
+		uint16_t k = (uint16_t)(1u << j);
+
+		for (i = 0; i < rank; i++) {
+			if (v & piv[i]) {
+				v ^= vec[i];
+				k ^= comb[i];
+			}
+		}
+		if (!v)
+			continue;
+		vec[rank] = v;
+		comb[rank] = k;
+		piv[rank] = v & -v;
+		rank++;
+	}
+	for (i = 0; i < rank; i++) {
+		if (delta & piv[i]) {
+			delta ^= vec[i];
+			sol ^= comb[i];
+		}
+	}
+	if (delta)
+		return -EBADMSG;
+	*x = sol;
+	return 0;
+}
+
+/**
+ * umc_icrc_solve_ipv4_id - find the IPv4 identification a sender used.
+ * @c:        received datagram's context (IPv4), with ip_id as assumed when
+ *            @computed was calculated
+ * @udp_len:  UDP payload length, BTH through ICRC
+ * @computed: ICRC computed with @c->ip_id
+ * @received: ICRC found in the packet
+ * @id:       the identification that makes both agree
+ *
+ * With every other covered field fixed, ICRC(id) = ICRC(c->ip_id) ^
+ * L(id ^ c->ip_id) for a linear map L from 16 to 32 bits that depends only
+ * on the packet length.  L is injective (CRC-32 detects every burst of up
+ * to 32 bits), so at most one ID fits, and a difference outside L's range
+ * (probability 1 - 2^-16 for a random corruption) proves the packet
+ * corrupt: a 16-bit integrity check remains (rocev2-wire.md section 8).
+ *
+ * Context: pure, any context.  Costs O(log @udp_len), independent of the
+ * payload bytes.
+ * Returns: 0 and *@id; -EBADMSG if no ID explains the difference or
+ * @udp_len cannot be an IPv4 datagram's.
+ */
+int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t computed,
+			   uint32_t received, uint16_t *id)
+{
+	uint32_t col[ID_BITS];
+	uint16_t x;
+	int ret;
+
+	if (udp_len > IPV4_MAX_UDP_LEN)
+		return -EBADMSG;
+	if (computed == received) {
+		*id = c->ip_id;
+		return 0;
+	}
+	/* ICRC input: stand-in, IP, UDP, udp_len minus the ICRC; ID is 2 bytes. */
+	id_columns(col, LRH_STANDIN_LEN + UMC_IPV4_HLEN + UMC_UDP_HLEN + udp_len - UMC_ICRC_LEN -
+				IPV4_ID_OFF - 2);
+	ret = gf2_solve(col, computed ^ received, &x);
+	if (ret)
+		return ret;
+	*id = c->ip_id ^ x;
+	return 0;
+}

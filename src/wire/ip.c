@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ip.c - the IPv4/IPv6 and UDP headers of a RoCEv2 datagram, and the
+ * 40-byte GRH a UD receive buffer starts with.
+ *
+ * umcast sends through UDP sockets, so the kernel writes these headers on
+ * the wire.  They are built here for two readers: the ICRC, which covers
+ * most of their fields (icrc.c), and the receiver, which is shown the
+ * IP header in front of the payload as rxe shows it
+ * (shared/reference/rocev2-wire.md sections 1.2-1.4 and 1.10).
+ *
+ * A context whose family is 6 is IPv6; any other family is taken as IPv4.
+ * Length fields are 16 bits wide: callers keep datagrams below 64 KiB.
+ */
+#include <string.h>
+
+#include "wire/wire.h"
+
+enum {
+	IPV4_VER_IHL = 0x45, /* version 4, 5 words, no options */
+	IPV4_DF = 0x4000,
+	IPPROTO_UDP_NUM = 17,
+	IPV6_VERSION = 6,
+	IPV6_FLOW_MASK = 0xfffff,
+};
+
+static inline void put_be16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* RFC 1071 checksum of an IPv4 header whose checksum field is zero. */
+static uint16_t ipv4_hdr_csum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+	int i;
+
+	for (i = 0; i < UMC_IPV4_HLEN; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum += sum >> 16;
+	return (uint16_t)~sum;
+}
+
+static size_t ipv4_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t udp_len)
+{
+	out[0] = IPV4_VER_IHL;
+	out[1] = c->tclass;
+	put_be16(out + 2, (uint32_t)(UMC_IPV4_HLEN + UMC_UDP_HLEN + udp_len));
+	put_be16(out + 4, c->ip_id);
+	put_be16(out + 6, c->df ? IPV4_DF : 0);
+	out[8] = c->hop_limit;
+	out[9] = IPPROTO_UDP_NUM;
+	out[10] = 0;
+	out[11] = 0;
+	memcpy(out + 12, c->src, 4);
+	memcpy(out + 16, c->dst, 4);
+	put_be16(out + 10, ipv4_hdr_csum(out));
+	return UMC_IPV4_HLEN;
+}
+
+static size_t ipv6_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t udp_len)
+{
+	uint32_t flow = c->flow_label & IPV6_FLOW_MASK;
+
+	out[0] = (uint8_t)(IPV6_VERSION << 4 | c->tclass >> 4);
+	out[1] = (uint8_t)((uint32_t)c->tclass << 4 | flow >> 16);
+	put_be16(out + 2, flow);
+	put_be16(out + 4, (uint32_t)(UMC_UDP_HLEN + udp_len));
+	out[6] = IPPROTO_UDP_NUM;
+	out[7] = c->hop_limit;
+	memcpy(out + 8, c->src, 16);
+	memcpy(out + 24, c->dst, 16);
+	return UMC_IPV6_HLEN;
+}
+
+/**
+ * umc_ip_hdr_encode - write the IP header of a RoCEv2 datagram.
+ * @out:     UMC_IPV4_HLEN or UMC_IPV6_HLEN bytes
+ * @c:       addresses and header values; family 6 selects IPv6
+ * @udp_len: UDP payload length, BTH through ICRC
+ *
+ * IPv4 (RFC 791, as rxe's prepare4 builds it): version 4, IHL 5, TOS
+ * @c->tclass, total length 20 + 8 + @udp_len, identification @c->ip_id, DF if
+ * @c->df, fragment offset 0, TTL @c->hop_limit, protocol 17, a valid header
+ * checksum.  IPv6 (RFC 8200): traffic class, 20-bit flow label, payload
+ * length 8 + @udp_len, next header 17, hop limit.  rocev2-wire.md 1.2, 1.3.
+ *
+ * Context: pure, any context.
+ * Returns: bytes written, 20 or 40.
+ */
+size_t umc_ip_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t udp_len)
+{
+	if (c->family == 6)
+		return ipv6_hdr_encode(out, c, udp_len);
+	return ipv4_hdr_encode(out, c, udp_len);
+}
+
+/**
+ * umc_udp_hdr_encode - write the 8-byte UDP header of a RoCEv2 datagram.
+ * @out:     8 bytes
+ * @c:       source and destination ports
+ * @udp_len: UDP payload length, BTH through ICRC
+ * @csum:    checksum field as sent (rxe sends 0; the ICRC masks it)
+ *
+ * Context: pure, any context.  rocev2-wire.md section 1.4.
+ */
+void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, size_t udp_len,
+			uint16_t csum)
+{
+	put_be16(out, c->sport);
+	put_be16(out + 2, c->dport);
+	put_be16(out + 4, (uint32_t)(UMC_UDP_HLEN + udp_len));
+	put_be16(out + 6, csum);
+}
+
+/**
+ * umc_grh_synth - the 40 bytes in front of a UD receive buffer.
+ * @out:     40 bytes (UMC_GRH_LEN)
+ * @c:       the received datagram's IP context
+ * @udp_len: UDP payload length as received, BTH through ICRC
+ *
+ * rxe copies the received network header in front of the payload: for
+ * IPv4, 20 zero bytes then the 20-byte IPv4 header; for IPv6, the IPv6
+ * header (union rdma_network_hdr; rocev2-wire.md section 1.10).  The IPv4
+ * header carries a valid checksum, which libibverbs' ibv_init_ah_from_wc()
+ * may check to recognise it.
+ *
+ * Context: pure, any context.
+ */
+void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len)
+{
+	if (c->family == 6) {
+		ipv6_hdr_encode(out, c, udp_len);
+		return;
+	}
+	memset(out, 0, UMC_IPV6_HLEN - UMC_IPV4_HLEN);
+	ipv4_hdr_encode(out + UMC_IPV6_HLEN - UMC_IPV4_HLEN, c, udp_len);
+}
