@@ -64,6 +64,7 @@ struct umc_mcg;
 struct umc_counters {
 	atomic_ulong tx_packets;
 	atomic_ulong tx_too_long;   /* UD send above the path MTU: completed, not sent */
+	atomic_ulong tx_errors;     /* datagrams the kernel refused */
 	atomic_ulong rx_packets;    /* datagrams read from the group sockets */
 	atomic_ulong rx_delivered;  /* receive completions generated */
 	atomic_ulong rx_malformed;  /* umc_ud_decode() refused it */
@@ -71,12 +72,34 @@ struct umc_counters {
 	atomic_ulong rx_icrc_id_solved; /* accepted with an IPv4 ID found from the ICRC */
 	atomic_ulong rx_too_long;   /* larger than UMC_RX_SLOT, or than the posted buffer */
 	atomic_ulong rx_no_group;   /* no QP attached to the destination group */
+	atomic_ulong rx_other_if;   /* arrived on another interface (its device takes it) */
 	atomic_ulong rx_qkey_viol;  /* DETH Q_Key differs from the QP's */
 	atomic_ulong rx_pkey_viol;  /* BTH P_Key does not match */
 	atomic_ulong rx_no_recv;    /* no receive WQE posted */
 	atomic_ulong rx_self_blocked; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	atomic_ulong rx_bad_state;  /* QP not in RTR/RTS */
 	atomic_ulong cq_overflow;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Packets between the link layer and the core.                              */
+
+/* A datagram the link read, checked and decoded (valid until the next rx_burst). */
+struct umc_rx_pkt {
+	struct umc_ud_hdr hdr;
+	const uint8_t *payload;
+	uint32_t len;		 /* payload bytes, pad excluded */
+	struct umc_ip_ctx ip;	 /* as received: source of the 40-byte GRH */
+	uint32_t udp_len;	 /* UDP payload length (BTH..ICRC) */
+};
+
+/* One UD SEND the core validated, handed to the link to encode and send. */
+struct umc_tx_pkt {
+	struct umc_ah *ah;
+	const struct ibv_sge *sge;
+	int num_sge;
+	uint32_t len; /* payload bytes */
+	struct umc_ud_hdr hdr;
 };
 
 /* ------------------------------------------------------------------------- */
@@ -88,27 +111,42 @@ struct umc_link_ops {
 	uint8_t link_layer; /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
 
 	/*
-	 * mcg_open - create the receive endpoint of a group on @dev: a socket
-	 * that gets a copy of the group's datagrams whenever the host is a
-	 * member.  Does not join the group.  Called with dev->lock held.
-	 * Returns the fd (registered by the caller in dev->rx_epfd), or a
-	 * negative errno.
+	 * mcg_open - create the receive endpoint of a group on @dev: a
+	 * non-blocking socket that gets a copy of the group's datagrams
+	 * whenever the host is a member.  Does not join the group.
+	 * Returns the fd, or a negative errno.
 	 */
 	int (*mcg_open)(struct umc_device *dev, const union ibv_gid *mgid);
 
 	/*
-	 * membership - join (@join true) or leave the group at the IP level on
-	 * the device's interface (IGMP/MLD).  Refcounting is the caller's.
-	 * @fd is the group's socket from mcg_open.  Returns 0 or -errno
-	 * (-ENODEV when the interface cannot join).
+	 * membership - join (@join true) or leave the group at the IP level
+	 * on the device's interface (IGMP/MLD), on the group's socket @fd.
+	 * Refcounting is the caller's.  Returns 0 or -errno (-ENODEV when the
+	 * interface cannot join).
 	 */
 	int (*membership)(struct umc_device *dev, int fd, const union ibv_gid *mgid, bool join);
 
 	/*
-	 * tx_open - create a send socket for @qp with source GID index
-	 * @sgid_index.  Returns the fd or a negative errno.
+	 * rx_burst - read up to @max datagrams waiting on group socket @fd,
+	 * check and decode them into @pkts.  Malformed or corrupt datagrams
+	 * are dropped and counted in dev->cnt, never returned.  Does not
+	 * block.  Caller holds dev->rx_lock; @pkts point into link-owned
+	 * buffers valid until the next call.  Returns the number of packets
+	 * in @pkts and sets *@more when the socket may hold more.
 	 */
-	int (*tx_open)(struct umc_device *dev, struct umc_qp *qp, int sgid_index);
+	int (*rx_burst)(struct umc_device *dev, int fd, struct umc_rx_pkt *pkts, int max,
+			bool *more);
+
+	/*
+	 * xmit - encode and send @n packets of @qp (one sendmmsg batch).
+	 * Caller holds qp->sq_lock.  A datagram the kernel refuses is counted
+	 * (tx_errors) and not retried: UD is unreliable.  Returns 0 or a
+	 * negative errno when the QP cannot send at all (no socket).
+	 */
+	int (*xmit)(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
+
+	/* qp_cleanup - release the link's per-QP resources (send sockets). */
+	void (*qp_cleanup)(struct umc_qp *qp);
 };
 
 extern const struct umc_link_ops umc_roce_link_ops;
@@ -138,11 +176,15 @@ struct umc_device {
 	int total_attach;     /* QP attachments over all groups */
 	struct umc_qp *qp_list;
 
+	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
-	int rx_epfd;	/* epoll of every group socket; nested in comp channels */
-	int rx_nsock;	/* group sockets open */
-	void *rx_ring;	/* recvmmsg buffers, allocated with the first group */
+	int rx_epfd;		  /* epoll of every group socket; nested in comp channels */
+	int rx_nmcg;		  /* groups with a socket */
+	struct umc_mcg **rx_mcgs; /* those groups, for the progress loop */
+	int rx_cap;
+	void *link_priv;	  /* the link's receive buffers */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;
@@ -226,13 +268,19 @@ struct umc_mr {
  */
 bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access);
 
+enum umc_cq_arm {
+	UMC_CQ_ARM_ANY = 1,
+	UMC_CQ_ARM_SOLICITED = 2,
+};
+
 struct umc_cq {
 	struct ibv_cq ibcq;
 	pthread_spinlock_t lock;
 	struct ibv_wc *ring; /* power of two */
 	uint32_t mask;
 	uint32_t head, tail; /* consumer, producer */
-	int armed;	     /* 0, 1 = any, 2 = solicited only */
+	int armed;	     /* 0 or enum umc_cq_arm */
+	atomic_int usecnt;   /* QPs using this CQ */
 	bool notify_pending; /* queued on the channel */
 	struct umc_cq *notify_next;
 	struct umc_device *dev;
@@ -242,6 +290,12 @@ static inline struct umc_cq *to_ucq(struct ibv_cq *c)
 {
 	return container_of(c, struct umc_cq, ibcq);
 }
+
+/* The hot-path ops behind struct ibv_context_ops (cq.c, qp.c). */
+int umc_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int umc_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int umc_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 /*
  * umc_cq_push - append a completion; raise the channel event if armed.
@@ -295,8 +349,7 @@ struct umc_qp {
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
-	int tx_fd[UMC_MAX_GIDS]; /* per source GID index, -1 until used */
-	void *tx_batch;		 /* sendmmsg arrays (qp.c) */
+	void *link_priv; /* the link's per-QP state (send sockets, batch arrays) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
 	struct umc_qp *next;	     /* dev->qp_list */
@@ -307,12 +360,16 @@ static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 	return container_of(q, struct umc_qp, ibqp);
 }
 
+/* Move a QP to the error state, flushing its receives; caller holds rq_lock. */
+void __umc_qp_to_err(struct umc_qp *qp);
+
 struct umc_ah {
 	struct ibv_ah ibah;
 	struct ibv_ah_attr attr;
 	struct sockaddr_storage dst; /* group:4791 */
 	socklen_t dst_len;
 	struct umc_ip_ctx ip;	     /* pseudo-header template; ports filled per QP */
+	int sgid_index;		     /* source GID actually used (same family as the DGID) */
 };
 
 static inline struct umc_ah *to_uah(struct ibv_ah *a)
@@ -344,8 +401,10 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
  * progressing (false).  Returns the number of datagrams read.
  */
 int umc_progress(struct umc_device *dev, bool wait);
+/* The same with dev->rx_lock already held. */
+int __umc_progress(struct umc_device *dev);
 
-/* Register / unregister a group socket with the receive engine. */
+/* Register / unregister a group socket with the receive engine; caller holds rx_lock. */
 int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg);
 void umc_rx_del(struct umc_device *dev, struct umc_mcg *mcg);
 

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cq.c - completion queues and completion channels.
+ *
+ * A CQ is a power-of-two ring of struct ibv_wc under a spinlock.  Producers
+ * are post_send (send completions) and the progress engine (receive
+ * completions); the consumer is ibv_poll_cq, which runs the progress engine
+ * itself when the ring is empty, so a busy-polling program needs no other
+ * thread.
+ *
+ * A completion channel's fd is an epoll fd watching two things: a
+ * socketpair that holds one byte per CQ event queued on the channel, and
+ * the device's receive epoll (every group socket).  poll(2) on it therefore
+ * wakes both when a CQ event is ready and when a datagram arrives that may
+ * produce one; ibv_get_cq_event runs the progress engine and waits again if
+ * the datagram produced no event for this channel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "umc_int.h"
+
+/* ------------------------------------------------------------------------- */
+/* Completion channels (ibv_create_comp_channel(3)).                          */
+
+UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct umc_comp_channel *ch = calloc(1, sizeof(*ch));
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct umc_device *dev = ctx_dev(context);
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->notify[0] = ch->notify[1] = -1;
+	ch->ch.fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ch->ch.fd < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ch->notify))
+		goto err;
+	ev.data.fd = ch->notify[0];
+	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->notify[0], &ev))
+		goto err;
+	ev.data.fd = dev->rx_epfd;
+	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
+		goto err;
+	ch->ch.context = context;
+	ch->dev = dev;
+	ch->pending_tail = &ch->pending;
+	pthread_mutex_init(&ch->lock, NULL);
+	return &ch->ch;
+err:
+	errno = errno ? errno : ENOMEM;
+	int saved = errno;
+
+	if (ch->ch.fd >= 0)
+		close(ch->ch.fd);
+	if (ch->notify[0] >= 0) {
+		close(ch->notify[0]);
+		close(ch->notify[1]);
+	}
+	free(ch);
+	errno = saved;
+	return NULL;
+}
+
+/* ibv_destroy_comp_channel(3): EBUSY while a CQ still uses the channel. */
+UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct umc_comp_channel *ch = to_uchan(channel);
+
+	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	close(ch->ch.fd);
+	close(ch->notify[0]);
+	close(ch->notify[1]);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+/* Queue @cq's event on its channel: one list entry and one byte. */
+static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
+{
+	static const char one = 1;
+
+	pthread_mutex_lock(&ch->lock);
+	if (!cq->notify_pending) {
+		cq->notify_pending = true;
+		cq->notify_next = NULL;
+		*ch->pending_tail = cq;
+		ch->pending_tail = &cq->notify_next;
+		/* The socketpair holds far more bytes than there are CQs. */
+		(void)!write(ch->notify[1], &one, 1);
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Take @cq off its channel's list (destroy); caller holds ch->lock. */
+static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
+{
+	char byte;
+
+	for (struct umc_cq **p = &ch->pending; *p; p = &(*p)->notify_next) {
+		if (*p != cq)
+			continue;
+		*p = cq->notify_next;
+		if (ch->pending_tail == &cq->notify_next)
+			ch->pending_tail = p;
+		cq->notify_pending = false;
+		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+		return;
+	}
+}
+
+/*
+ * ibv_get_cq_event(3): wait for the next CQ event on @channel.  Returns 0,
+ * or -1 with errno EAGAIN when the channel fd is non-blocking and no event
+ * is ready.
+ */
+UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+				void **cq_context)
+{
+	struct umc_comp_channel *ch = to_uchan(channel);
+	struct epoll_event ev;
+	char byte;
+
+	for (;;) {
+		pthread_mutex_lock(&ch->lock);
+		struct umc_cq *ucq = ch->pending;
+
+		if (ucq) {
+			ch->pending = ucq->notify_next;
+			if (!ch->pending)
+				ch->pending_tail = &ch->pending;
+			ucq->notify_pending = false;
+			(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+			pthread_mutex_unlock(&ch->lock);
+			*cq = &ucq->ibcq;
+			*cq_context = ucq->ibcq.cq_context;
+			return 0;
+		}
+		pthread_mutex_unlock(&ch->lock);
+
+		/* Datagrams may be waiting that would raise an event. */
+		umc_progress(ch->dev, true);
+		pthread_mutex_lock(&ch->lock);
+		bool ready = ch->pending != NULL;
+
+		pthread_mutex_unlock(&ch->lock);
+		if (ready)
+			continue;
+		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (epoll_wait(ch->ch.fd, &ev, 1, -1) < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Completion queues (ibv_create_cq(3)).                                      */
+
+/* ibv_create_cq(3): EINVAL for cqe < 1 or above the device limit. */
+UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct umc_cq *cq;
+	uint32_t size = 1;
+
+	if (cqe < 1 || cqe > UMC_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (size < (uint32_t)cqe + 1)
+		size <<= 1;
+	cq = calloc(1, sizeof(*cq));
+	if (cq)
+		cq->ring = calloc(size, sizeof(*cq->ring));
+	if (!cq || !cq->ring) {
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->mask = size - 1;
+	cq->dev = ctx_dev(context);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibcq.context = context;
+	cq->ibcq.channel = channel;
+	cq->ibcq.cq_context = cq_context;
+	cq->ibcq.cqe = (int)size - 1;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	if (channel)
+		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	return &cq->ibcq;
+}
+
+/* ibv_destroy_cq(3): EBUSY while a QP still uses the CQ. */
+UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct umc_cq *cq = to_ucq(ibcq);
+
+	if (atomic_load(&cq->usecnt))
+		return EBUSY;
+	if (ibcq->channel) {
+		struct umc_comp_channel *ch = to_uchan(ibcq->channel);
+
+		pthread_mutex_lock(&ch->lock);
+		__umc_chan_unlink(ch, cq);
+		pthread_mutex_unlock(&ch->lock);
+		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+	}
+	pthread_spin_destroy(&cq->lock);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool raise = false;
+
+	pthread_spin_lock(&cq->lock);
+	if (umc_unlikely(cq->tail - cq->head > cq->mask)) {
+		pthread_spin_unlock(&cq->lock);
+		atomic_fetch_add_explicit(&cq->dev->cnt.cq_overflow, 1, memory_order_relaxed);
+		return false;
+	}
+	cq->ring[cq->tail++ & cq->mask] = *wc;
+	if (cq->armed == UMC_CQ_ARM_ANY || (cq->armed == UMC_CQ_ARM_SOLICITED && solicited)) {
+		cq->armed = 0;
+		raise = true;
+	}
+	pthread_spin_unlock(&cq->lock);
+	if (raise && cq->ibcq.channel)
+		umc_chan_raise(to_uchan(cq->ibcq.channel), cq);
+	return true;
+}
+
+static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (n < num && cq->head != cq->tail)
+		wc[n++] = cq->ring[cq->head++ & cq->mask];
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+/* ibv_poll_cq(3): the number of completions (0..num_entries), never negative here. */
+int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct umc_cq *cq = to_ucq(ibcq);
+	int n = umc_cq_pop(cq, num_entries, wc);
+
+	if (n || num_entries <= 0)
+		return n;
+	if (umc_progress(cq->dev, false) == 0)
+		return 0;
+	return umc_cq_pop(cq, num_entries, wc);
+}
+
+/*
+ * ibv_req_notify_cq(3): arm the CQ for one event: the next completion
+ * (solicited_only 0), or the next solicited receive completion.
+ * EINVAL when the CQ has no channel.
+ */
+int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct umc_cq *cq = to_ucq(ibcq);
+
+	if (!ibcq->channel)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	/* "any" wins over "solicited only" until the event fires. */
+	if (cq->armed != UMC_CQ_ARM_ANY)
+		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}

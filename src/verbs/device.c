@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * device.c - devices, contexts and their queries.
+ *
+ * Each process is its own HCA.  umcast shows one RoCE device per network
+ * interface that is up and has an IP address, loopback included, named
+ * "umc_<ifname>", with one port (port 1).  Its GID table lists the
+ * interface's IPv4 addresses (as ::ffff:a.b.c.d) first, then its IPv6
+ * addresses, so GID index 0 is the IPv4-mapped address when there is one.
+ * The list is built once, on first use, and lives as long as the process.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "umc_int.h"
+
+static struct umc_device **umc_devs;
+static int umc_ndevs;
+static pthread_once_t umc_devs_once = PTHREAD_ONCE_INIT;
+
+/* rxe: the IB MTU is the netdev MTU less the RoCE headers, rounded down. */
+static enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
+{
+	unsigned room = mtu > UMC_ROCE_MTU_OVERHEAD ? mtu - UMC_ROCE_MTU_OVERHEAD : 0;
+
+	if (room >= 4096)
+		return IBV_MTU_4096;
+	if (room >= 2048)
+		return IBV_MTU_2048;
+	if (room >= 1024)
+		return IBV_MTU_1024;
+	if (room >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+static unsigned umc_netdev_mtu(const char *ifname)
+{
+	char path[64 + IF_NAMESIZE];
+	unsigned mtu = 1500;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", ifname);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%u", &mtu) != 1)
+			mtu = 1500;
+		fclose(f);
+	}
+	return mtu;
+}
+
+static struct umc_device *umc_dev_get(const char *ifname, bool create)
+{
+	struct umc_device *dev, **grown;
+
+	for (int i = 0; i < umc_ndevs; i++)
+		if (strcmp(umc_devs[i]->ifname, ifname) == 0)
+			return umc_devs[i];
+	if (!create)
+		return NULL;
+	dev = calloc(1, sizeof(*dev));
+	grown = realloc(umc_devs, (umc_ndevs + 1) * sizeof(*grown));
+	if (!dev || !grown) {
+		free(dev);
+		if (grown)
+			umc_devs = grown;
+		return NULL;
+	}
+	umc_devs = grown;
+	snprintf(dev->ifname, sizeof(dev->ifname), "%s", ifname);
+	dev->ifindex = if_nametoindex(ifname);
+	dev->link = &umc_roce_link_ops;
+	dev->netdev_mtu = umc_netdev_mtu(ifname);
+	dev->active_mtu = umc_mtu_from_netdev(dev->netdev_mtu);
+	/* Locally administered EUI-64 made of the pid and the interface index. */
+	dev->guid = 0x0200000000000000ull | ((uint64_t)getpid() << 16) | dev->ifindex;
+	dev->rx_epfd = -1;
+	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->rx_lock, NULL);
+
+	struct ibv_device *ib = &dev->ibdev;
+
+	ib->node_type = IBV_NODE_CA;
+	ib->transport_type = dev->link->transport;
+	snprintf(ib->name, sizeof(ib->name), "umc_%s", ifname);
+	snprintf(ib->dev_name, sizeof(ib->dev_name), "uverbs_%s", ifname);
+	snprintf(ib->dev_path, sizeof(ib->dev_path), "/sys/class/net/%s", ifname);
+	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/net/%s", ifname);
+	umc_devs[umc_ndevs++] = dev;
+	return dev;
+}
+
+static void umc_dev_add_gid(struct umc_device *dev, const struct sockaddr *sa)
+{
+	socklen_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+						 : sizeof(struct sockaddr_in6);
+
+	if (dev->gid_count == UMC_MAX_GIDS)
+		return;
+	struct umc_gid_entry *e = &dev->gids[dev->gid_count++];
+
+	umc_gid_from_sockaddr(&e->gid, sa);
+	memcpy(&e->addr, sa, len);
+}
+
+static void umc_devices_init(void)
+{
+	struct ifaddrs *ifa_list, *ifa;
+
+	if (getifaddrs(&ifa_list))
+		return;
+	/* Two passes so that every device lists its IPv4 GIDs first. */
+	for (int family = AF_INET; family; family = family == AF_INET ? AF_INET6 : 0) {
+		for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
+			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != family ||
+			    !(ifa->ifa_flags & IFF_UP))
+				continue;
+			struct umc_device *dev = umc_dev_get(ifa->ifa_name, true);
+
+			if (dev)
+				umc_dev_add_gid(dev, ifa->ifa_addr);
+		}
+	}
+	freeifaddrs(ifa_list);
+}
+
+int umc_devices(struct umc_device ***list)
+{
+	pthread_once(&umc_devs_once, umc_devices_init);
+	*list = umc_devs;
+	return umc_ndevs;
+}
+
+static bool umc_same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	union ibv_gid ga, gb;
+
+	umc_gid_from_sockaddr(&ga, a);
+	umc_gid_from_sockaddr(&gb, (const struct sockaddr *)b);
+	return memcmp(&ga, &gb, sizeof(ga)) == 0;
+}
+
+int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
+{
+	struct umc_device **devs;
+	struct sockaddr_in v4;
+	int n = umc_devices(&devs);
+
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			memset(&v4, 0, sizeof(v4));
+			v4.sin_family = AF_INET;
+			memcpy(&v4.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+			sa = (const struct sockaddr *)&v4;
+		}
+	}
+	for (int d = 0; d < n; d++) {
+		for (int i = 0; i < devs[d]->gid_count; i++) {
+			if (devs[d]->gids[i].addr.ss_family == sa->sa_family &&
+			    umc_same_addr(sa, &devs[d]->gids[i].addr)) {
+				*devp = devs[d];
+				*gid_index = i;
+				return 0;
+			}
+		}
+	}
+	return -EADDRNOTAVAIL;
+}
+
+int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	socklen_t len = dst->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+						  : sizeof(struct sockaddr_in6);
+	struct sockaddr_storage to;
+	int fd, ret = 0;
+
+	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* connect() on UDP only consults the routing table; nothing is sent. */
+	memcpy(&to, dst, len);
+	((struct sockaddr_in *)&to)->sin_port = htons(UMC_ROCEV2_UDP_PORT);
+	if (connect(fd, (struct sockaddr *)&to, len) ||
+	    getsockname(fd, (struct sockaddr *)src, &len))
+		ret = -errno;
+	close(fd);
+	if (!ret)
+		((struct sockaddr_in *)src)->sin_port = 0;
+	return ret;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Device list and contexts (ibv_get_device_list(3), ibv_open_device(3)).    */
+
+UMC_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct umc_device **devs;
+	int n = umc_devices(&devs);
+	struct ibv_device **list = calloc(n + 1, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		list[i] = &devs[i]->ibdev;
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+
+UMC_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+UMC_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+UMC_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return htobe64(to_udev(device)->guid);
+}
+
+/* The receive epoll fd exists once a context of the device is open. */
+static int umc_dev_rx_init(struct umc_device *dev)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&dev->rx_lock);
+	if (dev->rx_epfd < 0) {
+		dev->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (dev->rx_epfd < 0)
+			ret = -errno;
+	}
+	pthread_mutex_unlock(&dev->rx_lock);
+	return ret;
+}
+
+UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct umc_device *dev = to_udev(device);
+	struct umc_context *ctx;
+	int ret = umc_dev_rx_init(dev);
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = dev;
+	ctx->ibctx.device = device;
+	ctx->ibctx.ops.poll_cq = umc_poll_cq;
+	ctx->ibctx.ops.req_notify_cq = umc_req_notify_cq;
+	ctx->ibctx.ops.post_send = umc_post_send;
+	ctx->ibctx.ops.post_recv = umc_post_recv;
+	ctx->ibctx.cmd_fd = -1;
+	ctx->ibctx.async_fd = -1;
+	ctx->ibctx.num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->ibctx.mutex, NULL);
+	return &ctx->ibctx;
+}
+
+UMC_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	pthread_mutex_destroy(&context->mutex);
+	free(to_uctx(context));
+	return 0;
+}
+
+int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct ibv_pd **pd)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->cm_ctx) {
+		pthread_mutex_unlock(&dev->lock);
+		struct ibv_context *c = ibv_open_device(&dev->ibdev);
+		struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+
+		pthread_mutex_lock(&dev->lock);
+		if (!p) {
+			ret = -(errno ? errno : ENOMEM);
+			if (c)
+				ibv_close_device(c);
+		} else if (dev->cm_ctx) { /* another thread was first */
+			ibv_dealloc_pd(p);
+			ibv_close_device(c);
+		} else {
+			dev->cm_ctx = c;
+			dev->cm_pd = p;
+		}
+	}
+	if (!ret) {
+		*ctx = dev->cm_ctx;
+		if (pd)
+			*pd = dev->cm_pd;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Queries (ibv_query_device(3), ibv_query_port(3), ibv_query_gid(3)).       */
+
+UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	struct umc_device *dev = ctx_dev(context);
+
+	memset(attr, 0, sizeof(*attr));
+	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "umcast 0.1");
+	attr->node_guid = htobe64(dev->guid);
+	attr->sys_image_guid = htobe64(dev->guid);
+	attr->max_mr_size = UINT64_MAX;
+	attr->page_size_cap = 0xfffff000;
+	attr->vendor_id = 0xffffff; /* no IEEE OUI: a software device */
+	attr->vendor_part_id = 0;
+	attr->hw_ver = 0;
+	attr->max_qp = UMC_MAX_QP;
+	attr->max_qp_wr = UMC_MAX_QP_WR;
+	attr->device_cap_flags = IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_PORT_ACTIVE_EVENT |
+				 IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+	attr->max_sge = UMC_MAX_SGE;
+	attr->max_sge_rd = UMC_MAX_SGE;
+	attr->max_cq = UMC_MAX_CQ;
+	attr->max_cqe = UMC_MAX_CQE;
+	attr->max_mr = UMC_MAX_MR;
+	attr->max_pd = UMC_MAX_PD;
+	attr->max_ah = UMC_MAX_AH;
+	attr->max_mcast_grp = UMC_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = UMC_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = UMC_MAX_TOT_MCAST_QP_ATTACH;
+	attr->max_pkeys = UMC_MAX_PKEYS;
+	attr->atomic_cap = IBV_ATOMIC_NONE;
+	attr->local_ca_ack_delay = 15;
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+UMC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			      struct ibv_port_attr *attr)
+{
+	struct umc_device *dev = ctx_dev(context);
+
+	if (port_num != UMC_PORT_NUM)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = IBV_PORT_ACTIVE;
+	attr->max_mtu = IBV_MTU_4096;
+	attr->active_mtu = dev->active_mtu;
+	attr->gid_tbl_len = UMC_MAX_GIDS;
+	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	attr->max_msg_sz = 1u << 31;
+	attr->pkey_tbl_len = UMC_MAX_PKEYS;
+	attr->max_vl_num = 1;
+	attr->active_width = 1;	 /* 1X */
+	attr->active_speed = 1;	 /* SDR */
+	attr->phys_state = 5;	 /* LinkUp */
+	attr->link_layer = dev->link->link_layer;
+	return 0;
+}
+
+UMC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+			     union ibv_gid *gid)
+{
+	struct umc_device *dev = ctx_dev(context);
+
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_GIDS)
+		return -1;
+	if (index < dev->gid_count)
+		*gid = dev->gids[index].gid;
+	else
+		memset(gid, 0, sizeof(*gid));
+	return 0;
+}
+
+/* One P_Key table entry, the default full-member partition (rxe does the same). */
+UMC_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+			      __be16 *pkey)
+{
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS)
+		return -1;
+	*pkey = index == 0 ? htobe16(UMC_DEFAULT_PKEY) : 0;
+	return 0;
+}
+
+UMC_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	if (port_num != UMC_PORT_NUM) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((be16toh(pkey) & 0x7fff) == (UMC_DEFAULT_PKEY & 0x7fff))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}

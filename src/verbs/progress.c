@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * progress.c - the receive engine: datagrams in, receive completions out.
+ *
+ * There is no receive thread.  Whoever needs completions runs the engine:
+ * ibv_poll_cq on an empty CQ, ibv_get_cq_event, attach and detach.  It
+ * reads the device's group sockets in batches (link rx_burst: recvmmsg,
+ * decode, ICRC) and hands every packet to every QP attached to the group,
+ * as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
+ *
+ *   - each attached QP in RTR or RTS gets its own copy;
+ *   - the BTH P_Key must match the default partition (0xFFFF or 0x7FFF);
+ *   - the DETH Q_Key must equal the QP's Q_Key;
+ *   - the QP must have a receive posted whose buffer holds the 40-byte GRH
+ *     and the payload; a smaller buffer completes with IBV_WC_LOC_LEN_ERR
+ *     and moves the QP to the error state (what rxe does);
+ *   - there is no sender exclusion, except for packets sent by a QP of this
+ *     device that was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.
+ *
+ * Every packet refused for one of these reasons is counted in dev->cnt.
+ * rx_lock serializes the engine; it is taken before dev->lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "umc_int.h"
+
+int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = mcg};
+
+	if (dev->rx_nmcg == dev->rx_cap) {
+		int cap = dev->rx_cap ? 2 * dev->rx_cap : 8;
+		struct umc_mcg **grown = realloc(dev->rx_mcgs, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		dev->rx_mcgs = grown;
+		dev->rx_cap = cap;
+	}
+	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, mcg->fd, &ev))
+		return -errno;
+	dev->rx_mcgs[dev->rx_nmcg++] = mcg;
+	return 0;
+}
+
+void umc_rx_del(struct umc_device *dev, struct umc_mcg *mcg)
+{
+	epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, mcg->fd, NULL);
+	for (int i = 0; i < dev->rx_nmcg; i++) {
+		if (dev->rx_mcgs[i] == mcg) {
+			dev->rx_mcgs[i] = dev->rx_mcgs[--dev->rx_nmcg];
+			break;
+		}
+	}
+}
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+
+/* Copy @len bytes from @src into the scatter list at byte offset @off. */
+static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void *src, size_t len)
+{
+	const uint8_t *s = src;
+
+	for (int i = 0; i < n && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		size_t room = sge[i].length - off, c = len < room ? len : room;
+
+		memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, s, c);
+		s += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+/* Deliver one packet to one attached QP (rxe: check_type_state, check_keys, send_data_in). */
+static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
+{
+	struct umc_device *dev = qp->dev;
+	struct ibv_sge sge[UMC_MAX_SGE];
+	struct umc_rwqe *w;
+	uint64_t room = 0;
+	int nsge;
+
+	if (umc_unlikely(qp->ibqp.state != IBV_QPS_RTR && qp->ibqp.state != IBV_QPS_RTS &&
+			 qp->ibqp.state != IBV_QPS_SQE)) {
+		CNT(dev, rx_bad_state);
+		return;
+	}
+	if (umc_unlikely((pkt->hdr.bth.pkey & 0x7fff) != (UMC_DEFAULT_PKEY & 0x7fff))) {
+		CNT(dev, rx_pkey_viol);
+		return;
+	}
+	if (umc_unlikely(pkt->hdr.deth.qkey != qp->qkey)) {
+		CNT(dev, rx_qkey_viol);
+		return;
+	}
+
+	pthread_spin_lock(&qp->rq_lock);
+	if (umc_unlikely(qp->rq_head == qp->rq_tail)) {
+		pthread_spin_unlock(&qp->rq_lock);
+		CNT(dev, rx_no_recv);
+		return;
+	}
+	w = (struct umc_rwqe *)(qp->rq + (qp->rq_head++ & qp->rq_mask) * qp->rq_stride);
+	nsge = w->num_sge;
+	memcpy(sge, w->sge, nsge * sizeof(*sge));
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.opcode = IBV_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	for (int i = 0; i < nsge; i++)
+		room += sge[i].length;
+	if (umc_unlikely(room < UMC_GRH_LEN + (uint64_t)pkt->len)) {
+		wc.status = IBV_WC_LOC_LEN_ERR;
+		umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, false);
+		__umc_qp_to_err(qp);
+		pthread_spin_unlock(&qp->rq_lock);
+		CNT(dev, rx_too_long);
+		return;
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+
+	/* The buffer is ours until the completion is pushed. */
+	uint8_t grh[UMC_GRH_LEN];
+
+	umc_grh_synth(grh, &pkt->ip, pkt->udp_len);
+	umc_scatter(sge, nsge, 0, grh, sizeof(grh));
+	umc_scatter(sge, nsge, UMC_GRH_LEN, pkt->payload, pkt->len);
+
+	wc.status = IBV_WC_SUCCESS;
+	wc.byte_len = UMC_GRH_LEN + pkt->len;
+	wc.src_qp = pkt->hdr.deth.src_qpn;
+	wc.wc_flags = IBV_WC_GRH;
+	if (pkt->hdr.bth.opcode == UMC_OP_UD_SEND_ONLY_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = pkt->hdr.imm_be;
+	}
+	if (umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se))
+		CNT(dev, rx_delivered);
+}
+
+/*
+ * Was @pkt sent by a QP of this device created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB?  Such a QP is known by its QPN, its
+ * UDP source port and a source address of this device.
+ */
+static bool umc_from_blocked_self(struct umc_device *dev, const struct umc_rx_pkt *pkt)
+{
+	struct umc_qp *qp;
+	union ibv_gid src;
+
+	for (qp = dev->qp_list; qp; qp = qp->next)
+		if (qp->ibqp.qp_num == pkt->hdr.deth.src_qpn &&
+		    (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) &&
+		    qp->sport == pkt->ip.sport)
+			break;
+	if (!qp)
+		return false;
+	memset(&src, 0, sizeof(src));
+	if (pkt->ip.family == 4) {
+		src.raw[10] = src.raw[11] = 0xff;
+		memcpy(src.raw + 12, pkt->ip.src, 4);
+	} else {
+		memcpy(src.raw, pkt->ip.src, 16);
+	}
+	for (int i = 0; i < dev->gid_count; i++)
+		if (memcmp(&dev->gids[i].gid, &src, sizeof(src)) == 0)
+			return true;
+	return false;
+}
+
+static void umc_mcg_deliver(struct umc_device *dev, struct umc_mcg *mcg,
+			    const struct umc_rx_pkt *pkt)
+{
+	if (umc_unlikely(mcg->nqp == 0)) {
+		CNT(dev, rx_no_group);
+		return;
+	}
+	if (umc_unlikely(dev->block_self_qps && umc_from_blocked_self(dev, pkt))) {
+		CNT(dev, rx_self_blocked);
+		return;
+	}
+	for (int i = 0; i < mcg->nqp; i++)
+		umc_qp_recv(mcg->qps[i], pkt);
+}
+
+/* At most this many batches per group socket per call, so no group starves the rest. */
+enum { UMC_RX_BURSTS = 4 };
+
+static int umc_mcg_drain(struct umc_device *dev, struct umc_mcg *mcg)
+{
+	struct umc_rx_pkt pkts[UMC_RX_BATCH];
+	bool more = true;
+	int total = 0;
+
+	for (int b = 0; b < UMC_RX_BURSTS && more; b++) {
+		int n = dev->link->rx_burst(dev, mcg->fd, pkts, UMC_RX_BATCH, &more);
+
+		for (int i = 0; i < n; i++)
+			umc_mcg_deliver(dev, mcg, &pkts[i]);
+		total += n;
+	}
+	return total;
+}
+
+int __umc_progress(struct umc_device *dev)
+{
+	struct epoll_event ev[UMC_RX_BATCH];
+	int total = 0, n;
+
+	/* Few groups: try each socket (one syscall each); many: ask epoll first. */
+	if (dev->rx_nmcg <= 4) {
+		for (int i = 0; i < dev->rx_nmcg; i++)
+			total += umc_mcg_drain(dev, dev->rx_mcgs[i]);
+		return total;
+	}
+	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
+	for (int i = 0; i < n; i++)
+		total += umc_mcg_drain(dev, ev[i].data.ptr);
+	return total;
+}
+
+int umc_progress(struct umc_device *dev, bool wait)
+{
+	int n;
+
+	if (wait)
+		pthread_mutex_lock(&dev->rx_lock);
+	else if (pthread_mutex_trylock(&dev->rx_lock))
+		return 0;
+	n = __umc_progress(dev);
+	pthread_mutex_unlock(&dev->rx_lock);
+	return n;
+}
