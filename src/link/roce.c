@@ -28,6 +28,7 @@
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -64,16 +65,34 @@ static int roce_setopt(int fd, int level, int name, int val)
 /* ------------------------------------------------------------------------- */
 /* Group sockets and membership.                                             */
 
+/*
+ * One socket per group means up to UMC_MAX_MCAST_GRP descriptors; when the
+ * soft RLIMIT_NOFILE runs out, raise it towards the hard limit once.
+ */
+static int roce_socket(int family, int type)
+{
+	int fd = socket(family, type, 0);
+	struct rlimit rl;
+
+	if (fd >= 0 || errno != EMFILE || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return fd < 0 ? -errno : fd;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return -EMFILE;
+	fd = socket(family, type, 0);
+	return fd < 0 ? -errno : fd;
+}
+
 static int roce_mcg_open(struct umc_device *dev, const union ibv_gid *mgid)
 {
 	bool v4 = umc_gid_is_v4mapped(mgid);
 	struct sockaddr_storage ss;
 	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &ss);
-	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = roce_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	int ret = 0, buf = UMC_RX_SOCKBUF;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
@@ -313,11 +332,11 @@ static int roce_tx_sock_open(struct umc_device *dev, struct umc_qp *qp, int sgid
 	struct sockaddr_storage ss = dev->gids[sgid].addr;
 	bool v4 = ss.ss_family == AF_INET;
 	socklen_t len = v4 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = roce_socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC);
 	int ret;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (v4) {
