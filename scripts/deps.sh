@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# deps.sh - install what umcast needs on Debian 12, only what is missing.
+#   scripts/deps.sh            build + test dependencies
+#   scripts/deps.sh bench      also the benchmark's (libfabric)
+# Runs apt-get as root, or through sudo.
+set -eu
+pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev libcmocka-dev
+      tshark iproute2 procps)
+[ "${1:-}" = bench ] && pkgs+=(libfabric-dev libfabric-bin)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
