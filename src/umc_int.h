@@ -61,24 +61,29 @@ struct umc_mcg;
 /* ------------------------------------------------------------------------- */
 /* Counters: every drop reason has its own (design: "dropped and counted").   */
 
+#define UMC_COUNTERS(X)                                                                            \
+	X(tx_packets)	     /* datagrams handed to the kernel */                                  \
+	X(tx_too_long)	     /* UD send above the path MTU: completed, not sent */                 \
+	X(tx_errors)	     /* datagrams the kernel refused */                                    \
+	X(rx_packets)	     /* datagrams read from the group sockets */                           \
+	X(rx_delivered)	     /* receive completions generated */                                   \
+	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
+	X(rx_bad_icrc)	     /* ICRC wrong, and no IPv4 ID explains it */                          \
+	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
+	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
+	X(rx_no_group)	     /* no QP attached to the destination group */                         \
+	X(rx_qkey_viol)	     /* DETH Q_Key differs from the QP's */                                \
+	X(rx_pkey_viol)	     /* BTH P_Key does not match */                                        \
+	X(rx_no_recv)	     /* no receive WQE posted */                                           \
+	X(rx_self_blocked)   /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */                               \
+	X(rx_bad_state)	     /* QP not in RTR/RTS */                                               \
+	X(cq_overflow)	     /* completion dropped: CQ full */
+
 struct umc_counters {
-	atomic_ulong tx_packets;
-	atomic_ulong tx_too_long;   /* UD send above the path MTU: completed, not sent */
-	atomic_ulong tx_errors;     /* datagrams the kernel refused */
-	atomic_ulong rx_packets;    /* datagrams read from the group sockets */
-	atomic_ulong rx_delivered;  /* receive completions generated */
-	atomic_ulong rx_malformed;  /* umc_ud_decode() refused it */
-	atomic_ulong rx_bad_icrc;   /* no IPv4 ID / no match */
-	atomic_ulong rx_icrc_id_solved; /* accepted with an IPv4 ID found from the ICRC */
-	atomic_ulong rx_too_long;   /* larger than UMC_RX_SLOT, or than the posted buffer */
-	atomic_ulong rx_no_group;   /* no QP attached to the destination group */
-	atomic_ulong rx_other_if;   /* arrived on another interface (its device takes it) */
-	atomic_ulong rx_qkey_viol;  /* DETH Q_Key differs from the QP's */
-	atomic_ulong rx_pkey_viol;  /* BTH P_Key does not match */
-	atomic_ulong rx_no_recv;    /* no receive WQE posted */
-	atomic_ulong rx_self_blocked; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	atomic_ulong rx_bad_state;  /* QP not in RTR/RTS */
-	atomic_ulong cq_overflow;
+#define UMC_COUNTER_FIELD(name) atomic_ulong name;
+	UMC_COUNTERS(UMC_COUNTER_FIELD)
+#undef UMC_COUNTER_FIELD
 };
 
 /* ------------------------------------------------------------------------- */

@@ -109,6 +109,20 @@ static void umc_dev_add_gid(struct umc_device *dev, const struct sockaddr *sa)
 	memcpy(&e->addr, sa, len);
 }
 
+/* UMC_STATS=1 in the environment: every device's counters on stderr at exit. */
+static void umc_stats_dump(void)
+{
+	for (int d = 0; d < umc_ndevs; d++) {
+		const struct umc_counters *c = &umc_devs[d]->cnt;
+
+		fprintf(stderr, "umcast: %s", umc_devs[d]->ibdev.name);
+#define UMC_COUNTER_PRINT(name) fprintf(stderr, " " #name "=%lu", atomic_load(&c->name));
+		UMC_COUNTERS(UMC_COUNTER_PRINT)
+#undef UMC_COUNTER_PRINT
+		fprintf(stderr, "\n");
+	}
+}
+
 static void umc_devices_init(void)
 {
 	struct ifaddrs *ifa_list, *ifa;
@@ -128,6 +142,8 @@ static void umc_devices_init(void)
 		}
 	}
 	freeifaddrs(ifa_list);
+	if (getenv("UMC_STATS"))
+		atexit(umc_stats_dump);
 }
 
 int umc_devices(struct umc_device ***list)

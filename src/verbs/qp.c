@@ -20,7 +20,19 @@
 /* QP numbers.                                                               */
 
 static pthread_mutex_t umc_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t umc_qpn_once = PTHREAD_ONCE_INIT;
 static uint32_t umc_qpn_next;
+
+/* A forked child is another HCA: it numbers its QPs from its own pid. */
+static void umc_qpn_forked(void)
+{
+	umc_qpn_next = 0;
+}
+
+static void umc_qpn_init(void)
+{
+	pthread_atfork(NULL, NULL, umc_qpn_forked);
+}
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
@@ -50,6 +62,7 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 {
 	uint32_t qpn;
 
+	pthread_once(&umc_qpn_once, umc_qpn_init);
 	pthread_mutex_lock(&umc_qpn_lock);
 	if (!umc_qpn_next)
 		umc_qpn_next = umc_qpn_base();

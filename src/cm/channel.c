@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * channel.c - RDMA CM event channels and events.
+ *
+ * A channel is a FIFO of struct umc_cm_event plus a Unix stream
+ * socketpair.  The end the user sees (channel->fd) holds exactly one byte
+ * per queued event, so poll(2)/epoll report it readable exactly while an
+ * event is waiting, and each new event is a new edge for EPOLLET, as the
+ * kernel's ucma file wakes its readers per event.
+ *
+ * rdma_get_cm_event() waits with a blocking recv(MSG_PEEK) on the user's
+ * fd, so an fd the user made O_NONBLOCK gives EAGAIN, then dequeues the
+ * head under the channel lock and consumes one byte with
+ * recv(MSG_DONTWAIT).  Every byte is consumed under the lock together with
+ * its event (dequeued or discarded), which keeps "bytes in the socket ==
+ * events queued" whenever the lock is free.  Should the socket buffer ever
+ * be full, the missing bytes are counted in ->owed and paid back before any
+ * byte is read, so the fd stays readable while events wait.
+ *
+ * Events are processed when they are retrieved, as librdmacm does: the
+ * ADDR_RESOLVED event publishes the device binding into the id, the
+ * MULTICAST_JOIN event attaches the QP (mcast.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_int.h"
+
+/* ------------------------------------------------------------------------- */
+/* Channels                                                                  */
+
+/*
+ * umc_cm_chan_create - a new channel with one reference (the creator's).
+ * Returns the channel, or NULL with errno set (ENOMEM, EMFILE...).
+ */
+struct umc_cm_channel *umc_cm_chan_create(void)
+{
+	struct umc_cm_channel *chan = calloc(1, sizeof(*chan));
+	int sv[2];
+
+	if (!chan) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		free(chan);
+		return NULL;
+	}
+	/* Only our end is non-blocking: the user decides for channel->fd. */
+	if (fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		free(chan);
+		errno = err;
+		return NULL;
+	}
+	chan->ch.fd = sv[0];
+	chan->wfd = sv[1];
+	pthread_mutex_init(&chan->lock, NULL);
+	chan->tail = &chan->head;
+	atomic_init(&chan->refcnt, 1);
+	return chan;
+}
+
+void umc_cm_chan_get(struct umc_cm_channel *chan)
+{
+	atomic_fetch_add(&chan->refcnt, 1);
+}
+
+/* umc_cm_chan_put - drop a reference; the last one closes the fds. */
+void umc_cm_chan_put(struct umc_cm_channel *chan)
+{
+	if (atomic_fetch_sub(&chan->refcnt, 1) != 1)
+		return;
+	close(chan->ch.fd);
+	close(chan->wfd);
+	pthread_mutex_destroy(&chan->lock);
+	free(chan);
+}
+
+/* One byte for a newly queued event.  Caller holds chan->lock. */
+static void __chan_signal(struct umc_cm_channel *chan)
+{
+	static const char b = 'e';
+
+	if (chan->owed || send(chan->wfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+		chan->owed++;
+}
+
+/* Take back the byte of an event leaving the queue.  Caller holds chan->lock. */
+static void __chan_consume(struct umc_cm_channel *chan)
+{
+	char b;
+
+	if (chan->owed) {
+		chan->owed--;
+		return;
+	}
+	while (recv(chan->ch.fd, &b, 1, MSG_DONTWAIT) < 0 && errno == EINTR)
+		;
+}
+
+/**
+ * rdma_create_event_channel - open a channel to report CM events on.
+ *
+ * Its fd can be polled (readable while an event is queued) and made
+ * O_NONBLOCK, after which rdma_get_cm_event() fails with EAGAIN instead of
+ * blocking.
+ *
+ * Return: the channel, or NULL with errno set: ENODEV when the process has
+ * no device (librdmacm ucma_init, librdmacm-behaviour 2.10), ENOMEM, EMFILE.
+ * rdma_create_event_channel(3).
+ */
+UMC_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct umc_device **devs;
+	struct umc_cm_channel *chan;
+
+	if (umc_devices(&devs) <= 0) {
+		errno = ENODEV;
+		return NULL;
+	}
+	chan = umc_cm_chan_create();
+	return chan ? &chan->ch : NULL;
+}
+
+/**
+ * rdma_destroy_event_channel - close @channel.
+ *
+ * Events still queued are discarded.  The ids on the channel should have
+ * been destroyed first (rdma_destroy_event_channel(3)); if they were not,
+ * their later events are dropped, and the memory lives on until the last
+ * id is destroyed.  A thread still blocked in rdma_get_cm_event() on the
+ * channel stays blocked, as with librdmacm.
+ */
+UMC_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct umc_cm_channel *chan;
+	struct umc_cm_event *list;
+
+	if (!channel)
+		return;
+	chan = to_chan(channel);
+	pthread_mutex_lock(&chan->lock);
+	chan->closed = true;
+	list = chan->head;
+	chan->head = NULL;
+	chan->tail = &chan->head;
+	pthread_mutex_unlock(&chan->lock);
+	umc_cm_event_free_list(list);
+	umc_cm_chan_put(chan);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Events                                                                    */
+
+/**
+ * umc_cm_event_new - allocate an event of @type on @idp (and @mc).
+ * @idp:    the id the event is for; a reference is taken.
+ * @mc:     the join it reports, or NULL; a reference is taken.  For a
+ *          multicast event param.ud.private_data is set to the join
+ *          context (librdmacm-behaviour 2.5).
+ * @type:   RDMA_CM_EVENT_*.
+ * @status: 0 or a negative errno.
+ *
+ * Return: the event, not yet queued, or NULL (ENOMEM).
+ */
+struct umc_cm_event *umc_cm_event_new(struct umc_cm_id *idp, struct umc_cm_mc *mc,
+				      enum rdma_cm_event_type type, int status)
+{
+	struct umc_cm_event *evt = calloc(1, sizeof(*evt));
+
+	if (!evt)
+		return NULL;
+	umc_cm_id_get(idp);
+	evt->idp = idp;
+	evt->ev.id = &idp->id;
+	evt->ev.event = type;
+	evt->ev.status = status;
+	if (mc) {
+		atomic_fetch_add(&mc->refcnt, 1);
+		evt->mc = mc;
+		evt->ev.param.ud.private_data = mc->context;
+	}
+	return evt;
+}
+
+/**
+ * umc_cm_event_queue - append @evt to its id's channel and make the fd
+ * readable.  A closed channel drops the event.
+ * Context: may be called with the id's lock held (lock order id, channel).
+ */
+void umc_cm_event_queue(struct umc_cm_event *evt)
+{
+	struct umc_cm_channel *chan = evt->idp->chan;
+
+	pthread_mutex_lock(&chan->lock);
+	if (chan->closed) {
+		pthread_mutex_unlock(&chan->lock);
+		umc_cm_event_free(evt);
+		return;
+	}
+	evt->next = NULL;
+	*chan->tail = evt;
+	chan->tail = &evt->next;
+	__chan_signal(chan);
+	pthread_mutex_unlock(&chan->lock);
+}
+
+/*
+ * umc_cm_event_free - release @evt and the references it holds.  The id
+ * or mc may be freed here, so never call it with their lock held.
+ */
+void umc_cm_event_free(struct umc_cm_event *evt)
+{
+	struct umc_cm_id *idp = evt->idp;
+
+	if (evt->mc)
+		umc_cm_mc_put(evt->mc);
+	free(evt);
+	umc_cm_id_put(idp);
+}
+
+/* Free a list of events linked by ->next. */
+void umc_cm_event_free_list(struct umc_cm_event *list)
+{
+	while (list) {
+		struct umc_cm_event *next = list->next;
+
+		umc_cm_event_free(list);
+		list = next;
+	}
+}
+
+/**
+ * umc_cm_chan_discard - remove the queued, undelivered events of @idp (all
+ * of them) or of @mc from @chan; kernel ucma_cleanup_mc_events and the
+ * event purge of ucma_destroy_id (kernel-behaviour 1.4).
+ * @list: the removed events are pushed here, for umc_cm_event_free_list()
+ *        once the caller has dropped its locks.
+ *
+ * Return: the number of events removed.
+ */
+int umc_cm_chan_discard(struct umc_cm_channel *chan, struct umc_cm_id *idp,
+			struct umc_cm_mc *mc, struct umc_cm_event **list)
+{
+	struct umc_cm_event **pp, *evt;
+	int n = 0;
+
+	pthread_mutex_lock(&chan->lock);
+	pp = &chan->head;
+	while ((evt = *pp)) {
+		if ((idp && evt->idp == idp) || (mc && evt->mc == mc)) {
+			*pp = evt->next;
+			evt->next = *list;
+			*list = evt;
+			__chan_consume(chan);
+			n++;
+		} else {
+			pp = &evt->next;
+		}
+	}
+	chan->tail = pp;
+	pthread_mutex_unlock(&chan->lock);
+	return n;
+}
+
+/* True (and the event should be dropped) once the id is being destroyed. */
+static bool cm_event_id_dead(struct umc_cm_event *evt)
+{
+	struct umc_cm_id *idp = evt->idp;
+	bool dead;
+
+	pthread_mutex_lock(&idp->lock);
+	dead = idp->state == UMC_CM_DESTROYING;
+	pthread_mutex_unlock(&idp->lock);
+	return dead;
+}
+
+/*
+ * The librdmacm part of delivering an event.  Returns 1 when the event must
+ * be dropped (its id is being destroyed: kernel-behaviour 7.33), else 0.
+ * *@err is set to an errno the caller leaves in errno (a failed attach).
+ */
+static int cm_event_process(struct umc_cm_event *evt, int *err)
+{
+	*err = 0;
+	switch (evt->ev.event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		return umc_cm_process_addr(evt);
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+		return umc_cm_process_join(evt, err);
+	default:
+		return cm_event_id_dead(evt);
+	}
+}
+
+/**
+ * umc_cm_get_event - wait for, dequeue and process the next event of @chan.
+ * @out: the event (to be freed by rdma_ack_cm_event()).
+ * @err: set to an errno to leave in errno although the call succeeds (the
+ *       attach error of a JOIN rewritten to MULTICAST_ERROR), else 0.
+ *
+ * Return: 0, or -EAGAIN (O_NONBLOCK fd, nothing queued), -EINTR, -EBADF
+ * (channel destroyed meanwhile).
+ */
+int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err)
+{
+	struct umc_cm_event *evt;
+	int ret = 0;
+	char b;
+
+	umc_cm_chan_get(chan);
+	for (;;) {
+		ssize_t n = recv(chan->ch.fd, &b, 1, MSG_PEEK);
+
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		if (n == 0) { /* cannot happen while we hold a reference */
+			ret = -EBADF;
+			break;
+		}
+		pthread_mutex_lock(&chan->lock);
+		if (chan->closed) {
+			pthread_mutex_unlock(&chan->lock);
+			ret = -EBADF;
+			break;
+		}
+		evt = chan->head;
+		if (!evt) { /* another thread took it */
+			pthread_mutex_unlock(&chan->lock);
+			continue;
+		}
+		chan->head = evt->next;
+		if (!chan->head)
+			chan->tail = &chan->head;
+		evt->next = NULL;
+		__chan_consume(chan);
+		pthread_mutex_unlock(&chan->lock);
+
+		if (cm_event_process(evt, err)) {
+			umc_cm_event_free(evt);
+			continue;
+		}
+		*out = evt;
+		break;
+	}
+	umc_cm_chan_put(chan);
+	return ret;
+}
+
+/**
+ * rdma_get_cm_event - retrieve the next event of @channel.
+ *
+ * Blocks until an event is queued unless channel->fd is O_NONBLOCK.  A
+ * MULTICAST_JOIN event attaches the id's QP to the group now (unless the
+ * join was send-only); if that fails the event is returned as
+ * MULTICAST_ERROR with status -1 and errno set to the attach error
+ * (librdmacm-behaviour 2.5).  Every event must be acked.
+ *
+ * Return: 0, or -1 with errno: EINVAL (NULL @event or @channel), EAGAIN
+ * (non-blocking fd, no event), EINTR, ENODEV (no device at all).
+ * rdma_get_cm_event(3).
+ */
+UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct umc_cm_event *evt;
+	struct umc_device **devs;
+	int ret, err;
+
+	if (umc_devices(&devs) <= 0) {
+		errno = ENODEV;
+		return -1;
+	}
+	if (!event || !channel) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = umc_cm_get_event(to_chan(channel), &evt, &err);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	*event = &evt->ev;
+	if (err)
+		errno = err;
+	return 0;
+}
+
+/**
+ * rdma_ack_cm_event - release @event.
+ *
+ * The id and join it refers to stay valid until their last event is acked,
+ * even after rdma_leave_multicast() or rdma_destroy_id() (DESIGN.md).
+ * Acking the event a synchronous id stored in id->event also clears
+ * id->event, so the id never acks it a second time (rxe-observed 5,
+ * case 18).
+ *
+ * Return: 0, or -1 with errno EINVAL for a NULL event.  rdma_ack_cm_event(3).
+ */
+UMC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct umc_cm_event *evt;
+	struct umc_cm_id *idp;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	evt = container_of(event, struct umc_cm_event, ev);
+	idp = evt->idp;
+	pthread_mutex_lock(&idp->lock);
+	if (idp->sync_event == evt) {
+		idp->sync_event = NULL;
+		if (idp->id.event == event)
+			idp->id.event = NULL;
+	}
+	pthread_mutex_unlock(&idp->lock);
+	umc_cm_event_free(evt);
+	return 0;
+}
+
+static const char *const cm_event_names[] = {
+	[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+	[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+	[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+	[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+	[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+	[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+	[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+	[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+	[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+	[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+	[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+	[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+	[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+	[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	[RDMA_CM_EVENT_ADDRINFO_RESOLVED] = "RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+	[RDMA_CM_EVENT_ADDRINFO_ERROR] = "RDMA_CM_EVENT_ADDRINFO_ERROR",
+};
+
+/**
+ * rdma_event_str - the enum name of @event for 0..17 (ADDR_RESOLVED ..
+ * ADDRINFO_ERROR), "UNKNOWN EVENT" for USER, INTERNAL and anything else
+ * (librdmacm-behaviour 2.9).  rdma_event_str(3).
+ */
+UMC_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	unsigned e = (unsigned)event;
+
+	if (e < sizeof(cm_event_names) / sizeof(cm_event_names[0]) && cm_event_names[e])
+		return cm_event_names[e];
+	return "UNKNOWN EVENT";
+}
