@@ -31,6 +31,7 @@ cleanup() {
 trap cleanup EXIT
 
 mckey=$build/bin/umc-mckey
+"$root/scripts/deps.sh" build
 echo "building umcast in $build ..."
 if ! make -s -C "$root" BUILD="$build" >"$work/build.log" 2>&1; then
 	tail -n 30 "$work/build.log"
