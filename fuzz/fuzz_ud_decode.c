@@ -37,9 +37,9 @@ static void check_reencode(const uint8_t *data, const struct umc_ud_hdr *h, size
 
 	CHECK(umc_ud_hdr_encode(hdr, h) == off);
 	memcpy(in, data, off);
-	in[4] &= 0xc0;	/* BTH resv6 */
-	in[8] &= 0x80;	/* BTH resv7 */
-	in[16] = 0;	/* DETH reserved byte */
+	in[4] &= 0xc0; /* BTH resv6 */
+	in[8] &= 0x80; /* BTH resv7 */
+	in[16] = 0;    /* DETH reserved byte */
 	CHECK(memcmp(hdr, in, off) == 0);
 }
 

@@ -31,9 +31,8 @@
 #include "wire/wire.h"
 
 enum {
-	LRH_STANDIN_LEN = 8,	/* the 8 bytes of 0xFF in place of the LRH */
-	/* ICRC input bytes before the IPv4 ID (stand-in + 4 header bytes). */
-	IPV4_ID_OFF = LRH_STANDIN_LEN + 4,
+	LRH_STANDIN_LEN = 8, /* the 8 bytes of 0xFF in place of the LRH */
+	IPV4_ID_END = 6,     /* the ID is IPv4 header bytes 4 and 5 */
 	IPV4_MAX_UDP_LEN = 0xffff - UMC_IPV4_HLEN - UMC_UDP_HLEN,
 	ID_BITS = 16,
 };
@@ -45,14 +44,14 @@ enum {
 static void ip_hdr_mask(uint8_t *ip, const struct umc_ip_ctx *c)
 {
 	if (c->family == 6) {
-		ip[0] |= 0x0f;		  /* traffic class, high nibble */
-		memset(ip + 1, 0xff, 3);  /* traffic class low nibble, flow label */
-		ip[7] = 0xff;		  /* hop limit */
+		ip[0] |= 0x0f;		 /* traffic class, high nibble */
+		memset(ip + 1, 0xff, 3); /* traffic class low nibble, flow label */
+		ip[7] = 0xff;		 /* hop limit */
 		return;
 	}
-	ip[1] = 0xff;			  /* TOS */
-	ip[8] = 0xff;			  /* TTL */
-	ip[10] = 0xff;			  /* header checksum */
+	ip[1] = 0xff;  /* TOS */
+	ip[8] = 0xff;  /* TTL */
+	ip[10] = 0xff; /* header checksum */
 	ip[11] = 0xff;
 }
 
@@ -146,15 +145,15 @@ static inline uint32_t mul_x(uint32_t v)
  */
 static void id_columns(uint32_t col[ID_BITS], size_t tail)
 {
-	uint32_t v = (uint32_t)crc32_combine_op(CRC32_POLY_REFL, 0,
-						  crc32_combine_gen((z_off_t)tail));
+	uint32_t v =
+	    (uint32_t)crc32_combine_op(CRC32_POLY_REFL, 0, crc32_combine_gen((z_off_t)tail));
 	int j;
 
-	for (j = 7; j >= 0; j--) {	/* low byte, fed last: bits 7..0 */
+	for (j = 7; j >= 0; j--) { /* low byte, fed last: bits 7..0 */
 		col[j] = v;
 		v = mul_x(v);
 	}
-	for (j = 15; j >= 8; j--) {	/* high byte, fed first: bits 15..8 */
+	for (j = 15; j >= 8; j--) { /* high byte, fed first: bits 15..8 */
 		col[j] = v;
 		v = mul_x(v);
 	}
@@ -225,6 +224,7 @@ int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t 
 			   uint32_t received, uint16_t *id)
 {
 	uint32_t col[ID_BITS];
+	size_t tail;
 	uint16_t x;
 	int ret;
 
@@ -234,9 +234,9 @@ int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t 
 		*id = c->ip_id;
 		return 0;
 	}
-	/* ICRC input: stand-in, IP, UDP, udp_len minus the ICRC; ID is 2 bytes. */
-	id_columns(col, LRH_STANDIN_LEN + UMC_IPV4_HLEN + UMC_UDP_HLEN + udp_len - UMC_ICRC_LEN -
-				IPV4_ID_OFF - 2);
+	/* ICRC input after the ID (IPv4 bytes 4-5): IPv4 bytes 6-19, UDP, BTH..pad */
+	tail = UMC_IPV4_HLEN - IPV4_ID_END + UMC_UDP_HLEN + udp_len - UMC_ICRC_LEN;
+	id_columns(col, tail);
 	ret = gf2_solve(col, computed ^ received, &x);
 	if (ret)
 		return ret;
