@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_verbs_common.h - helpers shared by the tests/unit/test_verbs_*.c
+ * executables (static functions; each test file is its own program).
+ *
+ * Rules these helpers keep:
+ *   - only the loopback device "umc_lo" is used, and only groups in
+ *     239.0.0.0/8;
+ *   - groups are 239.P1.P2.N with P1.P2 = this process's pid, so that two
+ *     runs of the suite (plain and sanitizer builds) or two test programs
+ *     running in parallel never share a group; N is chosen per test;
+ *   - every wait is bounded: poll(2) with a timeout inside a loop with a
+ *     deadline, never sleep().
+ *
+ * The library has no receive thread: datagrams wait in the group sockets
+ * until a progress point (ibv_poll_cq on an empty CQ, ibv_get_cq_event,
+ * attach/detach) reads them.  wait_wc()/wait_counter() drive it and block
+ * in poll(2) on the device's receive epoll fd in between.
+ *
+ * "Nothing arrived" is never concluded from a timeout alone: a test sends a
+ * marker datagram after the one that must be dropped and waits for the
+ * marker; datagrams of one group reach a process through one socket, in
+ * order, so once the marker is delivered the earlier datagram has been
+ * processed too.
+ */
+#ifndef TEST_VERBS_COMMON_H
+#define TEST_VERBS_COMMON_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "umc_int.h"
+
+enum {
+	T_QKEY = 0x01234567, /* RDMA_UDP_QKEY */
+	T_WAIT_MS = 3000,    /* upper bound of every positive wait */
+	T_BUF = 16384,	     /* bytes per registered buffer */
+	T_PORT = 4791,
+};
+
+static inline uint64_t t_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The IPv4 group 239.P1.P2.@n of this process, host order. */
+static inline uint32_t t_group_ip(unsigned n)
+{
+	unsigned pid = (unsigned)getpid();
+
+	return 239u << 24 | ((pid >> 8) & 0xff) << 16 | (pid & 0xff) << 8 | (n & 0xff);
+}
+
+static inline union ibv_gid t_gid_v4(uint32_t ip_host)
+{
+	union ibv_gid g;
+
+	memset(&g, 0, sizeof(g));
+	g.raw[10] = g.raw[11] = 0xff;
+	g.raw[12] = (uint8_t)(ip_host >> 24);
+	g.raw[13] = (uint8_t)(ip_host >> 16);
+	g.raw[14] = (uint8_t)(ip_host >> 8);
+	g.raw[15] = (uint8_t)ip_host;
+	return g;
+}
+
+static inline union ibv_gid t_group_gid(unsigned n)
+{
+	return t_gid_v4(t_group_ip(n));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Device, PD, buffers.                                                      */
+
+static inline struct ibv_context *t_open_lo(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	assert_non_null(list);
+	for (int i = 0; list[i]; i++)
+		if (strcmp(ibv_get_device_name(list[i]), "umc_lo") == 0)
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	assert_non_null(ctx);
+	return ctx;
+}
+
+/* One CQ + one UD QP + one registered buffer. */
+struct t_qp {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static inline struct ibv_qp *t_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t flags)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4},
+		.qp_type = IBV_QPT_UD,
+		.sq_sig_all = 1,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | (flags ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0),
+		.pd = pd,
+		.create_flags = flags,
+	};
+
+	return ibv_create_qp_ex(pd->context, &a);
+}
+
+/* RESET -> INIT -> RTR -> RTS with the minimal UD masks (IBA 10.3.1). */
+static inline int t_qp_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qkey = qkey,
+	};
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTR;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static inline void t_qp_make(struct t_qp *t, struct ibv_pd *pd, uint32_t flags, uint32_t qkey)
+{
+	memset(t, 0, sizeof(*t));
+	t->cq = ibv_create_cq(pd->context, 256, NULL, NULL, 0);
+	assert_non_null(t->cq);
+	t->qp = t_create_qp(pd, t->cq, flags);
+	assert_non_null(t->qp);
+	assert_int_equal(t_qp_rts(t->qp, qkey, 0), 0);
+	t->buf = calloc(1, T_BUF);
+	assert_non_null(t->buf);
+	t->mr = ibv_reg_mr(pd, t->buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(t->mr);
+}
+
+static inline void t_qp_free(struct t_qp *t)
+{
+	if (t->qp)
+		assert_int_equal(ibv_destroy_qp(t->qp), 0);
+	if (t->cq)
+		assert_int_equal(ibv_destroy_cq(t->cq), 0);
+	if (t->mr)
+		assert_int_equal(ibv_dereg_mr(t->mr), 0);
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+/* An AH to IPv4 group @ip (host order) from GID 0, as the CM builds it. */
+static inline struct ibv_ah *t_group_ah(struct ibv_pd *pd, uint32_t ip)
+{
+	struct ibv_ah_attr a = {
+		.grh = {.dgid = t_gid_v4(ip), .sgid_index = 0, .hop_limit = 64},
+		.is_global = 1,
+		.port_num = 1,
+	};
+
+	return ibv_create_ah(pd, &a);
+}
+
+/* Post one receive of @len bytes at offset @off of the QP's buffer. */
+static inline int t_post_recv(struct t_qp *t, size_t off, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)(t->buf + off), .length = len, .lkey = t->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+
+	return ibv_post_recv(t->qp, &wr, &bad);
+}
+
+/*
+ * Send @len bytes of @data (copied to the end half of the QP's buffer) to
+ * @ah with Q_Key @qkey.  @imm_be: with_imm selects SEND_WITH_IMM.
+ */
+static inline int t_send(struct t_qp *t, struct ibv_ah *ah, const void *data, uint32_t len,
+			 uint32_t qkey, bool with_imm, uint32_t imm_be, int flags, uint64_t wr_id)
+{
+	uint8_t *src = t->buf + T_BUF / 2;
+	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = len, .lkey = t->mr->lkey};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.send_flags = (unsigned)flags,
+		.imm_data = imm_be,
+		.wr.ud = {.ah = ah, .remote_qpn = 0xffffff, .remote_qkey = qkey},
+	};
+	struct ibv_send_wr *bad = NULL;
+
+	assert_true(len <= T_BUF / 2);
+	if (len)
+		memcpy(src, data, len);
+	return ibv_post_send(t->qp, &wr, &bad);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Bounded waits.                                                            */
+
+static inline void t_poll_rx(struct umc_device *dev, int ms)
+{
+	struct pollfd p = {.fd = dev->rx_epfd, .events = POLLIN};
+
+	(void)poll(&p, 1, ms);
+}
+
+/* Wait up to @ms for one completion on @cq.  Returns 1 or 0 (timeout). */
+static inline int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	struct umc_device *dev = to_ucq(cq)->dev;
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		assert_true(n >= 0);
+		if (n)
+			return n;
+		if (t_now_ms() > deadline)
+			return 0;
+		t_poll_rx(dev, 10);
+	}
+}
+
+/* Wait until the send completion of @wr_id is on @cq (sq_sig_all QPs). */
+static inline void t_wait_send(struct ibv_cq *cq, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(t_wait_wc(cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_SEND);
+	assert_int_equal(wc.wr_id, wr_id);
+}
+
+/* Drive progress until *@c >= @target; returns true if it got there in @ms. */
+static inline bool t_wait_counter(struct umc_device *dev, atomic_ulong *c, unsigned long target,
+				  int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		umc_progress(dev, true);
+		if (atomic_load(c) >= target)
+			return true;
+		if (t_now_ms() > deadline)
+			return false;
+		t_poll_rx(dev, 10);
+	}
+}
+
+/* No completion is waiting on @cq (after progress). */
+static inline void t_assert_cq_empty(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	umc_progress(to_ucq(cq)->dev, true);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+}
+
+#define T_CNT(dev, name) atomic_load(&(dev)->cnt.name)
+
+/* ------------------------------------------------------------------------- */
+/* A plain UDP socket that sees the group's datagrams as they are on the     */
+/* wire (the host must be a member: umc_dev_member).                          */
+
+static inline int t_sniff_open(uint32_t group_ip)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(T_PORT)};
+	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	sin.sin_addr.s_addr = htonl(group_ip);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* Next datagram on @fd within @ms: its length, or -1. */
+static inline ssize_t t_sniff_recv(int fd, uint8_t *buf, size_t cap, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	return recv(fd, buf, cap, MSG_DONTWAIT);
+}
+
+/* RFC 1071 over an IPv4 header including its checksum: 0 when valid. */
+static inline uint16_t t_ipv4_csum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static inline void t_fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+#endif /* TEST_VERBS_COMMON_H */

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs_qp.c - the UD QP state machine and the checks made when a
+ * work request is posted.
+ *
+ * References: IBA 10.3.1 / the kernel's qp_state_table for UD (required
+ * and optional attributes of each transition: RESET->INIT needs
+ * PKEY_INDEX|PORT|QKEY, INIT->RTR takes PKEY_INDEX|QKEY, RTR->RTS needs
+ * SQ_PSN and takes CUR_STATE|QKEY; anything else is EINVAL); ibv_post_send
+ * needs RTS, ibv_post_recv is refused in RESET; an SGE must lie inside a
+ * live MR of the QP's PD (a receive needs local write), and *bad_wr is the
+ * first WR not posted (ibv_post_send(3), ibv_post_recv(3)).
+ */
+#include "test_verbs_common.h"
+
+struct fx {
+	struct ibv_context *ctx;
+	struct umc_device *dev;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	f->ctx = t_open_lo();
+	f->dev = ctx_dev(f->ctx);
+	f->pd = ibv_alloc_pd(f->ctx);
+	f->cq = ibv_create_cq(f->ctx, 64, NULL, NULL, 0);
+	f->qp = t_create_qp(f->pd, f->cq, 0);
+	f->ah = t_group_ah(f->pd, t_group_ip(1));
+	f->buf = calloc(1, 4096);
+	f->mr = ibv_reg_mr(f->pd, f->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!f->pd || !f->cq || !f->qp || !f->ah || !f->buf || !f->mr)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	ibv_destroy_qp(f->qp);
+	ibv_destroy_cq(f->cq);
+	ibv_destroy_ah(f->ah);
+	ibv_dereg_mr(f->mr);
+	ibv_dealloc_pd(f->pd);
+	ibv_close_device(f->ctx);
+	free(f->buf);
+	free(f);
+	return 0;
+}
+
+static enum ibv_qp_state qstate(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(a.qp_state, qp->state);
+	return a.qp_state;
+}
+
+static int to_state(struct ibv_qp *qp, enum ibv_qp_state s, int extra_mask, struct ibv_qp_attr *a)
+{
+	struct ibv_qp_attr dflt = {.port_num = 1, .qkey = T_QKEY};
+
+	if (!a)
+		a = &dflt;
+	a->qp_state = s;
+	return ibv_modify_qp(qp, a, IBV_QP_STATE | extra_mask);
+}
+
+enum { INIT_MASK = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY };
+
+static void test_create_defaults(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp *qp2 = t_create_qp(f->pd, f->cq, 0);
+	struct ibv_qp_init_attr bad = {
+		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD, .cap = {1, 1, 1, 1},
+	};
+
+	assert_non_null(qp2);
+	assert_int_equal(f->qp->state, IBV_QPS_RESET);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	assert_int_equal(f->qp->qp_type, IBV_QPT_UD);
+	/* QPN 0 and 1 are special, 0xFFFFFF is the multicast QPN. */
+	assert_true(f->qp->qp_num >= 2 && f->qp->qp_num < 0xffffff);
+	assert_true(qp2->qp_num >= 2 && qp2->qp_num < 0xffffff);
+	assert_int_not_equal(f->qp->qp_num, qp2->qp_num);
+	assert_int_equal(ibv_destroy_qp(qp2), 0);
+
+	/* Only UD exists; an RC QP is refused, the CQs are required. */
+	bad.qp_type = IBV_QPT_RC;
+	assert_null(ibv_create_qp(f->pd, &bad));
+	bad.qp_type = IBV_QPT_UD;
+	bad.send_cq = NULL;
+	errno = 0;
+	assert_null(ibv_create_qp(f->pd, &bad));
+	assert_int_equal(errno, EINVAL);
+}
+
+static void test_valid_path(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp_attr a = {.pkey_index = 0, .port_num = 1, .qkey = 0x11223344}, q;
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, &a), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_INIT);
+	assert_int_equal(ibv_query_qp(f->qp, &q, IBV_QP_QKEY | IBV_QP_PORT, &ia), 0);
+	assert_int_equal(q.qkey, 0x11223344);
+	assert_int_equal(q.port_num, 1);
+
+	/* INIT -> INIT may change the Q_Key. */
+	a.qkey = T_QKEY;
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, IBV_QP_QKEY, &a), 0);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, 0, NULL), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RTR);
+
+	a.sq_psn = 0x123456;
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, &a), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RTS);
+	assert_int_equal(ibv_query_qp(f->qp, &q, IBV_QP_SQ_PSN | IBV_QP_QKEY, &ia), 0);
+	assert_int_equal(q.sq_psn, 0x123456);
+	assert_int_equal(q.qkey, T_QKEY);
+
+	/* RTS -> RTS with a new Q_Key; RTS -> ERR -> RESET -> INIT again. */
+	a.qkey = 0x55;
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_QKEY, &a), 0);
+	assert_int_equal(ibv_query_qp(f->qp, &q, IBV_QP_QKEY, &ia), 0);
+	assert_int_equal(q.qkey, 0x55);
+	assert_int_equal(to_state(f->qp, IBV_QPS_ERR, 0, NULL), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_ERR);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RESET, 0, NULL), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	assert_int_equal(t_qp_rts(f->qp, T_QKEY, 7), 0);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RTS);
+}
+
+static void test_missing_attrs(void **state)
+{
+	struct fx *f = *state;
+	static const int required[] = {IBV_QP_PKEY_INDEX, IBV_QP_PORT, IBV_QP_QKEY};
+
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK & ~required[i], NULL), EINVAL);
+		assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	}
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, 0, NULL), 0);
+	/* RTR -> RTS requires SQ_PSN. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, 0, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_QKEY, NULL), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RTR);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, NULL), 0);
+}
+
+static void test_extra_attrs(void **state)
+{
+	struct fx *f = *state;
+
+	/* RESET -> INIT takes nothing beyond its three. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK | IBV_QP_SQ_PSN, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK | IBV_QP_AV, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK | IBV_QP_DEST_QPN, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK | IBV_QP_PATH_MTU, NULL), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+	/* INIT -> RTR: no port, no PSN, no path for UD. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, IBV_QP_PORT, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, IBV_QP_SQ_PSN, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, IBV_QP_AV, NULL), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_INIT);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, IBV_QP_QKEY | IBV_QP_PKEY_INDEX, NULL), 0);
+	/* RTR -> RTS: no port, no pkey index, no timeout. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_PORT, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_PKEY_INDEX, NULL),
+			 EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT, NULL),
+			 EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RTR);
+}
+
+static void test_invalid_transitions(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp_attr a = {.port_num = 2, .qkey = T_QKEY};
+
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, 0, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, NULL), EINVAL);
+	assert_int_equal(to_state(f->qp, IBV_QPS_SQD, 0, NULL), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	/* Bad port and P_Key index. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, &a), EINVAL);
+	a.port_num = 1;
+	a.pkey_index = 64;
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, &a), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_RESET);
+	/* CUR_STATE must match the current state. */
+	assert_int_equal(t_qp_rts(f->qp, T_QKEY, 0), 0);
+	a.pkey_index = 0;
+	a.cur_qp_state = IBV_QPS_RTR;
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_CUR_STATE, &a), EINVAL);
+	a.cur_qp_state = IBV_QPS_RTS;
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_CUR_STATE, &a), 0);
+	/* INIT -> RTS skips RTR. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_RESET, 0, NULL), 0);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, NULL), EINVAL);
+	assert_int_equal(qstate(f->qp), IBV_QPS_INIT);
+}
+
+static void send_wr(struct fx *f, struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t id)
+{
+	memset(wr, 0, sizeof(*wr));
+	*sge = (struct ibv_sge){.addr = (uintptr_t)f->buf, .length = 64, .lkey = f->mr->lkey};
+	wr->wr_id = id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->wr.ud.ah = f->ah;
+	wr->wr.ud.remote_qpn = 0xffffff;
+	wr->wr.ud.remote_qkey = T_QKEY;
+}
+
+static void test_post_send_before_rts(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	unsigned long tx0 = T_CNT(f->dev, tx_packets);
+	struct ibv_wc wc;
+
+	send_wr(f, &wr, &sge, 1);
+	for (int s = IBV_QPS_RESET; s <= IBV_QPS_RTR; s++) {
+		if (s == IBV_QPS_INIT)
+			assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+		if (s == IBV_QPS_RTR)
+			assert_int_equal(to_state(f->qp, IBV_QPS_RTR, 0, NULL), 0);
+		assert_int_equal(qstate(f->qp), s);
+		bad = NULL;
+		assert_int_equal(ibv_post_send(f->qp, &wr, &bad), EINVAL);
+		assert_ptr_equal(bad, &wr);
+	}
+	assert_int_equal(T_CNT(f->dev, tx_packets), tx0);
+	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
+	/* In RTS the same WR goes out. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, NULL), 0);
+	bad = NULL;
+	assert_int_equal(ibv_post_send(f->qp, &wr, &bad), 0);
+	assert_null(bad);
+	assert_int_equal(T_CNT(f->dev, tx_packets), tx0 + 1);
+	t_wait_send(f->cq, 1);
+}
+
+static void recv_wr(struct fx *f, struct ibv_recv_wr *wr, struct ibv_sge *sge, uint64_t id)
+{
+	memset(wr, 0, sizeof(*wr));
+	*sge = (struct ibv_sge){.addr = (uintptr_t)f->buf, .length = 1024, .lkey = f->mr->lkey};
+	wr->wr_id = id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+}
+
+/* Move to ERR and collect the flushed receives' wr_ids. */
+static int flushed_ids(struct fx *f, uint64_t *ids, int max)
+{
+	struct ibv_wc wc;
+	int n = 0;
+
+	assert_int_equal(to_state(f->qp, IBV_QPS_ERR, 0, NULL), 0);
+	while (ibv_poll_cq(f->cq, 1, &wc) == 1) {
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc.qp_num, f->qp->qp_num);
+		assert_true(n < max);
+		ids[n++] = wc.wr_id;
+	}
+	return n;
+}
+
+static void test_post_recv_reset(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	uint64_t ids[4];
+
+	recv_wr(f, &wr, &sge, 77);
+	assert_int_equal(ibv_post_recv(f->qp, &wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr);
+	/* Allowed from INIT on. */
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+	bad = NULL;
+	assert_int_equal(ibv_post_recv(f->qp, &wr, &bad), 0);
+	assert_null(bad);
+	/* Exactly one receive was queued: the RESET attempt left nothing. */
+	assert_int_equal(flushed_ids(f, ids, 4), 1);
+	assert_int_equal(ids[0], 77);
+}
+
+static void test_post_send_bad_sge(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc;
+	unsigned long tx0;
+	uint8_t *other = calloc(1, 4096);
+	struct ibv_pd *pd2 = ibv_alloc_pd(f->ctx);
+	struct ibv_mr *mr2 = ibv_reg_mr(pd2, other, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dead = ibv_reg_mr(f->pd, other, 4096, 0);
+	uint32_t dead_lkey = dead->lkey;
+
+	assert_int_equal(ibv_dereg_mr(dead), 0);
+	assert_int_equal(t_qp_rts(f->qp, T_QKEY, 0), 0);
+	struct {
+		uint64_t addr;
+		uint32_t len, lkey;
+	} cases[] = {
+		{(uintptr_t)f->buf, 64, f->mr->lkey ^ 0x100},	  /* unknown lkey */
+		{(uintptr_t)f->buf, 64, dead_lkey},		  /* deregistered MR */
+		{(uintptr_t)other, 64, mr2->lkey},		  /* MR of another PD */
+		{(uintptr_t)f->buf + 4096, 1, f->mr->lkey},	  /* starts past the end */
+		{(uintptr_t)f->buf + 4000, 97, f->mr->lkey},	  /* runs past the end */
+		{(uintptr_t)f->buf - 1, 2, f->mr->lkey},	  /* starts before */
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tx0 = T_CNT(f->dev, tx_packets);
+		send_wr(f, &wr[0], &sge[0], 100 + i);
+		send_wr(f, &wr[1], &sge[1], 200 + i);
+		wr[0].next = &wr[1];
+		sge[1] = (struct ibv_sge){cases[i].addr, cases[i].len, cases[i].lkey};
+		bad = NULL;
+		assert_int_equal(ibv_post_send(f->qp, &wr[0], &bad), EINVAL);
+		assert_ptr_equal(bad, &wr[1]);
+		/* The first WR was posted and sent, the second was not. */
+		assert_int_equal(T_CNT(f->dev, tx_packets), tx0 + 1);
+		assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 1);
+		assert_int_equal(wc.wr_id, 100 + i);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
+	}
+	/* The last byte of the MR exactly: fine. */
+	send_wr(f, &wr[0], &sge[0], 300);
+	sge[0] = (struct ibv_sge){(uintptr_t)f->buf + 4095, 1, f->mr->lkey};
+	assert_int_equal(ibv_post_send(f->qp, &wr[0], &bad), 0);
+	t_wait_send(f->cq, 300);
+	/* More SGEs than max_send_sge (4). */
+	struct ibv_sge many[5];
+
+	for (int i = 0; i < 5; i++)
+		many[i] = (struct ibv_sge){(uintptr_t)f->buf + i * 8, 8, f->mr->lkey};
+	send_wr(f, &wr[0], &sge[0], 301);
+	wr[0].sg_list = many;
+	wr[0].num_sge = 5;
+	bad = NULL;
+	assert_int_equal(ibv_post_send(f->qp, &wr[0], &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[0]);
+	/* Not a UD opcode. */
+	send_wr(f, &wr[0], &sge[0], 302);
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	bad = NULL;
+	assert_int_equal(ibv_post_send(f->qp, &wr[0], &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[0]);
+	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
+
+	ibv_dereg_mr(mr2);
+	ibv_dealloc_pd(pd2);
+	free(other);
+}
+
+static void test_post_recv_bad_sge(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_recv_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	uint64_t ids[8];
+	struct ibv_mr *ro = ibv_reg_mr(f->pd, f->buf, 4096, 0); /* no local write */
+
+	assert_non_null(ro);
+	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
+	struct {
+		uint64_t addr;
+		uint32_t len, lkey;
+	} cases[] = {
+		{(uintptr_t)f->buf, 64, f->mr->lkey + 0x10000}, /* unknown lkey */
+		{(uintptr_t)f->buf, 64, ro->lkey},		/* MR without local write */
+		{(uintptr_t)f->buf + 4000, 200, f->mr->lkey},	/* runs past the end */
+	};
+	int n = (int)(sizeof(cases) / sizeof(cases[0]));
+
+	for (int i = 0; i < n; i++) {
+		recv_wr(f, &wr[0], &sge[0], 10 + i);
+		recv_wr(f, &wr[1], &sge[1], 20 + i);
+		wr[0].next = &wr[1];
+		sge[1] = (struct ibv_sge){cases[i].addr, cases[i].len, cases[i].lkey};
+		bad = NULL;
+		assert_int_equal(ibv_post_recv(f->qp, &wr[0], &bad), EINVAL);
+		assert_ptr_equal(bad, &wr[1]);
+	}
+	/* Too many SGEs (max_recv_sge 4). */
+	struct ibv_sge many[5];
+
+	for (int i = 0; i < 5; i++)
+		many[i] = (struct ibv_sge){(uintptr_t)f->buf + i * 8, 8, f->mr->lkey};
+	recv_wr(f, &wr[0], &sge[0], 99);
+	wr[0].sg_list = many;
+	wr[0].num_sge = 5;
+	bad = NULL;
+	assert_int_equal(ibv_post_recv(f->qp, &wr[0], &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[0]);
+
+	/* Exactly the good first WR of each chain was queued, in order. */
+	assert_int_equal(flushed_ids(f, ids, 8), n);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ids[i], 10 + i);
+	assert_int_equal(ibv_dereg_mr(ro), 0);
+}
+
+/* A QP in ERR completes new receives at once with WR_FLUSH_ERR. */
+static void test_post_recv_in_err(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	assert_int_equal(to_state(f->qp, IBV_QPS_ERR, 0, NULL), 0);
+	recv_wr(f, &wr, &sge, 5);
+	assert_int_equal(ibv_post_recv(f->qp, &wr, &bad), 0);
+	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+/* Destroying a CQ that a QP uses is EBUSY. */
+static void test_cq_busy(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(ibv_destroy_cq(f->cq), EBUSY);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_valid_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_attrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extra_attrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_transitions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_before_rts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_bad_sge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_bad_sge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_in_err, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cq_busy, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
