@@ -68,6 +68,7 @@ struct umc_cm_channel *umc_cm_chan_create(void)
 	return chan;
 }
 
+/* umc_cm_chan_get - take a reference on @chan (an id, a waiting getter). */
 void umc_cm_chan_get(struct umc_cm_channel *chan)
 {
 	atomic_fetch_add(&chan->refcnt, 1);
@@ -215,7 +216,8 @@ void umc_cm_event_queue(struct umc_cm_event *evt)
 
 /*
  * umc_cm_event_free - release @evt and the references it holds.  The id
- * or mc may be freed here, so never call it with their lock held.
+ * or mc may be freed here, so never call it with their lock held unless
+ * another reference keeps them alive.
  */
 void umc_cm_event_free(struct umc_cm_event *evt)
 {

@@ -21,6 +21,7 @@
 
 #include "cm/cm_int.h"
 
+/* umc_cm_id_get - take a reference on @idp (every event of the id holds one). */
 void umc_cm_id_get(struct umc_cm_id *idp)
 {
 	atomic_fetch_add(&idp->refcnt, 1);

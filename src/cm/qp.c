@@ -232,7 +232,11 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	return ret;
 }
 
-/* Detach what the application attached itself (ibv_attach_mcast). */
+/*
+ * Detach what the application attached itself (ibv_attach_mcast).
+ * TEMPORARY: reads the verbs QP's attachment list under dev->lock; to be
+ * replaced by a core helper umc_qp_detach_all() (see the CM hand-over).
+ */
 static void cm_detach_user(struct ibv_qp *ibqp)
 {
 	struct umc_qp *qp = to_uqp(ibqp);

@@ -154,6 +154,22 @@ static void test_join_bad_groups(void **state)
 	assert_int_equal(errno, EINVAL);
 	assert_false(tcm_readable(f->ch, 50));
 
+	/* Netdev MTU too small for RoCE headers + IB MTU 256 (iboe_get_mtu): EINVAL. */
+	struct umc_device *dev = tcm_lo_dev(NULL);
+	unsigned mtu = dev->netdev_mtu;
+
+	dev->netdev_mtu = 351;
+	errno = 0;
+	assert_int_equal(tcm_join(f->id, "239.2.0.13", RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER, NULL),
+			 -1);
+	assert_int_equal(errno, EINVAL);
+	dev->netdev_mtu = 352;
+	assert_int_equal(tcm_join(f->id, "239.2.0.13", RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER, NULL),
+			 0);
+	dev->netdev_mtu = mtu;
+	assert_int_equal(rdma_ack_cm_event(tcm_expect(f->ch, RDMA_CM_EVENT_MULTICAST_JOIN)), 0);
+	assert_int_equal(tcm_leave(f->id, "239.2.0.13"), 0);
+
 	/* A unicast "group": the join succeeds; with a QP the attach at
 	 * retrieval fails and the event becomes MULTICAST_ERROR, status -1,
 	 * errno EINVAL, ud fields still filled (rxe-observed 3). */
