@@ -394,6 +394,9 @@ struct umc_mcg {
 	struct umc_mcg *next;
 };
 
+/* Detach a QP from all its groups; returns how many (GID, MLID) pairs (mcast.c). */
+int umc_qp_detach_all(struct umc_qp *qp);
+
 /* Look a group up; caller holds dev->lock. */
 struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid);
 

@@ -232,32 +232,6 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	return ret;
 }
 
-/*
- * Detach what the application attached itself (ibv_attach_mcast).
- * TEMPORARY: reads the verbs QP's attachment list under dev->lock; to be
- * replaced by a core helper umc_qp_detach_all() (see the CM hand-over).
- */
-static void cm_detach_user(struct ibv_qp *ibqp)
-{
-	struct umc_qp *qp = to_uqp(ibqp);
-
-	for (;;) {
-		union ibv_gid gid;
-		uint16_t mlid;
-		bool any;
-
-		pthread_mutex_lock(&qp->dev->lock);
-		any = qp->attached != NULL;
-		if (any) {
-			gid = qp->attached->gid;
-			mlid = qp->attached->mlid;
-		}
-		pthread_mutex_unlock(&qp->dev->lock);
-		if (!any || ibv_detach_mcast(ibqp, &gid, mlid))
-			return;
-	}
-}
-
 /**
  * rdma_destroy_qp - destroy the id's QP and the CQs and completion
  * channels rdma_create_qp() made for it.
@@ -278,7 +252,7 @@ UMC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	pthread_mutex_lock(&idp->lock);
 	if (id->qp) {
 		__umc_cm_detach_all(idp);
-		cm_detach_user(id->qp);
+		umc_qp_detach_all(to_uqp(id->qp));
 		(void)ibv_destroy_qp(id->qp);
 		id->qp = NULL;
 	}

@@ -281,3 +281,21 @@ UMC_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	umc_dev_unlock(qp->dev);
 	return -ret;
 }
+
+/*
+ * umc_qp_detach_all - detach @qp from every group it is attached to, with
+ * whatever MLIDs (rdma_destroy_qp, DESIGN.md: a QP is never left attached).
+ * Returns the number of (GID, MLID) pairs detached.
+ */
+int umc_qp_detach_all(struct umc_qp *qp)
+{
+	int n = 0;
+
+	umc_dev_lock(qp->dev);
+	while (qp->attached) {
+		__umc_detach(qp->dev, qp, &qp->attached->gid, qp->attached->mlid);
+		n++;
+	}
+	umc_dev_unlock(qp->dev);
+	return n;
+}
