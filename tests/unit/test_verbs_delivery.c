@@ -1,0 +1,905 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs_delivery.c - multicast delivery through the verbs alone, on
+ * the loopback device: what a receive completion and its buffer hold,
+ * which datagrams are dropped (and counted) and which are not, the path
+ * MTU rule, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, detach, and completion
+ * channels.
+ *
+ * The host becomes a member of each test's group through
+ * umc_dev_member(dev, mgid, +1), which is what a CM full-member join does.
+ *
+ * References:
+ *   kernel-behaviour.md 5.2 and 7.30 (every attached QP with matching
+ *     Q_Key gets its own copy; Q_Key violations skipped and counted; no
+ *     sender exclusion);
+ *   rocev2-wire.md 1.10 (byte_len = 40 + payload, IBV_WC_GRH, the GRH
+ *     area = 20 zero bytes + the IPv4 header with a valid checksum,
+ *     imm_data as on the wire), 1.5 (PSN +1 per packet, SE from
+ *     IBV_SEND_SOLICITED), section 1 and 8 (a UD message above the path
+ *     MTU completes successfully, is not sent and consumes a PSN; a
+ *     payload larger than the posted buffer completes with a local length
+ *     error, the QP goes to the error state, the remaining receives are
+ *     flushed);
+ *   rxe-observed.md 9 (GRH: TOS 0, DF, TTL 64, valid checksum);
+ *   DESIGN.md (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB honoured; drops counted
+ *     per reason; completion channel fds work with poll(2)).
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "test_verbs_common.h"
+
+struct fx {
+	struct ibv_context *ctx;
+	struct umc_device *dev;
+	struct ibv_pd *pd;
+	struct ibv_ah *ah;
+	uint32_t gip; /* group, host order */
+	union ibv_gid mgid;
+	bool member;
+	struct t_qp s, a, b; /* sender, two receivers (not attached yet) */
+};
+
+static unsigned group_seq;
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	f->ctx = t_open_lo();
+	f->dev = ctx_dev(f->ctx);
+	f->pd = ibv_alloc_pd(f->ctx);
+	/* A fresh group for every test: no datagram of one test reaches another. */
+	f->gip = t_group_ip(++group_seq);
+	f->mgid = t_gid_v4(f->gip);
+	f->ah = t_group_ah(f->pd, f->gip);
+	if (!f->pd || !f->ah)
+		return -1;
+	t_qp_make(&f->s, f->pd, 0, T_QKEY);
+	t_qp_make(&f->a, f->pd, 0, T_QKEY);
+	t_qp_make(&f->b, f->pd, 0, T_QKEY);
+	if (umc_dev_member(f->dev, &f->mgid, +1))
+		return -1;
+	f->member = true;
+	*state = f;
+	return 0;
+}
+
+static void detach_all(struct fx *f, struct t_qp *t)
+{
+	while (to_uqp(t->qp)->attached) {
+		/* A copy: the library frees the entry the pointer would point into. */
+		union ibv_gid gid = to_uqp(t->qp)->attached->gid;
+		uint16_t mlid = to_uqp(t->qp)->attached->mlid;
+
+		assert_int_equal(ibv_detach_mcast(t->qp, &gid, mlid), 0);
+	}
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	detach_all(f, &f->s);
+	detach_all(f, &f->a);
+	detach_all(f, &f->b);
+	if (f->member)
+		umc_dev_member(f->dev, &f->mgid, -1);
+	t_qp_free(&f->s);
+	t_qp_free(&f->a);
+	t_qp_free(&f->b);
+	ibv_destroy_ah(f->ah);
+	ibv_dealloc_pd(f->pd);
+	ibv_close_device(f->ctx);
+	/* Every group of the test is gone with its socket. */
+	assert_null(__umc_mcg_find(f->dev, &f->mgid));
+	free(f);
+	return 0;
+}
+
+static void attach(struct fx *f, struct t_qp *t)
+{
+	assert_int_equal(ibv_attach_mcast(t->qp, &f->mgid, 0), 0);
+}
+
+/* Send @len pattern bytes (seed @seed) from @t; wait for its send completion. */
+static void send_msg(struct fx *f, struct t_qp *t, uint32_t len, unsigned seed, uint32_t qkey,
+		     bool imm, uint32_t imm_be, int flags)
+{
+	uint8_t data[T_BUF / 2];
+
+	t_fill(data, len, seed);
+	assert_int_equal(t_send(t, f->ah, data, len, qkey, imm, imm_be, flags, seed), 0);
+	t_wait_send(t->cq, seed);
+}
+
+/* Wait for the receive of @len bytes with pattern @seed on @t (buffer at @off). */
+static void expect_recv(struct t_qp *t, size_t off, uint64_t wr_id, uint32_t len, unsigned seed,
+			uint32_t src_qp, struct ibv_wc *out)
+{
+	uint8_t want[T_BUF / 2];
+	struct ibv_wc wc;
+
+	assert_int_equal(t_wait_wc(t->cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.qp_num, t->qp->qp_num);
+	assert_int_equal(wc.src_qp, src_qp);
+	assert_int_equal(wc.byte_len, 40 + len);
+	assert_true(wc.wc_flags & IBV_WC_GRH);
+	t_fill(want, len, seed);
+	assert_memory_equal(t->buf + off + 40, want, len);
+	if (out)
+		*out = wc;
+}
+
+/* The 40-byte GRH area: 20 zero bytes, then the IPv4 header as received. */
+static void check_grh(const struct fx *f, const uint8_t *g, uint32_t len, bool imm)
+{
+	static const uint8_t zero[20];
+	uint32_t udp_len = 12 + 8 + (imm ? 4 : 0) + len + ((-len) & 3) + 4;
+	const uint8_t *ip = g + 20;
+
+	assert_memory_equal(g, zero, 20);
+	assert_int_equal(ip[0], 0x45);			      /* version 4, IHL 5 */
+	assert_int_equal(ip[1], 0);			      /* TOS = AH traffic class */
+	assert_int_equal(ip[2] << 8 | ip[3], 20 + 8 + udp_len); /* total length */
+	assert_int_equal(ip[4] << 8 | ip[5], 0);	      /* ID 0 */
+	assert_int_equal(ip[6] << 8 | ip[7], 0x4000);	      /* DF, offset 0 */
+	assert_int_equal(ip[8], 64);			      /* TTL = AH hop limit */
+	assert_int_equal(ip[9], 17);			      /* UDP */
+	assert_int_equal(t_ipv4_csum(ip), 0);		      /* valid checksum */
+	assert_memory_equal(ip + 12, "\x7f\x00\x00\x01", 4);
+	uint32_t dst = htonl(f->gip);
+
+	assert_memory_equal(ip + 16, &dst, 4);
+}
+
+/* ------------------------------------------------------------------------- */
+
+static void test_two_qps_both_get_copy(void **state)
+{
+	struct fx *f = *state;
+	static const uint32_t lens[] = {100, 13, 0, 1};
+	struct ibv_wc wa, wb;
+	unsigned long deliv0 = T_CNT(f->dev, rx_delivered);
+
+	attach(f, &f->a);
+	attach(f, &f->b);
+	for (unsigned i = 0; i < 4; i++) {
+		uint32_t len = lens[i], imm = htonl(0xdead0000u | i);
+		bool with_imm = i % 2 == 0;
+
+		memset(f->a.buf, 0xee, 4096);
+		memset(f->b.buf, 0xee, 4096);
+		assert_int_equal(t_post_recv(&f->a, 0, 2048, 10 + i), 0);
+		assert_int_equal(t_post_recv(&f->b, 0, 2048, 20 + i), 0);
+		send_msg(f, &f->s, len, 7 + i, T_QKEY, with_imm, imm, 0);
+		expect_recv(&f->a, 0, 10 + i, len, 7 + i, f->s.qp->qp_num, &wa);
+		expect_recv(&f->b, 0, 20 + i, len, 7 + i, f->s.qp->qp_num, &wb);
+		for (int k = 0; k < 2; k++) {
+			struct ibv_wc *w = k ? &wb : &wa;
+
+			if (with_imm) {
+				assert_int_equal(w->wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
+				assert_int_equal(w->imm_data, imm); /* network order both */
+			} else {
+				assert_int_equal(w->wc_flags, IBV_WC_GRH);
+			}
+			assert_int_equal(w->pkey_index, 0);
+		}
+		check_grh(f, f->a.buf, len, with_imm);
+		check_grh(f, f->b.buf, len, with_imm);
+		/* Nothing written past 40 + payload. */
+		assert_int_equal(f->a.buf[40 + len], 0xee);
+		assert_int_equal(f->b.buf[40 + len], 0xee);
+		t_assert_cq_empty(f->a.cq);
+		t_assert_cq_empty(f->b.cq);
+	}
+	assert_int_equal(T_CNT(f->dev, rx_delivered), deliv0 + 8);
+
+	/* The GRH answers the sender: its address, GID index 0. */
+	struct ibv_ah_attr aa;
+
+	assert_int_equal(ibv_init_ah_from_wc(f->ctx, 1, &wa, (struct ibv_grh *)f->a.buf, &aa), 0);
+	assert_int_equal(aa.is_global, 1);
+	assert_memory_equal(aa.grh.dgid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f\0\0\1", 16);
+	assert_int_equal(aa.grh.sgid_index, 0);
+}
+
+/* GRH and payload scattered over several SGEs. */
+static void test_scatter_sges(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *p = f->a.buf, want[300];
+	struct ibv_sge sge[3] = {
+		{(uintptr_t)p, 40, f->a.mr->lkey},
+		{(uintptr_t)p + 1000, 100, f->a.mr->lkey},
+		{(uintptr_t)p + 2000, 500, f->a.mr->lkey},
+	};
+	struct ibv_recv_wr wr = {.wr_id = 5, .sg_list = sge, .num_sge = 3}, *bad;
+	struct ibv_wc wc;
+
+	attach(f, &f->a);
+	assert_int_equal(ibv_post_recv(f->a.qp, &wr, &bad), 0);
+	send_msg(f, &f->s, 300, 3, T_QKEY, false, 0, 0);
+	assert_int_equal(t_wait_wc(f->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 340);
+	check_grh(f, p, 300, false);
+	t_fill(want, 300, 3);
+	assert_memory_equal(p + 1000, want, 100);
+	assert_memory_equal(p + 2000, want + 100, 200);
+}
+
+/* kernel-behaviour 7.30: no sender exclusion; the sender's attached QP gets a copy. */
+static void test_sender_attached_gets_copy(void **state)
+{
+	struct fx *f = *state;
+
+	attach(f, &f->s);
+	assert_int_equal(t_post_recv(&f->s, 0, 2048, 1), 0);
+	assert_int_equal(t_send(&f->s, f->ah, "hello", 5, T_QKEY, false, 0, 0, 99), 0);
+	/* Send completion (wr 99) and receive completion (wr 1) on the shared CQ. */
+	struct ibv_wc wc;
+	bool sent = false, got = false;
+
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(t_wait_wc(f->s.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		if (wc.opcode == IBV_WC_SEND) {
+			assert_int_equal(wc.wr_id, 99);
+			sent = true;
+		} else {
+			assert_int_equal(wc.opcode, IBV_WC_RECV);
+			assert_int_equal(wc.wr_id, 1);
+			assert_int_equal(wc.src_qp, f->s.qp->qp_num);
+			assert_int_equal(wc.byte_len, 45);
+			assert_memory_equal(f->s.buf + 40, "hello", 5);
+			got = true;
+		}
+	}
+	assert_true(sent && got);
+}
+
+/* kernel-behaviour 7.28: a duplicate attach is a no-op: still ONE copy. */
+static void test_duplicate_attach_one_copy(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc;
+
+	attach(f, &f->a);
+	attach(f, &f->a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(t_post_recv(&f->a, (size_t)i * 2048, 2048, (uint64_t)i), 0);
+	send_msg(f, &f->s, 64, 1, T_QKEY, false, 0, 0);
+	send_msg(f, &f->s, 32, 2, T_QKEY, false, 0, 0); /* marker */
+	expect_recv(&f->a, 0, 0, 64, 1, f->s.qp->qp_num, NULL);
+	/* The next completion is the marker, not a second copy of message 1. */
+	expect_recv(&f->a, 2048, 1, 32, 2, f->s.qp->qp_num, &wc);
+	t_assert_cq_empty(f->a.cq);
+}
+
+/* kernel-behaviour 5.2 check_keys: a Q_Key mismatch is skipped and counted. */
+static void test_qkey_mismatch(void **state)
+{
+	struct fx *f = *state;
+	struct t_qp c;
+	unsigned long viol0 = T_CNT(f->dev, rx_qkey_viol), deliv0;
+	struct ibv_wc wc;
+
+	t_qp_make(&c, f->pd, 0, 0x42); /* attached, another Q_Key */
+	attach(f, &f->a);
+	assert_int_equal(ibv_attach_mcast(c.qp, &f->mgid, 0), 0);
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 1), 0);
+	assert_int_equal(t_post_recv(&f->a, 2048, 2048, 2), 0);
+	assert_int_equal(t_post_recv(&c, 0, 2048, 3), 0);
+	deliv0 = T_CNT(f->dev, rx_delivered);
+
+	send_msg(f, &f->s, 50, 1, 0x0badbeef, false, 0, 0); /* nobody's Q_Key */
+	send_msg(f, &f->s, 20, 2, T_QKEY, false, 0, 0);	     /* A's: the marker */
+	expect_recv(&f->a, 0, 1, 20, 2, f->s.qp->qp_num, NULL);
+	t_assert_cq_empty(f->a.cq);
+	t_assert_cq_empty(c.cq);
+	/* Message 1: A and C violated; message 2: C violated. */
+	assert_int_equal(T_CNT(f->dev, rx_qkey_viol), viol0 + 3);
+	assert_int_equal(T_CNT(f->dev, rx_delivered), deliv0 + 1);
+
+	/* C's own Q_Key reaches C only. */
+	send_msg(f, &f->s, 8, 3, 0x42, false, 0, 0);
+	assert_int_equal(t_wait_wc(c.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.byte_len, 48);
+	t_assert_cq_empty(f->a.cq);
+	assert_int_equal(T_CNT(f->dev, rx_qkey_viol), viol0 + 4);
+	assert_int_equal(ibv_detach_mcast(c.qp, &f->mgid, 0), 0);
+	t_qp_free(&c);
+}
+
+/* No receive posted: dropped and counted; a receive posted later does not get it. */
+static void test_no_recv_dropped(void **state)
+{
+	struct fx *f = *state;
+	unsigned long none0 = T_CNT(f->dev, rx_no_recv);
+
+	attach(f, &f->a);
+	send_msg(f, &f->s, 77, 1, T_QKEY, false, 0, 0);
+	assert_true(t_wait_counter(f->dev, &f->dev->cnt.rx_no_recv, none0 + 1, T_WAIT_MS));
+	t_assert_cq_empty(f->a.cq);
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 1), 0);
+	t_assert_cq_empty(f->a.cq); /* message 1 is gone, not queued */
+	send_msg(f, &f->s, 33, 2, T_QKEY, false, 0, 0);
+	expect_recv(&f->a, 0, 1, 33, 2, f->s.qp->qp_num, NULL);
+	t_assert_cq_empty(f->a.cq);
+	assert_int_equal(T_CNT(f->dev, rx_no_recv), none0 + 1);
+}
+
+/*
+ * rocev2-wire 8: a payload larger than the posted buffer completes with a
+ * local length error, the QP goes to ERR, the remaining receives flush.
+ */
+static void test_short_buffer_loc_len_err(void **state)
+{
+	struct fx *f = *state;
+	enum { P = 200 };
+	unsigned long long0 = T_CNT(f->dev, rx_too_long), bad0;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_wc wc;
+
+	attach(f, &f->a);
+	attach(f, &f->b);
+	assert_int_equal(t_post_recv(&f->a, 0, 40 + P - 1, 1), 0); /* one byte short */
+	assert_int_equal(t_post_recv(&f->a, 2048, 2048, 2), 0);
+	assert_int_equal(t_post_recv(&f->a, 4096, 2048, 3), 0);
+	assert_int_equal(t_post_recv(&f->b, 0, 40 + P, 4), 0); /* exactly enough */
+	send_msg(f, &f->s, P, 1, T_QKEY, false, 0, 0);
+
+	assert_int_equal(t_wait_wc(f->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(ibv_query_qp(f->a.qp, &qa, IBV_QP_STATE, &qia), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_ERR);
+	for (uint64_t id = 2; id <= 3; id++) {
+		assert_int_equal(t_wait_wc(f->a.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.wr_id, id);
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	}
+	t_assert_cq_empty(f->a.cq);
+	assert_int_equal(T_CNT(f->dev, rx_too_long), long0 + 1);
+	/* The exact fit succeeded. */
+	expect_recv(&f->b, 0, 4, P, 1, f->s.qp->qp_num, NULL);
+
+	/* A QP in ERR takes nothing more; B still does. */
+	bad0 = T_CNT(f->dev, rx_bad_state);
+	assert_int_equal(t_post_recv(&f->b, 0, 2048, 5), 0);
+	send_msg(f, &f->s, 10, 2, T_QKEY, false, 0, 0);
+	expect_recv(&f->b, 0, 5, 10, 2, f->s.qp->qp_num, NULL);
+	t_assert_cq_empty(f->a.cq);
+	assert_int_equal(T_CNT(f->dev, rx_bad_state), bad0 + 1);
+}
+
+/* The wire view of one datagram: BTH fields. */
+struct wire {
+	ssize_t len;
+	uint8_t opcode, flags;
+	uint32_t psn, srcqp;
+};
+
+static struct wire sniff(int fd)
+{
+	uint8_t buf[9216];
+	struct wire w = {.len = t_sniff_recv(fd, buf, sizeof(buf), T_WAIT_MS)};
+
+	if (w.len >= 28) {
+		w.opcode = buf[0];
+		w.flags = buf[1];
+		w.psn = (uint32_t)buf[9] << 16 | buf[10] << 8 | buf[11];
+		w.srcqp = (uint32_t)buf[17] << 16 | buf[18] << 8 | buf[19];
+	}
+	return w;
+}
+
+/*
+ * rocev2-wire section 1 / rxe-observed 9: above the path MTU a UD send
+ * completes successfully, nothing goes on the wire, the PSN is consumed.
+ */
+static void test_send_above_mtu(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_port_attr pa;
+	struct t_qp s;
+	int sn = t_sniff_open(f->gip);
+	unsigned long long0 = T_CNT(f->dev, tx_too_long), tx0;
+	struct wire w;
+
+	assert_int_equal(ibv_query_port(f->ctx, 1, &pa), 0);
+	uint32_t mtu = 128u << pa.active_mtu;
+
+	assert_true(mtu + 1 <= T_BUF / 2);
+	/* A sender starting at PSN 100. */
+	memset(&s, 0, sizeof(s));
+	s.cq = ibv_create_cq(f->ctx, 64, NULL, NULL, 0);
+	s.qp = t_create_qp(f->pd, s.cq, 0);
+	assert_int_equal(t_qp_rts(s.qp, T_QKEY, 100), 0);
+	s.buf = calloc(1, T_BUF);
+	s.mr = ibv_reg_mr(f->pd, s.buf, T_BUF, 0);
+	assert_non_null(s.mr);
+
+	attach(f, &f->a);
+	assert_int_equal(t_post_recv(&f->a, 0, 4096, 0), 0);
+	assert_int_equal(t_post_recv(&f->a, 4096, 8192, 1), 0);
+	assert_int_equal(t_post_recv(&f->a, 12288, 4096, 2), 0);
+	tx0 = T_CNT(f->dev, tx_packets);
+	send_msg(f, &s, 64, 1, T_QKEY, false, 0, 0);	/* PSN 100 */
+	send_msg(f, &s, mtu + 1, 2, T_QKEY, false, 0, 0); /* PSN 101: not sent */
+	assert_int_equal(T_CNT(f->dev, tx_too_long), long0 + 1);
+	send_msg(f, &s, mtu, 3, T_QKEY, false, 0, 0);	/* PSN 102: exactly the MTU */
+	assert_int_equal(T_CNT(f->dev, tx_packets), tx0 + 2);
+
+	w = sniff(sn);
+	assert_int_equal(w.len, 12 + 8 + 64 + 4);
+	assert_int_equal(w.psn, 100);
+	w = sniff(sn);
+	assert_int_equal(w.len, 12 + 8 + mtu + 4);
+	assert_int_equal(w.psn, 102);
+	assert_int_equal(w.srcqp, s.qp->qp_num);
+
+	expect_recv(&f->a, 0, 0, 64, 1, s.qp->qp_num, NULL);
+	expect_recv(&f->a, 4096, 1, mtu, 3, s.qp->qp_num, NULL);
+	t_assert_cq_empty(f->a.cq);
+	/* The QP is still usable. */
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+
+	assert_int_equal(ibv_query_qp(s.qp, &qa, IBV_QP_STATE, &qia), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_RTS);
+	close(sn);
+	t_qp_free(&s);
+}
+
+/* After ibv_detach_mcast nothing more arrives at that QP. */
+static void test_detach_stops_delivery(void **state)
+{
+	struct fx *f = *state;
+	int sn = t_sniff_open(f->gip);
+	unsigned long nog0;
+
+	attach(f, &f->a);
+	attach(f, &f->b);
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 1), 0);
+	assert_int_equal(t_post_recv(&f->b, 0, 2048, 2), 0);
+	assert_int_equal(t_post_recv(&f->b, 2048, 2048, 3), 0);
+	send_msg(f, &f->s, 16, 1, T_QKEY, false, 0, 0);
+	expect_recv(&f->a, 0, 1, 16, 1, f->s.qp->qp_num, NULL);
+	expect_recv(&f->b, 0, 2, 16, 1, f->s.qp->qp_num, NULL);
+	assert_true(sniff(sn).len > 0);
+
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 4), 0);
+	assert_int_equal(ibv_detach_mcast(f->a.qp, &f->mgid, 0), 0);
+	send_msg(f, &f->s, 17, 2, T_QKEY, false, 0, 0);
+	expect_recv(&f->b, 2048, 3, 17, 2, f->s.qp->qp_num, NULL);
+	t_assert_cq_empty(f->a.cq);
+	assert_true(sniff(sn).len > 0);
+
+	/* Last QP gone, membership kept: the datagram arrives and is counted. */
+	assert_int_equal(ibv_detach_mcast(f->b.qp, &f->mgid, 0), 0);
+	nog0 = T_CNT(f->dev, rx_no_group);
+	send_msg(f, &f->s, 18, 3, T_QKEY, false, 0, 0);
+	assert_true(sniff(sn).len > 0);
+	assert_true(t_wait_counter(f->dev, &f->dev->cnt.rx_no_group, nog0 + 1, T_WAIT_MS));
+	t_assert_cq_empty(f->a.cq);
+	t_assert_cq_empty(f->b.cq);
+	close(sn);
+}
+
+/* ------------------------------------------------------------------------- */
+/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, with a receiver in a second process.   */
+
+static const char *self_exe = "/proc/self/exe";
+
+struct child_report {
+	int got;
+	int status;
+	uint32_t byte_len, src_qp, qp_num;
+	int payload_ok;
+	int extra; /* completions after the first */
+};
+
+/* Read exactly @n bytes from @fd within @ms. */
+static bool read_full(int fd, void *buf, size_t n, int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)(deadline - t_now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			return false;
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+/*
+ * Child: attach a QP to the group, post receives, say "R"; then report the
+ * first completion (pattern seed 11, 600 bytes) and whether a second
+ * message (the parent's "done" marker, seed 12) came after it.
+ */
+static int child_main(uint32_t gip, int rfd, int wfd)
+{
+	struct ibv_context *ctx = t_open_lo();
+	struct umc_device *dev = ctx_dev(ctx);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	union ibv_gid g = t_gid_v4(gip);
+	struct child_report rep = {0};
+	uint8_t want[600];
+	struct ibv_wc wc;
+	struct t_qp r;
+	char c;
+
+	t_qp_make(&r, pd, 0, T_QKEY);
+	assert_int_equal(t_post_recv(&r, 0, 2048, 1), 0);
+	assert_int_equal(t_post_recv(&r, 2048, 2048, 2), 0);
+	assert_int_equal(ibv_attach_mcast(r.qp, &g, 0), 0);
+	assert_int_equal(umc_dev_member(dev, &g, +1), 0);
+	if (write(wfd, "R", 1) != 1)
+		return 2;
+	if (t_wait_wc(r.cq, &wc, T_WAIT_MS) == 1) {
+		rep.got = 1;
+		rep.status = wc.status;
+		rep.byte_len = wc.byte_len;
+		rep.src_qp = wc.src_qp;
+		rep.qp_num = r.qp->qp_num;
+		t_fill(want, sizeof(want), 11);
+		rep.payload_ok = memcmp(r.buf + 40, want, sizeof(want)) == 0;
+		/* The parent's second message: the marker. */
+		if (t_wait_wc(r.cq, &wc, T_WAIT_MS) == 1)
+			rep.extra = 1 + (wc.byte_len == 40 + 5);
+	}
+	if (write(wfd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		return 2;
+	/* Stay until the parent has read the report. */
+	(void)!read_full(rfd, &c, 1, 10 * T_WAIT_MS);
+	ibv_detach_mcast(r.qp, &g, 0);
+	umc_dev_member(dev, &g, -1);
+	t_qp_free(&r);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
+static pid_t spawn_child(uint32_t gip, int *to_child, int *from_child)
+{
+	int down[2], up[2];
+	char a1[32], a2[16], a3[16];
+	pid_t pid;
+
+	assert_int_equal(pipe(down), 0);
+	assert_int_equal(pipe(up), 0);
+	snprintf(a1, sizeof(a1), "%u", gip);
+	snprintf(a2, sizeof(a2), "%d", down[0]);
+	snprintf(a3, sizeof(a3), "%d", up[1]);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		unsetenv("UMC_QPN_BASE");
+		execl(self_exe, "test_verbs_delivery", "--child", a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	close(down[0]);
+	close(up[1]);
+	*to_child = down[1];
+	*from_child = up[0];
+	return pid;
+}
+
+static int reap(pid_t pid, int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (t_now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		poll(NULL, 0, 5);
+	}
+}
+
+static void test_block_self_mcast_lb(void **state)
+{
+	struct fx *f = *state;
+	struct t_qp blk;
+	struct child_report rep;
+	unsigned long blocked0 = T_CNT(f->dev, rx_self_blocked);
+	int to_child, from_child;
+	char c = 0;
+
+	t_qp_make(&blk, f->pd, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, T_QKEY);
+	assert_int_equal(ibv_attach_mcast(blk.qp, &f->mgid, 0), 0);
+	assert_int_equal(t_post_recv(&blk, 0, 2048, 1), 0);
+	assert_int_equal(t_post_recv(&blk, 2048, 2048, 2), 0);
+
+	pid_t pid = spawn_child(f->gip, &to_child, &from_child);
+
+	assert_true(read_full(from_child, &c, 1, 10 * T_WAIT_MS));
+	assert_int_equal(c, 'R');
+
+	send_msg(f, &blk, 600, 11, T_QKEY, false, 0, 0);
+	/* The sender's own QP: blocked and counted. */
+	assert_true(t_wait_counter(f->dev, &f->dev->cnt.rx_self_blocked, blocked0 + 1, T_WAIT_MS));
+	/* A marker from another QP of this process reaches the blocked QP ... */
+	send_msg(f, &f->s, 5, 12, T_QKEY, false, 0, 0);
+	struct ibv_wc wc;
+
+	assert_int_equal(t_wait_wc(blk.cq, &wc, T_WAIT_MS), 1);
+	/* ... and is the first thing it receives: message 1 never arrived. */
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.src_qp, f->s.qp->qp_num);
+	assert_int_equal(wc.byte_len, 45);
+	t_assert_cq_empty(blk.cq);
+	assert_int_equal(T_CNT(f->dev, rx_self_blocked), blocked0 + 1);
+
+	/* The other process got message 1, intact, then the marker. */
+	assert_true(read_full(from_child, &rep, sizeof(rep), 10 * T_WAIT_MS));
+	assert_int_equal(write(to_child, "x", 1), 1);
+	assert_int_equal(reap(pid, 10 * T_WAIT_MS), 0);
+	close(to_child);
+	close(from_child);
+	assert_int_equal(rep.got, 1);
+	assert_int_equal(rep.status, IBV_WC_SUCCESS);
+	assert_int_equal(rep.byte_len, 640);
+	assert_int_equal(rep.src_qp, blk.qp->qp_num);
+	assert_true(rep.payload_ok);
+	assert_int_equal(rep.extra, 2);
+
+	assert_int_equal(ibv_detach_mcast(blk.qp, &f->mgid, 0), 0);
+	t_qp_free(&blk);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Completion channels.                                                      */
+
+struct chfx {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq; /* replaces A's CQ */
+	struct ibv_qp *qp;
+};
+
+static int cq_ctx_marker;
+
+/* A receiver QP whose CQ reports to a completion channel. */
+static void ch_make(struct fx *f, struct chfx *c)
+{
+	c->ch = ibv_create_comp_channel(f->ctx);
+	assert_non_null(c->ch);
+	c->cq = ibv_create_cq(f->ctx, 64, &cq_ctx_marker, c->ch, 0);
+	assert_non_null(c->cq);
+	assert_ptr_equal(c->cq->channel, c->ch);
+	c->qp = t_create_qp(f->pd, c->cq, 0);
+	assert_non_null(c->qp);
+	assert_int_equal(t_qp_rts(c->qp, T_QKEY, 0), 0);
+	assert_int_equal(ibv_attach_mcast(c->qp, &f->mgid, 0), 0);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge sge = {(uintptr_t)f->a.buf + (size_t)i * 2048, 2048, f->a.mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+		assert_int_equal(ibv_post_recv(c->qp, &wr, &bad), 0);
+	}
+}
+
+static void ch_free(struct fx *f, struct chfx *c)
+{
+	assert_int_equal(ibv_detach_mcast(c->qp, &f->mgid, 0), 0);
+	assert_int_equal(ibv_destroy_qp(c->qp), 0);
+	/* The channel is busy while a CQ uses it. */
+	assert_int_equal(ibv_destroy_comp_channel(c->ch), EBUSY);
+	assert_int_equal(ibv_destroy_cq(c->cq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(c->ch), 0);
+}
+
+static void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	assert_true(fl >= 0);
+	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+static int poll_in(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms);
+}
+
+/* Nonblocking ibv_get_cq_event until an event (0) or @ms pass (-1/EAGAIN). */
+static int get_event_within(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx, int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		errno = 0;
+		if (ibv_get_cq_event(ch, cq, ctx) == 0)
+			return 0;
+		assert_int_equal(errno, EAGAIN);
+		if (t_now_ms() > deadline)
+			return -1;
+		poll_in(ch->fd, 10);
+	}
+}
+
+static void test_channel_wakes_on_datagram(void **state)
+{
+	struct fx *f = *state;
+	struct chfx c;
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	struct ibv_wc wc;
+
+	ch_make(f, &c);
+	assert_int_equal(ibv_req_notify_cq(c.cq, 0), 0);
+	/* Nothing yet: poll(2) times out at once. */
+	assert_int_equal(poll_in(c.ch->fd, 0), 0);
+
+	send_msg(f, &f->s, 21, 1, T_QKEY, true, htonl(0x01020304), 0);
+	assert_int_equal(poll_in(c.ch->fd, T_WAIT_MS), 1);
+	/* Blocking ibv_get_cq_event: bounded by an alarm, must return now. */
+	alarm(10);
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), 0);
+	alarm(0);
+	assert_ptr_equal(ev_cq, c.cq);
+	assert_ptr_equal(ev_ctx, &cq_ctx_marker);
+	ibv_ack_cq_events(ev_cq, 1);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 61);
+	assert_int_equal(wc.imm_data, htonl(0x01020304));
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 0);
+
+	/* The event was consumed: the channel is quiet again. */
+	set_nonblock(c.ch->fd);
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+
+	/* Re-armed, the next datagram raises the next event. */
+	assert_int_equal(ibv_req_notify_cq(c.cq, 0), 0);
+	send_msg(f, &f->s, 22, 2, T_QKEY, false, 0, 0);
+	assert_int_equal(get_event_within(c.ch, &ev_cq, &ev_ctx, T_WAIT_MS), 0);
+	assert_ptr_equal(ev_cq, c.cq);
+	ibv_ack_cq_events(ev_cq, 1);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(wc.byte_len, 62);
+	ch_free(f, &c);
+}
+
+static void test_channel_nonblock_eagain(void **state)
+{
+	struct fx *f = *state;
+	struct chfx c;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+
+	ch_make(f, &c);
+	set_nonblock(c.ch->fd);
+	/* Nothing pending, not armed. */
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* Armed, nothing pending. */
+	assert_int_equal(ibv_req_notify_cq(c.cq, 0), 0);
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(poll_in(c.ch->fd, 0), 0);
+	ch_free(f, &c);
+
+	/* Not armed: a completion arrives but raises no event. */
+	ch_make(f, &c);
+	set_nonblock(c.ch->fd);
+	send_msg(f, &f->s, 9, 1, T_QKEY, false, 0, 0);
+	assert_int_equal(poll_in(c.ch->fd, T_WAIT_MS), 1); /* the datagram */
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1); /* it was processed */
+	assert_int_equal(wc.byte_len, 49);
+	ch_free(f, &c);
+}
+
+static void test_solicited_only(void **state)
+{
+	struct fx *f = *state;
+	int sn = t_sniff_open(f->gip);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+	struct wire w;
+	struct chfx c;
+
+	ch_make(f, &c);
+	set_nonblock(c.ch->fd);
+	assert_int_equal(ibv_req_notify_cq(c.cq, 1), 0);
+
+	/* Not solicited: completes, no event. */
+	send_msg(f, &f->s, 10, 1, T_QKEY, false, 0, 0);
+	w = sniff(sn);
+	assert_int_equal(w.len, 12 + 8 + 10 + 2 + 4);
+	assert_int_equal(w.flags & 0x80, 0); /* BTH SE clear */
+	assert_int_equal(poll_in(c.ch->fd, T_WAIT_MS), 1);
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(wc.byte_len, 50);
+
+	/* Solicited: SE on the wire, and the event fires. */
+	send_msg(f, &f->s, 11, 2, T_QKEY, true, htonl(7), IBV_SEND_SOLICITED);
+	w = sniff(sn);
+	assert_int_equal(w.opcode, 0x65);
+	assert_int_equal(w.flags & 0x80, 0x80); /* BTH SE set */
+	assert_int_equal(get_event_within(c.ch, &ev_cq, &ev_ctx, T_WAIT_MS), 0);
+	assert_ptr_equal(ev_cq, c.cq);
+	ibv_ack_cq_events(ev_cq, 1);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(wc.byte_len, 51);
+	assert_int_equal(wc.imm_data, htonl(7));
+
+	/* Fired once: a further solicited message raises nothing until re-armed. */
+	send_msg(f, &f->s, 12, 3, T_QKEY, false, 0, IBV_SEND_SOLICITED);
+	assert_true(sniff(sn).len > 0);
+	assert_int_equal(poll_in(c.ch->fd, T_WAIT_MS), 1);
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(wc.byte_len, 52);
+	ch_free(f, &c);
+	close(sn);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && strcmp(argv[1], "--child") == 0)
+		return child_main((uint32_t)strtoul(argv[2], NULL, 10), atoi(argv[3]),
+				  atoi(argv[4]));
+
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_two_qps_both_get_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scatter_sges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sender_attached_gets_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_attach_one_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_qkey_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_recv_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_buffer_loc_len_err, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_above_mtu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_detach_stops_delivery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_block_self_mcast_lb, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_channel_wakes_on_datagram, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_channel_nonblock_eagain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_solicited_only, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
