@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
@@ -264,7 +265,7 @@ static int create_qp(struct node *node)
 static int init_node(struct node *node)
 {
 	struct ibv_context *verbs = node->cma_id->verbs;
-	int ret;
+	int ret, flags;
 
 	node->depth = queue_depth(verbs);
 
@@ -278,6 +279,11 @@ static int init_node(struct node *node)
 	if (!node->chan) {
 		printf("mckey: unable to create completion channel\n");
 		return -ENOMEM;
+	}
+	flags = fcntl(node->chan->fd, F_GETFL);
+	if (flags < 0 || fcntl(node->chan->fd, F_SETFL, flags | O_NONBLOCK)) {
+		perror("mckey: completion channel fd");
+		return -errno;
 	}
 
 	node->cq = ibv_create_cq(verbs, node->depth * 2, node, node->chan, 0);
@@ -489,6 +495,24 @@ static int drain_cq(struct node *node)
 	return total;
 }
 
+/*
+ * Consume (and ack) every CQ event queued on the node's channel.  The fd is
+ * non-blocking: a wake-up that produced no event (a datagram for no posted
+ * receive, say) ends with EAGAIN instead of blocking.
+ */
+static int take_cq_events(struct node *node)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (ibv_get_cq_event(node->chan, &cq, &ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	perror("mckey: ibv_get_cq_event");
+	return -errno;
+}
+
 /* Events that arrive after the joins (mckey's background thread). */
 static void handle_async_event(void)
 {
@@ -624,16 +648,11 @@ static int transfer(void)
 			return -ETIMEDOUT;
 		}
 		for (int i = 0; i < connections; i++) {
-			struct ibv_cq *cq;
-			void *ctx;
-
-			if (!(pfd[i].revents & POLLIN))
-				continue;
-			if (ibv_get_cq_event(test.nodes[i].chan, &cq, &ctx)) {
-				perror("mckey: ibv_get_cq_event");
-				return -EIO;
+			if (pfd[i].revents & POLLIN) {
+				ret = take_cq_events(&test.nodes[i]);
+				if (ret)
+					return ret;
 			}
-			ibv_ack_cq_events(cq, 1);
 		}
 		if (pfd[nfds - 1].revents & POLLIN)
 			handle_async_event();
