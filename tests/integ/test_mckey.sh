@@ -6,7 +6,10 @@
 #  2. a full-member sender (no -o) and a receiver;
 #  3. one receiver with two QPs (-c 2): each QP gets every message;
 #  4. a receiver with no sender gives up after -t and exits non-zero;
-#  5. usage errors exit 1.
+#  5. a full-member sender with -l (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+#  6. a receiver checks each completion: short messages are counted bad and
+#     the exit status is non-zero;
+#  7. usage errors exit 1.
 #
 # Senders start only once every receiver has printed its "joined" line, and
 # run with -w 0: that line is the readiness signal, no sleep is needed.
@@ -98,7 +101,30 @@ expect_line r5 "test complete"
 expect_count r5 '^return status -[0-9]+$' 1
 expect_count r5 '^data transfers complete$' 0
 
-echo "# 5. usage errors"
+echo "# 5. a full-member sender with -l (no self loopback) still reaches others"
+G=$(random_group)
+start r6 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT"
+wait_line r6 '^mckey: joined dgid:' 10
+start s4 $T "$MCKEY" -m "$G" -b $BIND -s -l -w 0 -C "$COUNT"
+finish s4; finish r6
+expect_rc s4 0
+expect_line s4 "mckey: sent $COUNT messages"
+expect_rc r6 0
+expect_line r6 "mckey: received $COUNT messages"
+
+echo "# 6. verification: messages shorter than expected are counted bad"
+G=$(random_group)
+start r7 $T "$MCKEY" -m "$G" -b $BIND -C 5 -S 100
+wait_line r7 '^mckey: joined dgid:' 10
+start s5 $T "$MCKEY" -m "$G" -b $BIND -s -o -w 0 -C 5 -S 50
+finish s5; finish r7
+expect_rc s5 0
+expect_rc r7 182	# -EBADMSG
+expect_count r7 '^mckey: bad completion on qp 0x[0-9a-f]+: byte_len 90, expected 140$' 5
+expect_line r7 "mckey: received 5 messages, 5 bad"
+expect_line r7 "return status -74"
+
+echo "# 7. usage errors"
 start u1 $T "$MCKEY" -x
 finish u1
 expect_rc u1 1
