@@ -43,6 +43,7 @@ fi
 run() {
 	local name=$1
 	shift
+	: >"$work/$name.out"	# exists before joined() looks at it
 	timeout -k 2 60 "$mckey" "$@" >"$work/$name.out" 2>"$work/$name.err" &
 	pids+=("$!")
 	eval "pid_$name=\$!"

@@ -36,9 +36,17 @@ random_group() {
 start() {
 	local name=$1 secs=$2
 	shift 2
+	: >"$WORK/$name.out"	# exists before wait_line looks at it
 	timeout -k 2 "$secs" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
 	PIDS+=("$!")
 	printf -v "PID_$name" '%s' "$!"
+}
+
+# count_lines NAME REGEX : how many lines of NAME's stdout match REGEX
+count_lines() {
+	local n
+	n=$(grep -Ec -- "$2" "$WORK/$1.out" 2>/dev/null)
+	echo "${n:-0}"
 }
 
 # wait_line NAME REGEX SECS [N] : wait until NAME's stdout has N (default 1)
@@ -47,9 +55,9 @@ wait_line() {
 	local name=$1 re=$2 secs=$3 want=${4:-1} pidvar="PID_$1"
 	local pid=${!pidvar} end=$((SECONDS + secs))
 	while [ "$SECONDS" -le "$end" ]; do
-		[ "$(grep -Ec -- "$re" "$WORK/$name.out")" -ge "$want" ] && return 0
+		[ "$(count_lines "$name" "$re")" -ge "$want" ] && return 0
 		if ! kill -0 "$pid" 2>/dev/null; then
-			[ "$(grep -Ec -- "$re" "$WORK/$name.out")" -ge "$want" ] && return 0
+			[ "$(count_lines "$name" "$re")" -ge "$want" ] && return 0
 			fail "$name exited before printing $want line(s) /$re/"
 			return 1
 		fi
@@ -111,7 +119,7 @@ expect_line() {
 # expect_count NAME REGEX N : NAME's stdout has N lines matching REGEX.
 expect_count() {
 	local n
-	n=$(grep -Ec -- "$2" "$WORK/$1.out")
+	n=$(count_lines "$1" "$2")
 	if [ "$n" -eq "$3" ]; then
 		pass "$1: $3 line(s) /$2/"
 	else
