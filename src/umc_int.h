@@ -19,12 +19,13 @@
  *     errno (librdmacm-behaviour.md section 2.1);
  *   - public symbols are marked UMC_EXPORT, everything else is hidden.
  *
- * Progress model: there is no background thread.  Datagrams wait in the
- * kernel's socket buffers until a progress point (ibv_poll_cq on an empty
- * CQ, ibv_get_cq_event, attach/detach, QP destroy) reads them with
- * recvmmsg() and delivers them to the attached QPs.  Completion channel fds
- * are epoll fds that include the device's receive sockets, so poll(2) on
- * them wakes up when a datagram arrives.
+ * Progress model: the application's own calls receive.  ibv_poll_cq on an
+ * empty CQ, ibv_get_cq_event and attach/detach read the group sockets with
+ * recvmmsg() and deliver to the attached QPs, so a busy-polling program
+ * needs no other thread.  A background receive thread per device stands in
+ * for the NIC only while no application thread is receiving (progress.c).
+ * Completion channel fds are epoll fds that include the device's receive
+ * sockets, so poll(2) on them wakes up when a datagram arrives.
  */
 #ifndef UMC_INT_H
 #define UMC_INT_H
@@ -190,6 +191,8 @@ struct umc_device {
 	struct umc_mcg **rx_mcgs; /* those groups, for the progress loop */
 	int rx_cap;
 	void *link_priv;	  /* the link's receive buffers */
+	atomic_ulong rx_app_gen;  /* bumped by every progress run of an application thread */
+	bool rx_thread;		  /* the background receive thread is running */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;

@@ -69,6 +69,17 @@ enum umc_param {
 #ifndef UMC_RX_SLOT
 #define UMC_RX_SLOT 9216
 #endif
+/*
+ * The background receive thread waits this long (microseconds) after data
+ * arrives before it takes over, and backs off up to the maximum while an
+ * application thread is receiving (progress.c).
+ */
+#ifndef UMC_RX_IDLE_US
+#define UMC_RX_IDLE_US 50
+#endif
+#ifndef UMC_RX_IDLE_MAX_US
+#define UMC_RX_IDLE_MAX_US 2000
+#endif
 /* Receive socket buffer asked for (the kernel caps it at net.core.rmem_max). */
 #ifndef UMC_RX_SOCKBUF
 #define UMC_RX_SOCKBUF (4 << 20)

@@ -2,11 +2,20 @@
 /*
  * progress.c - the receive engine: datagrams in, receive completions out.
  *
- * There is no receive thread.  Whoever needs completions runs the engine:
- * ibv_poll_cq on an empty CQ, ibv_get_cq_event, attach and detach.  It
- * reads the device's group sockets in batches (link rx_burst: recvmmsg,
- * decode, ICRC) and hands every packet to every QP attached to the group,
- * as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
+ * Whoever needs completions runs the engine: ibv_poll_cq on an empty CQ,
+ * ibv_get_cq_event, attach and detach.  A program that polls therefore
+ * receives on its own thread, with no hand-off.  A program that posted
+ * receives and then does something else must still get them filled, as a
+ * NIC would: a background thread per device (started with the device's
+ * first group socket) waits for data and, if no application thread ran the
+ * engine within UMC_RX_IDLE_US, runs it itself.  While the application is
+ * receiving, the thread backs off (up to UMC_RX_IDLE_MAX_US), so it costs
+ * a few wake-ups per millisecond at most.  UMC_RX_THREAD=0 in the
+ * environment disables it.
+ *
+ * The engine reads the device's group sockets in batches (link rx_burst:
+ * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
+ * the group, as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
  *
  *   - each attached QP in RTR or RTS gets its own copy;
  *   - the BTH P_Key must match the default partition (0xFFFF or 0x7FFF);
@@ -24,8 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #include "umc_int.h"
+
+static void umc_rx_thread_start(struct umc_device *dev);
 
 int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg)
 {
@@ -43,6 +55,8 @@ int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg)
 	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, mcg->fd, &ev))
 		return -errno;
 	dev->rx_mcgs[dev->rx_nmcg++] = mcg;
+	if (!dev->rx_thread)
+		umc_rx_thread_start(dev);
 	return 0;
 }
 
@@ -232,6 +246,8 @@ int umc_progress(struct umc_device *dev, bool wait)
 {
 	int n;
 
+	/* Tell the background thread an application thread is receiving. */
+	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
 	if (wait)
 		pthread_mutex_lock(&dev->rx_lock);
 	else if (pthread_mutex_trylock(&dev->rx_lock))
@@ -239,4 +255,55 @@ int umc_progress(struct umc_device *dev, bool wait)
 	n = __umc_progress(dev);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return n;
+}
+
+static void umc_sleep_us(long us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/*
+ * The background receiver: when datagrams wait and no application thread
+ * has run the engine for a while, run it.  Lives as long as the process.
+ */
+static void *umc_rx_thread(void *arg)
+{
+	struct umc_device *dev = arg;
+	long idle = UMC_RX_IDLE_US;
+	struct epoll_event ev;
+
+	for (;;) {
+		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0)
+			continue;
+		unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
+
+		umc_sleep_us(idle);
+		if (atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen) {
+			idle = idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
+			continue;
+		}
+		idle = UMC_RX_IDLE_US;
+		pthread_mutex_lock(&dev->rx_lock);
+		__umc_progress(dev);
+		pthread_mutex_unlock(&dev->rx_lock);
+	}
+	return NULL;
+}
+
+/* Caller holds rx_lock. */
+static void umc_rx_thread_start(struct umc_device *dev)
+{
+	const char *env = getenv("UMC_RX_THREAD");
+	pthread_attr_t attr;
+	pthread_t tid;
+
+	if (env && *env == '0')
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	dev->rx_thread = pthread_create(&tid, &attr, umc_rx_thread, dev) == 0;
+	pthread_attr_destroy(&attr);
 }
