@@ -14,23 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Kernel-style field types (__u8, __u64, __be*); same block as in <infiniband/verbs.h>. */
-#ifndef UMC_BE_TYPES_DEFINED
-#define UMC_BE_TYPES_DEFINED 1
-#if defined(__linux__) && defined(__has_include)
-#if __has_include(<linux/types.h>)
-#include <linux/types.h>
-#define UMC_BE_TYPES_FROM_LINUX 1
-#endif
-#endif
-#ifndef UMC_BE_TYPES_FROM_LINUX
-typedef uint8_t __u8;
-typedef uint64_t __u64;
-typedef uint16_t __be16;
-typedef uint32_t __be32;
-typedef uint64_t __be64;
-#endif
-#endif
+#include <infiniband/umc_be_types.h>
 
 #ifndef AF_IB
 #define AF_IB 27
