@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mc_procs - multi-process multicast through the CM on loopback.
+ *
+ *   mc_procs fanout     two full-member receiver processes (one with one
+ *                       cm_id, one with two) and a send-only sender process
+ *                       that also posts receives: every receiver QP gets
+ *                       every message, in order, with the right bytes; the
+ *                       sender receives nothing and has no group socket.
+ *   mc_procs leave      after rdma_leave_multicast a receiver gets nothing
+ *                       more (one leaving process; one id of a two-id
+ *                       process) while the remaining member still gets
+ *                       everything.
+ *
+ * The orchestrator (this process) never calls umcast itself: it forks one
+ * "agent" per simulated host process before any umcast state exists and
+ * drives it over a pair of pipes with one-line commands and one-line
+ * replies ("ok ..." / "fail ...").  Readiness is a reply, never a sleep;
+ * every wait has a deadline.  The group is 239.251.P1.P2 (P = the
+ * orchestrator's pid), so scenarios and concurrent suite runs never share
+ * a group.
+ *
+ * An agent does what mckey does: rdma_create_id(RDMA_PS_UDP),
+ * rdma_resolve_addr(127.0.0.1 -> group), rdma_create_qp, post receives,
+ * rdma_join_multicast_ex (FULLMEMBER or SENDONLY_FULLMEMBER), and checks
+ * the MULTICAST_JOIN event's fields (kernel-behaviour 7.9-7.11,
+ * rxe-observed 2).  The sender uses ibv_create_ah on the event's ah_attr
+ * and the event's qp_num/qkey.
+ *
+ * Message seq (0, 1, ...): length 8 + seq*53 % 1017 bytes, bytes 0..3 the
+ * seq, 4..7 the length (big-endian), then a pattern of seq; odd seqs are
+ * SEND_WITH_IMM with imm = htonl(seq ^ 0xa5a5a5a5).  A receiver checks
+ * status, byte_len = 40 + len, IBV_WC_GRH, the immediate, src_qp, the
+ * GRH's IPv4 source and destination, every payload byte, and that seqs
+ * arrive in order without gaps or duplicates.
+ *
+ * Exit status 0 when every check passed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "umc_int.h" /* counters and groups of the agent's device */
+
+enum {
+	MAX_IDS = 2,
+	NRECV = 512,
+	SLOT = 2048,
+	MAX_LEN = 8 + 1016,
+	CMD_MS = 30000,	 /* bound on any agent reply */
+	WAIT_MS = 10000, /* bound on any wait for datagrams */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint32_t msg_len(uint32_t seq)
+{
+	return 8 + (seq * 53u) % 1017u;
+}
+
+static uint8_t msg_byte(uint32_t seq, size_t j)
+{
+	return (uint8_t)(seq * 29u + j * 13u + 5u);
+}
+
+static void msg_fill(uint8_t *p, uint32_t seq)
+{
+	uint32_t len = msg_len(seq), be;
+
+	be = htonl(seq);
+	memcpy(p, &be, 4);
+	be = htonl(len);
+	memcpy(p + 4, &be, 4);
+	for (size_t j = 8; j < len; j++)
+		p[j] = msg_byte(seq, j);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Agent: one simulated application process.                                 */
+
+struct node {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_ah *ah;
+	uint32_t rqpn, rqkey;
+	uint32_t next_seq; /* next seq this QP must receive */
+	unsigned received;
+	bool joined;
+};
+
+static struct {
+	struct rdma_event_channel *ch;
+	struct node n[MAX_IDS];
+	int nids;
+	bool sendonly;
+	struct sockaddr_in src, grp;
+	int rep;
+} ag;
+
+static void reply(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(ag.rep, line, (size_t)n) != n)
+		_exit(3);
+}
+
+/* Next CM event within @ms, or NULL. */
+static struct rdma_cm_event *cm_event(int ms)
+{
+	struct pollfd p = {.fd = ag.ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ag.ch, &ev))
+		return NULL;
+	return ev;
+}
+
+/* The JOIN event's fields, as the kernel/librdmacm give them on RoCEv2. */
+static const char *check_join_event(struct rdma_cm_event *ev, struct node *nd)
+{
+	static char why[256];
+	const struct ibv_ah_attr *ah = &ev->param.ud.ah_attr;
+	union ibv_gid mgid;
+
+	memset(&mgid, 0, sizeof(mgid));
+	mgid.raw[10] = mgid.raw[11] = 0xff;
+	memcpy(mgid.raw + 12, &ag.grp.sin_addr, 4);
+	if (ev->event != RDMA_CM_EVENT_MULTICAST_JOIN || ev->status)
+		snprintf(why, sizeof(why), "event %s status %d", rdma_event_str(ev->event),
+			 ev->status);
+	else if (ev->id != nd->id)
+		snprintf(why, sizeof(why), "event for another id");
+	else if (ev->param.ud.private_data != nd)
+		snprintf(why, sizeof(why), "private_data is not the join context");
+	else if (ev->param.ud.qp_num != 0xffffff || ev->param.ud.qkey != 0x01234567)
+		snprintf(why, sizeof(why), "qp_num 0x%x qkey 0x%x", ev->param.ud.qp_num,
+			 ev->param.ud.qkey);
+	else if (!ah->is_global || memcmp(&ah->grh.dgid, &mgid, 16) || ah->grh.hop_limit != 64 ||
+		 ah->grh.sgid_index != 0 || ah->grh.traffic_class || ah->grh.flow_label ||
+		 ah->port_num != 1 || ah->dlid || ah->sl || ah->static_rate)
+		snprintf(why, sizeof(why),
+			 "ah_attr: is_global %d hop %d sgid_index %d tc %d fl %u port %d dlid %d",
+			 ah->is_global, ah->grh.hop_limit, ah->grh.sgid_index,
+			 ah->grh.traffic_class, ah->grh.flow_label, ah->port_num, ah->dlid);
+	else
+		return NULL;
+	return why;
+}
+
+static const char *agent_setup(void)
+{
+	static char why[300];
+	struct rdma_cm_join_mc_attr_ex ja = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.join_flags = ag.sendonly ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+					  : RDMA_MC_JOIN_FLAG_FULLMEMBER,
+		.addr = (struct sockaddr *)&ag.grp,
+	};
+	struct rdma_cm_event *ev;
+	const char *bad;
+
+	ag.ch = rdma_create_event_channel();
+	if (!ag.ch)
+		return "rdma_create_event_channel";
+	for (int i = 0; i < ag.nids; i++) {
+		struct node *nd = &ag.n[i];
+		struct ibv_qp_init_attr qa = {
+			.cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
+				.max_recv_sge = 1},
+			.qp_type = IBV_QPT_UD,
+			.sq_sig_all = 1,
+		};
+
+		nd->next_seq = 0;
+		if (rdma_create_id(ag.ch, &nd->id, nd, RDMA_PS_UDP))
+			return "rdma_create_id";
+		if (rdma_resolve_addr(nd->id, (struct sockaddr *)&ag.src,
+				      (struct sockaddr *)&ag.grp, 2000))
+			return "rdma_resolve_addr";
+		ev = cm_event(5000);
+		if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED || ev->id != nd->id)
+			return "no ADDR_RESOLVED";
+		rdma_ack_cm_event(ev);
+		if (rdma_create_qp(nd->id, NULL, &qa))
+			return "rdma_create_qp";
+		nd->buf = calloc(NRECV, SLOT);
+		if (!nd->buf)
+			return "calloc";
+		nd->mr = ibv_reg_mr(nd->id->pd, nd->buf, (size_t)NRECV * SLOT,
+				    IBV_ACCESS_LOCAL_WRITE);
+		if (!nd->mr)
+			return "ibv_reg_mr";
+		/* Receives posted before the join, on every QP, the sender's too. */
+		for (int k = 0; k < NRECV - 1; k++) {
+			struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)k * SLOT, SLOT,
+					      nd->mr->lkey};
+			struct ibv_recv_wr wr = {.wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1},
+					   *badwr;
+
+			if (ibv_post_recv(nd->id->qp, &wr, &badwr))
+				return "ibv_post_recv";
+		}
+		if (rdma_join_multicast_ex(nd->id, &ja, nd))
+			return "rdma_join_multicast_ex";
+		ev = cm_event(5000);
+		if (!ev)
+			return "no MULTICAST_JOIN event";
+		bad = check_join_event(ev, nd);
+		if (bad) {
+			snprintf(why, sizeof(why), "join event: %s", bad);
+			rdma_ack_cm_event(ev);
+			return why;
+		}
+		if (ag.sendonly) {
+			nd->ah = ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr);
+			nd->rqpn = ev->param.ud.qp_num;
+			nd->rqkey = ev->param.ud.qkey;
+		}
+		rdma_ack_cm_event(ev);
+		if (ag.sendonly && !nd->ah)
+			return "ibv_create_ah";
+		nd->joined = true;
+	}
+	return NULL;
+}
+
+static bool send_one(struct node *nd, uint32_t seq, char *why, size_t cap)
+{
+	uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT; /* the slot never posted */
+	struct ibv_sge sge = {(uintptr_t)p, msg_len(seq), nd->mr->lkey};
+	struct ibv_send_wr wr = {
+		.wr_id = seq,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = seq & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.imm_data = htonl(seq ^ 0xa5a5a5a5u),
+		.wr.ud = {.ah = nd->ah, .remote_qpn = nd->rqpn, .remote_qkey = nd->rqkey},
+	}, *bad;
+	struct ibv_wc wc;
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	msg_fill(p, seq);
+	if (ibv_post_send(nd->id->qp, &wr, &bad)) {
+		snprintf(why, cap, "ibv_post_send seq %u", seq);
+		return false;
+	}
+	while (now_ms() < deadline) {
+		int n = ibv_poll_cq(nd->id->send_cq, 1, &wc);
+
+		if (n == 1) {
+			if (wc.status != IBV_WC_SUCCESS || wc.wr_id != seq || wc.opcode != IBV_WC_SEND) {
+				snprintf(why, cap, "send seq %u: %s wr_id %llu", seq,
+					 ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+				return false;
+			}
+			return true;
+		}
+		if (n < 0)
+			break;
+		poll(NULL, 0, 1);
+	}
+	snprintf(why, cap, "no send completion for seq %u", seq);
+	return false;
+}
+
+/* Check one receive completion of @nd; false with @why on the first error. */
+static bool check_recv(struct node *nd, const struct ibv_wc *wc, uint32_t srcqpn, char *why,
+		       size_t cap)
+{
+	const uint8_t *b = nd->buf + (size_t)wc->wr_id * SLOT, *ip = b + 20;
+	uint32_t seq, len, want_len;
+	uint8_t want[MAX_LEN];
+
+	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV) {
+		snprintf(why, cap, "completion %s opcode %d", ibv_wc_status_str(wc->status),
+			 wc->opcode);
+		return false;
+	}
+	if (wc->wr_id >= NRECV - 1 || wc->byte_len < 48) {
+		snprintf(why, cap, "wr_id %llu byte_len %u", (unsigned long long)wc->wr_id,
+			 wc->byte_len);
+		return false;
+	}
+	memcpy(&seq, b + 40, 4);
+	seq = ntohl(seq);
+	memcpy(&len, b + 44, 4);
+	len = ntohl(len);
+	want_len = msg_len(nd->next_seq);
+	if (seq != nd->next_seq) {
+		snprintf(why, cap, "seq %u arrived, expected %u (order/loss/duplicate)", seq,
+			 nd->next_seq);
+		return false;
+	}
+	if (len != want_len || wc->byte_len != 40 + want_len) {
+		snprintf(why, cap, "seq %u: byte_len %u, payload says %u, expected 40+%u", seq,
+			 wc->byte_len, len, want_len);
+		return false;
+	}
+	msg_fill(want, seq);
+	if (memcmp(b + 40, want, want_len)) {
+		snprintf(why, cap, "seq %u: payload bytes differ", seq);
+		return false;
+	}
+	if (!(wc->wc_flags & IBV_WC_GRH) || wc->src_qp != srcqpn ||
+	    ((seq & 1) != !!(wc->wc_flags & IBV_WC_WITH_IMM)) ||
+	    ((seq & 1) && wc->imm_data != htonl(seq ^ 0xa5a5a5a5u))) {
+		snprintf(why, cap, "seq %u: wc_flags 0x%x src_qp 0x%x (want 0x%x) imm 0x%x", seq,
+			 wc->wc_flags, wc->src_qp, srcqpn, ntohl(wc->imm_data));
+		return false;
+	}
+	if (ip[0] != 0x45 || memcmp(ip + 12, &ag.src.sin_addr, 4) ||
+	    memcmp(ip + 16, &ag.grp.sin_addr, 4)) {
+		snprintf(why, cap, "seq %u: GRH IPv4 header wrong", seq);
+		return false;
+	}
+	nd->next_seq++;
+	nd->received++;
+	return true;
+}
+
+/* Wait for @n more in-order messages on id @idx. */
+static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
+{
+	struct node *nd = &ag.n[idx];
+	uint64_t deadline = now_ms() + WAIT_MS;
+	unsigned got = 0;
+	char why[256];
+	struct ibv_wc wc[16];
+
+	if (nd->next_seq != first) {
+		reply("fail id%d: next expected seq is %u, not %u", idx, nd->next_seq, first);
+		return;
+	}
+	while (got < n) {
+		int k = ibv_poll_cq(nd->id->recv_cq, 16, wc);
+
+		if (k < 0) {
+			reply("fail id%d: ibv_poll_cq %d", idx, k);
+			return;
+		}
+		for (int i = 0; i < k; i++) {
+			if (!check_recv(nd, &wc[i], srcqpn, why, sizeof(why))) {
+				reply("fail id%d after %u of %u: %s", idx, got, n, why);
+				return;
+			}
+			got++;
+		}
+		if (k)
+			continue;
+		if (now_ms() > deadline) {
+			reply("fail id%d: %u of %u messages within %d ms", idx, got, n, WAIT_MS);
+			return;
+		}
+		struct pollfd p = {.fd = nd->id->recv_cq_channel->fd, .events = POLLIN};
+
+		poll(&p, 1, 20);
+	}
+	if (got > n) {
+		reply("fail id%d: %u messages, more than %u", idx, got, n);
+		return;
+	}
+	reply("ok id%d received %u (total %u)", idx, got, nd->received);
+}
+
+/* Nothing arrives on id @idx during @ms (0: just what is already there). */
+static void cmd_quiet(int idx, int ms)
+{
+	struct node *nd = &ag.n[idx];
+	uint64_t deadline = now_ms() + (uint64_t)ms;
+	struct ibv_wc wc;
+
+	do {
+		int k = ibv_poll_cq(nd->id->recv_cq, 1, &wc);
+
+		if (k) {
+			reply("fail id%d: received a completion (status %s, byte_len %u) but must not",
+			      idx, ibv_wc_status_str(wc.status), wc.byte_len);
+			return;
+		}
+		struct pollfd p = {.fd = nd->id->recv_cq_channel->fd, .events = POLLIN};
+
+		if (ms)
+			poll(&p, 1, 20);
+	} while (now_ms() < deadline);
+	reply("ok id%d quiet", idx);
+}
+
+static void cmd_leave(int idx)
+{
+	struct node *nd = &ag.n[idx];
+
+	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp)) {
+		reply("fail id%d: rdma_leave_multicast errno %d", idx, errno);
+		return;
+	}
+	nd->joined = false;
+	/* kernel-behaviour 7.26: a second leave finds no join. */
+	errno = 0;
+	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp) != -1 || errno != EADDRNOTAVAIL) {
+		reply("fail id%d: second leave did not fail with EADDRNOTAVAIL (errno %d)", idx, errno);
+		return;
+	}
+	reply("ok id%d left", idx);
+}
+
+/* The agent's device counters and whether it holds a socket for the group. */
+static void cmd_counters(void)
+{
+	struct umc_device *dev = ctx_dev(ag.n[0].id->verbs);
+	union ibv_gid mgid;
+	bool group;
+
+	umc_progress(dev, true);
+	memset(&mgid, 0, sizeof(mgid));
+	mgid.raw[10] = mgid.raw[11] = 0xff;
+	memcpy(mgid.raw + 12, &ag.grp.sin_addr, 4);
+	pthread_mutex_lock(&dev->lock);
+	group = __umc_mcg_find(dev, &mgid) != NULL;
+	pthread_mutex_unlock(&dev->lock);
+	reply("ok rx_packets=%lu rx_delivered=%lu group_socket=%d attached_groups=%d",
+	      atomic_load(&dev->cnt.rx_packets), atomic_load(&dev->cnt.rx_delivered), group,
+	      dev->mcg_attached);
+}
+
+static void agent_quit(void)
+{
+	for (int i = 0; i < ag.nids; i++) {
+		struct node *nd = &ag.n[i];
+
+		if (nd->joined)
+			rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp);
+		if (nd->ah)
+			ibv_destroy_ah(nd->ah);
+		rdma_destroy_qp(nd->id);
+		if (nd->mr)
+			ibv_dereg_mr(nd->mr);
+		rdma_destroy_id(nd->id);
+		free(nd->buf);
+	}
+	rdma_destroy_event_channel(ag.ch);
+}
+
+/* Read one command line (bounded); false on EOF/timeout. */
+static bool read_line(int fd, char *line, size_t cap)
+{
+	size_t n = 0;
+
+	while (n + 1 < cap) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, 2 * CMD_MS) != 1 || read(fd, line + n, 1) != 1)
+			return false;
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	return true;
+}
+
+static int agent_main(int nids, bool sendonly, int cmd, int rep)
+{
+	const char *err;
+	char line[256];
+
+	ag.nids = nids;
+	ag.sendonly = sendonly;
+	ag.rep = rep;
+	err = agent_setup();
+	if (err) {
+		reply("fail setup: %s (errno %d)", err, errno);
+		return 1;
+	}
+	reply("ok ready qpn=0x%x", ag.n[0].id->qp->qp_num);
+	while (read_line(cmd, line, sizeof(line))) {
+		unsigned a = 0, b = 0, c = 0, d = 0;
+
+		if (sscanf(line, "send %u %u", &a, &b) == 2) {
+			char why[256];
+			unsigned k;
+
+			for (k = 0; k < a; k++)
+				if (!send_one(&ag.n[0], b + k, why, sizeof(why)))
+					break;
+			if (k < a)
+				reply("fail %s", why);
+			else
+				reply("ok sent %u qpn=0x%x", a, ag.n[0].id->qp->qp_num);
+		} else if (sscanf(line, "recv %u %u %u %x", &a, &b, &c, &d) == 4 && a < (unsigned)nids) {
+			cmd_recv((int)a, b, c, d);
+		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)nids) {
+			cmd_quiet((int)a, (int)b);
+		} else if (sscanf(line, "leave %u", &a) == 1 && a < (unsigned)nids) {
+			cmd_leave((int)a);
+		} else if (strcmp(line, "counters") == 0) {
+			cmd_counters();
+		} else if (strcmp(line, "quit") == 0) {
+			agent_quit();
+			reply("ok bye");
+			return 0;
+		} else {
+			reply("fail unknown command '%s'", line);
+		}
+	}
+	return 2;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Orchestrator.                                                             */
+
+struct agent {
+	const char *name;
+	pid_t pid;
+	int cmd, rep;
+	char last[512];
+};
+
+static int failures;
+static struct sockaddr_in g_src, g_grp;
+
+static void spawn(struct agent *a, const char *name, int nids, bool sendonly)
+{
+	int down[2], up[2];
+
+	if (pipe(down) || pipe(up)) {
+		perror("pipe");
+		exit(1);
+	}
+	a->name = name;
+	a->pid = fork();
+	if (a->pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (a->pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		ag.src = g_src;
+		ag.grp = g_grp;
+		_exit(agent_main(nids, sendonly, down[0], up[1]));
+	}
+	close(down[0]);
+	close(up[1]);
+	a->cmd = down[1];
+	a->rep = up[0];
+}
+
+/* One reply line within CMD_MS into a->last; true if it starts with "ok". */
+static bool get_reply(struct agent *a)
+{
+	if (!read_line(a->rep, a->last, sizeof(a->last)))
+		snprintf(a->last, sizeof(a->last), "fail no reply (agent died or hung)");
+	printf("  %s: %s\n", a->name, a->last);
+	fflush(stdout);
+	return strncmp(a->last, "ok", 2) == 0;
+}
+
+/* Send a command and require an "ok" reply. */
+static bool cmd(struct agent *a, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	printf("%s <- %s\n", a->name, line);
+	line[n++] = '\n';
+	if (write(a->cmd, line, (size_t)n) != n) {
+		printf("FAIL: cannot write to %s\n", a->name);
+		failures++;
+		return false;
+	}
+	if (!get_reply(a)) {
+		printf("FAIL: %s: %s\n", a->name, a->last);
+		failures++;
+		return false;
+	}
+	return true;
+}
+
+/* Parse "key=value" out of the last reply. */
+static unsigned long field(const struct agent *a, const char *key)
+{
+	const char *p = strstr(a->last, key);
+
+	return p ? strtoul(p + strlen(key) + 1, NULL, 0) : (unsigned long)-1;
+}
+
+static void expect_eq(const char *what, unsigned long got, unsigned long want)
+{
+	if (got == want)
+		return;
+	printf("FAIL: %s = %lu, expected %lu\n", what, got, want);
+	failures++;
+}
+
+static void finish(struct agent *a)
+{
+	uint64_t deadline;
+	int st = 0;
+
+	cmd(a, "quit");
+	close(a->cmd);
+	close(a->rep);
+	deadline = now_ms() + CMD_MS;
+	while (waitpid(a->pid, &st, WNOHANG) == 0) {
+		if (now_ms() > deadline) {
+			kill(a->pid, SIGKILL);
+			waitpid(a->pid, &st, 0);
+			break;
+		}
+		poll(NULL, 0, 5);
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL: %s exited with status 0x%x\n", a->name, st);
+		failures++;
+	}
+}
+
+static bool ready(struct agent *a)
+{
+	if (get_reply(a))
+		return true;
+	printf("FAIL: %s did not start: %s\n", a->name, a->last);
+	failures++;
+	return false;
+}
+
+/*
+ * fanout: R1 (one id) and R2 (two ids) full members, S send-only with
+ * receives posted.  N messages: every receiver QP gets all N, in order;
+ * S gets none, has no group socket and has read no datagram at all.
+ */
+static void scenario_fanout(void)
+{
+	enum { N = 300 };
+	struct agent r1, r2, s;
+	unsigned long qpn;
+
+	spawn(&r1, "R1", 1, false);
+	spawn(&r2, "R2", 2, false);
+	if (!ready(&r1) || !ready(&r2))
+		return;
+	spawn(&s, "S", 1, true);
+	if (!ready(&s))
+		return;
+	qpn = field(&s, "qpn");
+	if (!cmd(&s, "send %d 0", N))
+		return;
+	cmd(&r1, "recv 0 %d 0 %lx", N, qpn);
+	cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
+	cmd(&r2, "recv 1 %d 0 %lx", N, qpn);
+	/* Every receiver has processed everything; the sender has had its chance. */
+	cmd(&s, "quiet 0 300");
+	if (cmd(&s, "counters")) {
+		expect_eq("S rx_packets", field(&s, "rx_packets"), 0);
+		expect_eq("S group_socket", field(&s, "group_socket"), 0);
+		expect_eq("S attached_groups", field(&s, "attached_groups"), 0);
+	}
+	if (cmd(&r2, "counters")) {
+		/* One socket per group and process: each datagram read once, delivered twice. */
+		expect_eq("R2 rx_packets", field(&r2, "rx_packets"), N);
+		expect_eq("R2 rx_delivered", field(&r2, "rx_delivered"), 2 * N);
+		expect_eq("R2 group_socket", field(&r2, "group_socket"), 1);
+	}
+	finish(&s);
+	finish(&r1);
+	finish(&r2);
+}
+
+/*
+ * leave: R1 (one id) leaves; R2 leaves on its first id only.  Messages
+ * sent afterwards reach R2's second id only: R2's first id shares its
+ * process (and socket) with the second, so its silence is checked right
+ * after the second id's messages were processed; R1 has no group socket
+ * left and has read no further datagram.
+ */
+static void scenario_leave(void)
+{
+	enum { N1 = 20, N2 = 25 };
+	struct agent r1, r2, s;
+	unsigned long qpn, rx_before;
+
+	spawn(&r1, "R1", 1, false);
+	spawn(&r2, "R2", 2, false);
+	if (!ready(&r1) || !ready(&r2))
+		return;
+	spawn(&s, "S", 1, true);
+	if (!ready(&s))
+		return;
+	qpn = field(&s, "qpn");
+	if (!cmd(&s, "send %d 0", N1))
+		return;
+	cmd(&r1, "recv 0 %d 0 %lx", N1, qpn);
+	cmd(&r2, "recv 0 %d 0 %lx", N1, qpn);
+	cmd(&r2, "recv 1 %d 0 %lx", N1, qpn);
+
+	cmd(&r1, "leave 0");
+	cmd(&r2, "leave 0");
+	if (cmd(&r1, "counters")) {
+		expect_eq("R1 group_socket after leave", field(&r1, "group_socket"), 0);
+		expect_eq("R1 rx_packets", field(&r1, "rx_packets"), N1);
+	}
+	rx_before = field(&r1, "rx_packets");
+
+	cmd(&s, "send %d %d", N2, N1);
+	cmd(&r2, "recv 1 %d %d %lx", N2, N1, qpn);
+	cmd(&r2, "quiet 0 0");
+	cmd(&r1, "quiet 0 300");
+	if (cmd(&r1, "counters"))
+		expect_eq("R1 rx_packets after leave", field(&r1, "rx_packets"), rx_before);
+	if (cmd(&r2, "counters")) {
+		expect_eq("R2 rx_packets", field(&r2, "rx_packets"), N1 + N2);
+		expect_eq("R2 rx_delivered", field(&r2, "rx_delivered"), 2 * N1 + N2);
+	}
+	finish(&s);
+	finish(&r1);
+	finish(&r2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned pid = (unsigned)getpid();
+	char gstr[INET_ADDRSTRLEN];
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	unsetenv("UMC_QPN_BASE"); /* each agent picks pid-derived QPNs */
+	g_src.sin_family = g_grp.sin_family = AF_INET;
+	inet_pton(AF_INET, "127.0.0.1", &g_src.sin_addr);
+	g_grp.sin_addr.s_addr = htonl(239u << 24 | 251u << 16 | ((pid >> 8) & 0xff) << 8 | (pid & 0xff));
+	inet_ntop(AF_INET, &g_grp.sin_addr, gstr, sizeof(gstr));
+	if (argc != 2) {
+		fprintf(stderr, "usage: mc_procs fanout|leave\n");
+		return 2;
+	}
+	printf("# group %s\n", gstr);
+	if (strcmp(argv[1], "fanout") == 0)
+		scenario_fanout();
+	else if (strcmp(argv[1], "leave") == 0)
+		scenario_leave();
+	else {
+		fprintf(stderr, "unknown scenario %s\n", argv[1]);
+		return 2;
+	}
+	printf("%s: %s (%d failure(s))\n", failures ? "FAIL" : "PASS", argv[1], failures);
+	return failures ? 1 : 0;
+}
