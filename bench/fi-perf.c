@@ -89,6 +89,7 @@ static struct {
 	int idle_ms, timeout_ms;
 	enum mode mode;
 	uint64_t warmup;
+	const char *dump;
 } o = {
 	.bind = "127.0.0.1",
 	.port = 6791,
@@ -512,6 +513,7 @@ static void run_ping(void)
 		perf_put_seq(fep_slot(&tx, 0) + HDR, o.size, PERF_FIN | (o.warmup + iters));
 		send_msgs(&tx, &k0, 1, &inflight);
 	}
+	perf_dump_samples(o.dump, samples, n_ok);
 	perf_print_lat(&res, samples, n_ok, lost);
 	fep_close(&tx);
 	fep_close(&rx);
@@ -579,6 +581,7 @@ static void usage(void)
 		"  -s       sender                      -L ping|pong  latency mode\n"
 		"  -S bytes payload (64; messages are 32 bytes longer, as RoCEv2's)\n"
 		"  -n count -D secs -r rate -B batch (32) -d depth (2048) -q endpoints\n"
+		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
 		prog);
 	exit(2);
@@ -589,7 +592,7 @@ int main(int argc, char **argv)
 	int op;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:T:h")) != -1) {
+	while ((op = getopt(argc, argv, "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:T:O:h")) != -1) {
 		switch (op) {
 		case 'm': o.group = optarg; break;
 		case 'g': o.group2 = optarg; break;
@@ -612,6 +615,7 @@ int main(int argc, char **argv)
 		case 'B': o.batch = (int)perf_parse_num(prog, "-B", optarg, 1, 64); break;
 		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
 		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
+		case 'O': o.dump = optarg; break;
 		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
 		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
 		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;

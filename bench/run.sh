@@ -87,8 +87,14 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 	if [ "$NCPU" -ge 2 ]; then echo "taskset -c $1"; fi
 }
 
-declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf)
-declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1)
+# umcast0: umcast with its background receive thread off (UMC_RX_THREAD=0),
+# measured as a diagnostic next to the rest (DIAG=0 skips it).
+declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
+	[umcast0]=$BIN/umc-perf)
+declare -A ENVS=([umcast]= [udp]= [libfabric]= [umcast0]=UMC_RX_THREAD=0)
+declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
+	[umcast0]=239.10.3.1)
+DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
 	TRANSPORTS+=(libfabric)
@@ -128,14 +134,16 @@ rate_once() {
 	local t=$1 size=$2 n=$3 i tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 agg=0 lost=0 exp=0
 	local rpids=()
 	for ((i = 0; i < n; i++)); do
-		if start "r$i" 1 "$tool" -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000; then
+		# shellcheck disable=SC2086
+		if start "r$i" 1 env ${ENVS[$t]} "$tool" -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000; then
 			rpids+=("$STARTED")
 		else
 			ok=0
 		fi
 	done
 	if [ $ok = 1 ]; then
-		timeout "$PROC_TIMEOUT" $(cpu 0) "$tool" -s -o -m "$g" -S "$size" -B "$BATCH" -D "$DUR" \
+		# shellcheck disable=SC2086
+		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" -s -o -m "$g" -S "$size" -B "$BATCH" -D "$DUR" \
 			>"$TMP/s.out" 2>"$TMP/s.err" || ok=0
 		cat "$TMP/s.out" >>"$RESULTS"
 	fi
@@ -160,9 +168,11 @@ rate_once() {
 # lat_once TRANSPORT SIZE -> "p50 p99 p999" (us) or "- - -"
 lat_once() {
 	local t=$1 size=$2 tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid
-	if start pong 1 "$tool" -L pong -m "$g" -S "$size" -B "$BATCH" -I 3000 -T 20000; then
+	# shellcheck disable=SC2086
+	if start pong 1 env ${ENVS[$t]} "$tool" -L pong -m "$g" -S "$size" -B "$BATCH" -I 3000 -T 20000; then
 		ppid=$STARTED
-		timeout "$PROC_TIMEOUT" $(cpu 0) "$tool" -L ping -m "$g" -S "$size" -B "$BATCH" -n "$LAT_N" -w 1000 \
+		# shellcheck disable=SC2086
+		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" -L ping -m "$g" -S "$size" -B "$BATCH" -n "$LAT_N" -w 1000 \
 			>"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
 		wait "$ppid" || true
 		cat "$TMP/ping.out" >>"$RESULTS"
@@ -199,7 +209,13 @@ for ((k = 1; k <= REPS; k++)); do
 				line+=" $t/$n=$r"
 			done
 		done
-		for t in "${TRANSPORTS[@]}"; do
+		if [ "$DIAG" = 1 ]; then
+			read -r r l < <(rate_once umcast0 "$size" 1)
+			RS[umcast0,$size,1]+="$r "
+			LS[umcast0,$size,1]+="$l "
+			line+=" umcast0/1=$r"
+		fi
+		for t in "${TRANSPORTS[@]}" $([ "$DIAG" = 1 ] && echo umcast0); do
 			read -r x y z < <(lat_once "$t" "$size")
 			LA[$t,$size]+="$x "
 			LB[$t,$size]+="$y "
@@ -210,7 +226,7 @@ for ((k = 1; k <= REPS; k++)); do
 	done
 done
 for size in $SIZES; do
-	for t in "${TRANSPORTS[@]}"; do
+	for t in "${TRANSPORTS[@]}" $([ "$DIAG" = 1 ] && echo umcast0); do
 		for n in $FANOUT; do
 			[ -n "${RS[$t,$size,$n]:-}" ] || continue
 			FAN[$t,$size,$n]=$(med <<<"${RS[$t,$size,$n]}")
@@ -298,6 +314,18 @@ for size in $SIZES; do
 	echo
 done
 echo
+if [ "$DIAG" = 1 ]; then
+	echo "Diagnostic: umcast with its background receive thread off (UMC_RX_THREAD=0)"
+	printf '%-6s | %-20s | %-10s | %-24s | %-10s\n' size "rate 1->1" "rate u0/UDP" "RTT p50 / p99 / p99.9" "p50 u0/UDP"
+	for size in $SIZES; do
+		printf '%-6s | %10s %9s | %-11s | %-24s | %-10s\n' "$size" \
+			"${RATE[umcast0,$size]:--}" "($(pct "${LOSS[umcast0,$size]:--}"))" \
+			"$(pratio "${RS[umcast0,$size,1]:-}" "${RS[udp,$size,1]:-}")" \
+			"${P50[umcast0,$size]:--} / ${P99[umcast0,$size]:--} / ${P999[umcast0,$size]:--}" \
+			"$(pratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}")"
+	done
+	echo
+fi
 echo "ICRC over 4096-byte messages, one core: $ICRC GB/s (ISA-L crc32 alone: $ISAL GB/s)"
 echo
 r_udp=$(pratio "${RS[umcast,64,1]:-}" "${RS[udp,64,1]:-}")

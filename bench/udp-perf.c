@@ -57,6 +57,7 @@ static struct {
 	int idle_ms, timeout_ms;
 	enum mode mode;
 	uint64_t warmup;
+	const char *dump;
 } o = {
 	.bind = "127.0.0.1",
 	.port = 5791,
@@ -439,6 +440,7 @@ static void run_ping(void)
 		perf_put_seq(b, o.size, PERF_FIN | (o.warmup + iters));
 		tx_send(&t, &b, 1);
 	}
+	perf_dump_samples(o.dump, samples, n_ok);
 	perf_print_lat(&res, samples, n_ok, lost);
 	free(samples);
 	free(p);
@@ -502,6 +504,7 @@ static void usage(void)
 		"  -n count -D secs -r rate -B batch (32) -d depth (2048) -q sockets\n"
 		"  -e       sleep in poll(2) instead of busy-polling\n"
 		"  -c       connect() the sending socket (no route lookup per datagram)\n"
+		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
 		prog);
 	exit(2);
@@ -512,7 +515,7 @@ int main(int argc, char **argv)
 	int op;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:p:scoL:S:n:D:r:B:d:q:ew:R:I:T:h")) != -1) {
+	while ((op = getopt(argc, argv, "m:g:b:p:scoL:S:n:D:r:B:d:q:ew:R:I:T:O:h")) != -1) {
 		switch (op) {
 		case 'm': o.group = optarg; break;
 		case 'g': o.group2 = optarg; break;
@@ -537,6 +540,7 @@ int main(int argc, char **argv)
 		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
 		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
 		case 'e': o.events = true; break;
+		case 'O': o.dump = optarg; break;
 		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
 		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
 		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;

@@ -214,6 +214,23 @@ static inline void perf_print_rate(const struct perf_result *r, uint64_t msgs, i
 	fflush(stdout);
 }
 
+/* Write the samples, in the order taken, one per line in ns (-O file). */
+static inline void perf_dump_samples(const char *path, const int64_t *ns, size_t n)
+{
+	FILE *f;
+
+	if (!path)
+		return;
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%lld\n", (long long)ns[i]);
+	fclose(f);
+}
+
 /* Sorts @ns in place. */
 static inline void perf_print_lat(const struct perf_result *r, int64_t *ns, size_t n,
 				  uint64_t lost)

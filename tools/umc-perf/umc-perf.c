@@ -62,6 +62,7 @@ static struct {
 	int idle_ms, timeout_ms;
 	enum mode mode;
 	uint64_t warmup;
+	const char *dump;
 } o = {
 	.bind = "127.0.0.1",
 	.size = 64,
@@ -721,6 +722,7 @@ static void run_ping(void)
 		send_done = false;
 		post_sends(e->qp, 1);
 	}
+	perf_dump_samples(o.dump, samples, n_ok);
 	perf_print_lat(&r, samples, n_ok, lost);
 	free(samples);
 	if (!n_ok)
@@ -807,6 +809,7 @@ static void usage(void)
 		"  -q n       receiver: QPs (one rdma_cm_id each) joined to the group\n"
 		"  -e         receiver/pong: sleep on the completion channel, not busy-poll\n"
 		"  -w n       ping: warm-up round trips not counted (default 1000)\n"
+		"  -O file    ping: write every round-trip time (ns, in order) to file\n"
 		"  -R fd      write one byte to fd when joined and receives are posted\n"
 		"  -I ms      stop when idle this long after the first message (1000)\n"
 		"  -T ms      give up when nothing happens this long (30000)\n",
@@ -820,7 +823,7 @@ int main(int argc, char **argv)
 	int op;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:T:h")) != -1) {
+	while ((op = getopt(argc, argv, "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:T:O:h")) != -1) {
 		switch (op) {
 		case 'm': o.group = optarg; break;
 		case 'g': o.group2 = optarg; break;
@@ -843,6 +846,7 @@ int main(int argc, char **argv)
 		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
 		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
 		case 'e': o.events = true; break;
+		case 'O': o.dump = optarg; break;
 		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
 		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
 		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;
