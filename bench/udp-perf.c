@@ -216,7 +216,8 @@ struct rx {
 	struct perf_rx acct;
 	bool done;
 	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation) */
-	uint32_t next;
+	uint32_t block, nblocks; /* the ring is used in blocks of -B slots */
+	bool used;		 /* the last recvmmsg filled some of the block */
 	struct mmsghdr *msg;
 	struct iovec *iov;
 };
@@ -234,18 +235,28 @@ static void rx_init(struct rx *r, struct in_addr grp)
 	r->iov = calloc(o.batch, sizeof(*r->iov));
 	if (!r->buf || !r->msg || !r->iov)
 		die("calloc");
+	r->nblocks = (uint32_t)(o.depth / o.batch);
+	for (int i = 0; i < o.batch; i++) {
+		r->iov[i] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), rx_slot_len()};
+		r->msg[i].msg_hdr = (struct msghdr){.msg_iov = &r->iov[i], .msg_iovlen = 1};
+	}
 }
 
-/* Receive up to -B datagrams; *@payloads[i] points at each payload.  Returns the count. */
+/*
+ * Receive up to -B datagrams; *@payloads[i] points at each payload.  Returns
+ * the count.  The ring advances a block of -B slots after a call that
+ * received something, so an empty poll touches nothing but the syscall.
+ */
 static int rx_burst(struct rx *r, uint8_t **payloads)
 {
 	int n;
 
-	for (int i = 0; i < o.batch; i++) {
-		uint8_t *slot = r->buf + (size_t)((r->next + i) % o.depth) * rx_slot_len();
-
-		r->iov[i] = (struct iovec){slot, rx_slot_len()};
-		r->msg[i].msg_hdr = (struct msghdr){.msg_iov = &r->iov[i], .msg_iovlen = 1};
+	if (r->used) {
+		r->block = (r->block + 1) % r->nblocks;
+		for (int i = 0; i < o.batch; i++)
+			r->iov[i].iov_base =
+				r->buf + ((size_t)r->block * o.batch + i) * rx_slot_len();
+		r->used = false;
 	}
 	n = recvmmsg(r->fd, r->msg, (unsigned)o.batch, MSG_DONTWAIT, NULL);
 	if (n < 0) {
@@ -255,7 +266,7 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 	}
 	for (int i = 0; i < n; i++)
 		payloads[i] = (uint8_t *)r->iov[i].iov_base + HDR;
-	r->next = (r->next + (uint32_t)n) % (uint32_t)o.depth;
+	r->used = n > 0;
 	return n;
 }
 
