@@ -210,10 +210,12 @@ for ((k = 1; k <= REPS; k++)); do
 			done
 		done
 		if [ "$DIAG" = 1 ]; then
-			read -r r l < <(rate_once umcast0 "$size" 1)
-			RS[umcast0,$size,1]+="$r "
-			LS[umcast0,$size,1]+="$l "
-			line+=" umcast0/1=$r"
+			for n in $(printf '%s\n' 1 "$MAXN" | sort -un); do
+				read -r r l < <(rate_once umcast0 "$size" "$n")
+				RS[umcast0,$size,$n]+="$r "
+				LS[umcast0,$size,$n]+="$l "
+				line+=" umcast0/$n=$r"
+			done
 		fi
 		for t in "${TRANSPORTS[@]}" $([ "$DIAG" = 1 ] && echo umcast0); do
 			read -r x y z < <(lat_once "$t" "$size")
@@ -302,27 +304,31 @@ for size in $SIZES; do
 		"$(pratio "${LA[umcast,$size]:-}" "${LA[libfabric,$size]:-}")"
 done
 echo
-echo "Fan-out: aggregate delivered msg/s over N receiver processes (umcast / raw UDP = ratio)"
+echo "Fan-out: aggregate delivered msg/s over N receiver processes, loss in parentheses"
+echo "(umcast / raw UDP = ratio)"
 printf '%-6s' size
-for n in $FANOUT; do printf ' | %-32s' "N=$n"; done
+for n in $FANOUT; do printf ' | %-42s' "N=$n"; done
 echo
 for size in $SIZES; do
 	printf '%-6s' "$size"
 	for n in $FANOUT; do
-		printf ' | %-32s' "${FAN[umcast,$size,$n]:--} / ${FAN[udp,$size,$n]:--} = $(pratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}")"
+		l1=$(med <<<"${LS[umcast,$size,$n]:-}") l2=$(med <<<"${LS[udp,$size,$n]:-}")
+		printf ' | %-42s' "${FAN[umcast,$size,$n]:--} ($(pct "$l1")) / ${FAN[udp,$size,$n]:--} ($(pct "$l2")) = $(pratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}")"
 	done
 	echo
 done
 echo
 if [ "$DIAG" = 1 ]; then
 	echo "Diagnostic: umcast with its background receive thread off (UMC_RX_THREAD=0)"
-	printf '%-6s | %-20s | %-10s | %-24s | %-10s\n' size "rate 1->1" "rate u0/UDP" "RTT p50 / p99 / p99.9" "p50 u0/UDP"
+	printf '%-6s | %-20s | %-11s | %-26s | %-10s | %-24s\n' size "rate 1->1" "rate u0/UDP" \
+		"RTT p50 / p99 / p99.9" "p50 u0/UDP" "fan-out $MAXN (u0/UDP)"
 	for size in $SIZES; do
-		printf '%-6s | %10s %9s | %-11s | %-24s | %-10s\n' "$size" \
+		printf '%-6s | %10s %9s | %-11s | %-26s | %-10s | %-24s\n' "$size" \
 			"${RATE[umcast0,$size]:--}" "($(pct "${LOSS[umcast0,$size]:--}"))" \
 			"$(pratio "${RS[umcast0,$size,1]:-}" "${RS[udp,$size,1]:-}")" \
 			"${P50[umcast0,$size]:--} / ${P99[umcast0,$size]:--} / ${P999[umcast0,$size]:--}" \
-			"$(pratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}")"
+			"$(pratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}")" \
+			"${FAN[umcast0,$size,$MAXN]:--} ($(pratio "${RS[umcast0,$size,$MAXN]:-}" "${RS[udp,$size,$MAXN]:-}"))"
 	done
 	echo
 fi
