@@ -234,6 +234,103 @@ static void test_scatter_sges(void **state)
 	assert_memory_equal(p + 2000, want + 100, 200);
 }
 
+/* A gather list, an inline send (no MR needed) and a send without SGEs. */
+static void test_gather_inline_empty(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *src = f->s.buf + 100, want[64], stack_data[24];
+	struct ibv_sge g[3] = {
+		{(uintptr_t)src, 10, f->s.mr->lkey},
+		{(uintptr_t)src + 500, 0, f->s.mr->lkey},
+		{(uintptr_t)src + 1000, 30, f->s.mr->lkey},
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = g, .num_sge = 3, .opcode = IBV_WR_SEND,
+		.wr.ud = {.ah = f->ah, .remote_qpn = 0xffffff, .remote_qkey = T_QKEY},
+	}, *bad;
+	struct ibv_wc wc;
+
+	attach(f, &f->a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(t_post_recv(&f->a, (size_t)i * 2048, 2048, (uint64_t)i), 0);
+	t_fill(want, 40, 9);
+	memcpy(src, want, 10);
+	memcpy(src + 1000, want + 10, 30);
+	assert_int_equal(ibv_post_send(f->s.qp, &wr, &bad), 0);
+	t_wait_send(f->s.cq, 1);
+
+	/* Inline: the data is copied at post time, the lkey is not looked at. */
+	t_fill(stack_data, sizeof(stack_data), 4);
+	struct ibv_sge in = {(uintptr_t)stack_data, sizeof(stack_data), 0xdeadbeef};
+
+	wr = (struct ibv_send_wr){
+		.wr_id = 2, .sg_list = &in, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_INLINE,
+		.wr.ud = {.ah = f->ah, .remote_qpn = 0xffffff, .remote_qkey = T_QKEY},
+	};
+	assert_int_equal(ibv_post_send(f->s.qp, &wr, &bad), 0);
+	memset(stack_data, 0, sizeof(stack_data)); /* reusable at once */
+	t_wait_send(f->s.cq, 2);
+
+	/* No SGE at all: a 0-byte message. */
+	wr = (struct ibv_send_wr){
+		.wr_id = 3, .num_sge = 0, .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(3),
+		.wr.ud = {.ah = f->ah, .remote_qpn = 0xffffff, .remote_qkey = T_QKEY},
+	};
+	assert_int_equal(ibv_post_send(f->s.qp, &wr, &bad), 0);
+	t_wait_send(f->s.cq, 3);
+
+	assert_int_equal(t_wait_wc(f->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 40 + 40);
+	assert_memory_equal(f->a.buf + 40, want, 40);
+	expect_recv(&f->a, 2048, 1, sizeof(stack_data), 4, f->s.qp->qp_num, NULL);
+	assert_int_equal(t_wait_wc(f->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.byte_len, 40);
+	assert_int_equal(wc.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
+	assert_int_equal(wc.imm_data, htonl(3));
+	t_assert_cq_empty(f->a.cq);
+}
+
+/* kernel-behaviour 5.2 check_type_state: a QP receives from RTR on, not in INIT. */
+static void test_receive_needs_rtr(void **state)
+{
+	struct fx *f = *state;
+	struct t_qp r;
+	struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = T_QKEY};
+	unsigned long bad0 = T_CNT(f->dev, rx_bad_state);
+
+	memset(&r, 0, sizeof(r));
+	r.cq = ibv_create_cq(f->ctx, 64, NULL, NULL, 0);
+	r.qp = t_create_qp(f->pd, r.cq, 0);
+	r.buf = calloc(1, T_BUF);
+	r.mr = ibv_reg_mr(f->pd, r.buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(r.mr);
+	assert_int_equal(ibv_modify_qp(r.qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							   IBV_QP_QKEY), 0);
+	assert_int_equal(ibv_attach_mcast(r.qp, &f->mgid, 0), 0);
+	attach(f, &f->a); /* the marker's receiver */
+	assert_int_equal(t_post_recv(&r, 0, 2048, 1), 0);
+	assert_int_equal(t_post_recv(&r, 2048, 2048, 2), 0);
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 3), 0);
+	assert_int_equal(t_post_recv(&f->a, 2048, 2048, 4), 0);
+
+	send_msg(f, &f->s, 15, 1, T_QKEY, false, 0, 0);
+	expect_recv(&f->a, 0, 3, 15, 1, f->s.qp->qp_num, NULL);
+	t_assert_cq_empty(r.cq);
+	assert_int_equal(T_CNT(f->dev, rx_bad_state), bad0 + 1);
+
+	qa.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(r.qp, &qa, IBV_QP_STATE), 0);
+	send_msg(f, &f->s, 16, 2, T_QKEY, false, 0, 0);
+	expect_recv(&f->a, 2048, 4, 16, 2, f->s.qp->qp_num, NULL);
+	expect_recv(&r, 0, 1, 16, 2, f->s.qp->qp_num, NULL);
+	assert_int_equal(ibv_detach_mcast(r.qp, &f->mgid, 0), 0);
+	t_qp_free(&r);
+}
+
 /* kernel-behaviour 7.30: no sender exclusion; the sender's attached QP gets a copy. */
 static void test_sender_attached_gets_copy(void **state)
 {
@@ -888,6 +985,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_two_qps_both_get_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scatter_sges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gather_inline_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_receive_needs_rtr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sender_attached_gets_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_attach_one_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_qkey_mismatch, setup, teardown),

@@ -442,6 +442,105 @@ static void test_post_recv_in_err(void **state)
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
+/* The receive queue holds max_recv_wr WRs; one more is ENOMEM (ibv_post_recv(3)). */
+static void test_post_recv_queue_full(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 5, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(f->pd, &ia);
+	struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = T_QKEY};
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t cap;
+	int n = 0;
+
+	assert_non_null(qp);
+	cap = ia.cap.max_recv_wr; /* granted, at least 5 */
+	assert_true(cap >= 5);
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE | INIT_MASK), 0);
+	recv_wr(f, &wr, &sge, 0);
+	for (uint32_t i = 0; i < cap; i++) {
+		wr.wr_id = i;
+		assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
+	}
+	wr.wr_id = cap;
+	bad = NULL;
+	assert_int_equal(ibv_post_recv(qp, &wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr);
+	qa.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+	while (ibv_poll_cq(f->cq, 1, &wc) == 1) {
+		assert_int_equal(wc.wr_id, (uint64_t)n);
+		n++;
+	}
+	assert_int_equal(n, (int)cap);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+}
+
+/* With sq_sig_all 0 only IBV_SEND_SIGNALED sends complete. */
+static void test_unsignaled_send(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 0,
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(f->pd, &ia);
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc;
+
+	assert_non_null(qp);
+	assert_int_equal(t_qp_rts(qp, T_QKEY, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		send_wr(f, &wr[i], &sge[i], (uint64_t)i);
+		if (i)
+			wr[i - 1].next = &wr[i];
+	}
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	assert_int_equal(ibv_post_send(qp, &wr[0], &bad), 0);
+	t_wait_send(f->cq, 1);
+	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+}
+
+/* RoCE AHs need a GRH, port 1 and an SGID index inside the table. */
+static void test_create_ah_checks(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_port_attr pa;
+	struct ibv_ah_attr a = {
+		.grh = {.dgid = t_group_gid(9), .sgid_index = 0, .hop_limit = 64},
+		.is_global = 1,
+		.port_num = 1,
+	};
+	struct ibv_ah *ah;
+
+	assert_int_equal(ibv_query_port(f->ctx, 1, &pa), 0);
+	ah = ibv_create_ah(f->pd, &a);
+	assert_non_null(ah);
+	assert_ptr_equal(ah->pd, f->pd);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	a.is_global = 0;
+	errno = 0;
+	assert_null(ibv_create_ah(f->pd, &a));
+	assert_int_equal(errno, EINVAL);
+	a.is_global = 1;
+	a.port_num = 2;
+	errno = 0;
+	assert_null(ibv_create_ah(f->pd, &a));
+	assert_int_equal(errno, EINVAL);
+	a.port_num = 1;
+	a.grh.sgid_index = (uint8_t)pa.gid_tbl_len;
+	errno = 0;
+	assert_null(ibv_create_ah(f->pd, &a));
+	assert_int_equal(errno, EINVAL);
+}
+
 /* Destroying a CQ that a QP uses is EBUSY. */
 static void test_cq_busy(void **state)
 {
@@ -463,6 +562,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_send_bad_sge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_recv_bad_sge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_recv_in_err, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_queue_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsignaled_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_ah_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cq_busy, setup, teardown),
 	};
 
