@@ -74,6 +74,7 @@ struct umc_mcg;
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
+	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP of this device */                \
 	X(rx_qkey_viol)	     /* DETH Q_Key differs from the QP's */                                \
 	X(rx_pkey_viol)	     /* BTH P_Key does not match */                                        \
 	X(rx_no_recv)	     /* no receive WQE posted */                                           \
@@ -347,7 +348,11 @@ struct umc_qp {
 	uint16_t pkey_index;
 	uint8_t port_num;
 	uint32_t sq_psn;	/* next PSN */
-	uint16_t sport;	/* UDP source port (umc_roce_sport) */
+	uint16_t sport;	/* preferred UDP source port (umc_roce_sport) */
+	/* The port each send socket is bound to, per source GID index (0: none
+	 * yet).  Bound exclusively, so (address, port) names this QP on the
+	 * host: how IBV_QP_CREATE_BLOCK_SELF_MCAST_LB recognises its packets. */
+	uint16_t tx_sport[UMC_MAX_GIDS];
 
 	/* Receive queue: ring of WQEs of fixed stride. */
 	pthread_spinlock_t rq_lock;

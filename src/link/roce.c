@@ -337,8 +337,6 @@ static int roce_tx_sock_open(struct umc_device *dev, struct umc_qp *qp, int sgid
 
 	if (fd < 0)
 		return fd;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (v4) {
 		struct ip_mreqn mr = {.imr_ifindex = (int)dev->ifindex};
 
@@ -358,7 +356,11 @@ static int roce_tx_sock_open(struct umc_device *dev, struct umc_qp *qp, int sgid
 	}
 	if (ret)
 		goto err;
-	/* The port is only entropy (receivers ignore it): take any if ours is held. */
+	/*
+	 * The port is bound exclusively (no SO_REUSEADDR/SO_REUSEPORT), so the
+	 * address and port name this QP's socket on the host.  It is only
+	 * entropy to receivers: when another process holds ours, take any.
+	 */
 	if (bind(fd, (struct sockaddr *)&ss, len)) {
 		((struct sockaddr_in *)&ss)->sin_port = 0;
 		if (bind(fd, (struct sockaddr *)&ss, len)) {
@@ -372,6 +374,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct umc_qp *qp, int sgid
 	}
 	ts->fd = fd;
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	qp->tx_sport[sgid] = ts->sport;
 	ts->hop_limit = ts->tclass = -1;
 	return 0;
 err:

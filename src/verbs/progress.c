@@ -17,7 +17,8 @@
  * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
  * the group, as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
  *
- *   - each attached QP in RTR or RTS gets its own copy;
+ *   - a packet to DestQP 0xFFFFFF gives each attached QP in RTR or RTS its
+ *     own copy; another DestQP goes to that QP of this device, if any;
  *   - the BTH P_Key must match the default partition (0xFFFF or 0x7FFF);
  *   - the DETH Q_Key must equal the QP's Q_Key;
  *   - the QP must have a receive posted whose buffer holds the 40-byte GRH
@@ -163,21 +164,14 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 
 /*
  * Was @pkt sent by a QP of this device created with
- * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB?  Such a QP is known by its QPN, its
- * UDP source port and a source address of this device.
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB?  Send sockets are bound exclusively,
+ * so the source address and port name the sending QP's socket.
  */
 static bool umc_from_blocked_self(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 {
-	struct umc_qp *qp;
 	union ibv_gid src;
+	int gi;
 
-	for (qp = dev->qp_list; qp; qp = qp->next)
-		if (qp->ibqp.qp_num == pkt->hdr.deth.src_qpn &&
-		    (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) &&
-		    qp->sport == pkt->ip.sport)
-			break;
-	if (!qp)
-		return false;
 	memset(&src, 0, sizeof(src));
 	if (pkt->ip.family == 4) {
 		src.raw[10] = src.raw[11] = 0xff;
@@ -185,15 +179,39 @@ static bool umc_from_blocked_self(struct umc_device *dev, const struct umc_rx_pk
 	} else {
 		memcpy(src.raw, pkt->ip.src, 16);
 	}
-	for (int i = 0; i < dev->gid_count; i++)
-		if (memcmp(&dev->gids[i].gid, &src, sizeof(src)) == 0)
+	for (gi = 0; gi < dev->gid_count; gi++)
+		if (memcmp(&dev->gids[gi].gid, &src, sizeof(src)) == 0)
+			break;
+	if (gi == dev->gid_count)
+		return false;
+	for (struct umc_qp *qp = dev->qp_list; qp; qp = qp->next)
+		if ((qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) &&
+		    qp->tx_sport[gi] == pkt->ip.sport)
 			return true;
 	return false;
+}
+
+/* A DestQP other than 0xFFFFFF is a unicast QP lookup (rxe hdr_check). */
+static struct umc_qp *umc_qp_by_num(struct umc_device *dev, uint32_t qpn)
+{
+	for (struct umc_qp *qp = dev->qp_list; qp; qp = qp->next)
+		if (qp->ibqp.qp_num == qpn)
+			return qp;
+	return NULL;
 }
 
 static void umc_mcg_deliver(struct umc_device *dev, struct umc_mcg *mcg,
 			    const struct umc_rx_pkt *pkt)
 {
+	if (umc_unlikely(pkt->hdr.bth.dest_qpn != UMC_MCAST_QPN)) {
+		struct umc_qp *qp = umc_qp_by_num(dev, pkt->hdr.bth.dest_qpn);
+
+		if (qp)
+			umc_qp_recv(qp, pkt);
+		else
+			CNT(dev, rx_no_qp);
+		return;
+	}
 	if (umc_unlikely(mcg->nqp == 0)) {
 		CNT(dev, rx_no_group);
 		return;
