@@ -11,6 +11,12 @@
  *                       more (one leaving process; one id of a two-id
  *                       process) while the remaining member still gets
  *                       everything.
+ *   mc_procs selfloop   full-member senders: the sender's own attached QP
+ *                       receives its own messages (no sender exclusion,
+ *                       kernel-behaviour 7.30, rxe-observed 9) unless the
+ *                       QP was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
+ *                       through rdma_create_qp_ex; then it gets everybody
+ *                       else's but none of its own.
  *
  * The orchestrator (this process) never calls umcast itself: it forks one
  * "agent" per simulated host process before any umcast state exists and
@@ -110,7 +116,7 @@ static struct {
 	struct rdma_event_channel *ch;
 	struct node n[MAX_IDS];
 	int nids;
-	bool sendonly;
+	bool sendonly, block_self;
 	struct sockaddr_in src, grp;
 	int rep;
 } ag;
@@ -208,8 +214,20 @@ static const char *agent_setup(void)
 		if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED || ev->id != nd->id)
 			return "no ADDR_RESOLVED";
 		rdma_ack_cm_event(ev);
-		if (rdma_create_qp(nd->id, NULL, &qa))
+		if (ag.block_self) {
+			struct ibv_qp_init_attr_ex qx = {
+				.cap = qa.cap,
+				.qp_type = IBV_QPT_UD,
+				.sq_sig_all = 1,
+				.comp_mask = IBV_QP_INIT_ATTR_CREATE_FLAGS,
+				.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB,
+			};
+
+			if (rdma_create_qp_ex(nd->id, &qx))
+				return "rdma_create_qp_ex(BLOCK_SELF_MCAST_LB)";
+		} else if (rdma_create_qp(nd->id, NULL, &qa)) {
 			return "rdma_create_qp";
+		}
 		nd->buf = calloc(NRECV, SLOT);
 		if (!nd->buf)
 			return "calloc";
@@ -238,13 +256,12 @@ static const char *agent_setup(void)
 			rdma_ack_cm_event(ev);
 			return why;
 		}
-		if (ag.sendonly) {
-			nd->ah = ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr);
-			nd->rqpn = ev->param.ud.qp_num;
-			nd->rqkey = ev->param.ud.qkey;
-		}
+		/* Every agent can send: the AH, QPN and Q_Key of the event. */
+		nd->ah = ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr);
+		nd->rqpn = ev->param.ud.qp_num;
+		nd->rqkey = ev->param.ud.qkey;
 		rdma_ack_cm_event(ev);
-		if (ag.sendonly && !nd->ah)
+		if (!nd->ah)
 			return "ibv_create_ah";
 		nd->joined = true;
 	}
@@ -444,9 +461,10 @@ static void cmd_counters(void)
 	pthread_mutex_lock(&dev->lock);
 	group = __umc_mcg_find(dev, &mgid) != NULL;
 	pthread_mutex_unlock(&dev->lock);
-	reply("ok rx_packets=%lu rx_delivered=%lu group_socket=%d attached_groups=%d",
-	      atomic_load(&dev->cnt.rx_packets), atomic_load(&dev->cnt.rx_delivered), group,
-	      dev->mcg_attached);
+	reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
+	      "attached_groups=%d",
+	      atomic_load(&dev->cnt.rx_packets), atomic_load(&dev->cnt.rx_delivered),
+	      atomic_load(&dev->cnt.rx_self_blocked), group, dev->mcg_attached);
 }
 
 static void agent_quit(void)
@@ -485,13 +503,16 @@ static bool read_line(int fd, char *line, size_t cap)
 	return true;
 }
 
-static int agent_main(int nids, bool sendonly, int cmd, int rep)
+enum { AG_SENDONLY = 1, AG_BLOCK_SELF = 2 };
+
+static int agent_main(int nids, int flags, int cmd, int rep)
 {
 	const char *err;
 	char line[256];
 
 	ag.nids = nids;
-	ag.sendonly = sendonly;
+	ag.sendonly = flags & AG_SENDONLY;
+	ag.block_self = flags & AG_BLOCK_SELF;
 	ag.rep = rep;
 	err = agent_setup();
 	if (err) {
@@ -517,6 +538,10 @@ static int agent_main(int nids, bool sendonly, int cmd, int rep)
 			cmd_recv((int)a, b, c, d);
 		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)nids) {
 			cmd_quiet((int)a, (int)b);
+		} else if (sscanf(line, "skip %u %u", &a, &b) == 2 && a < (unsigned)nids) {
+			/* Seqs this QP must never see: the next expected one moves on. */
+			ag.n[a].next_seq += b;
+			reply("ok id%u now expects seq %u", a, ag.n[a].next_seq);
 		} else if (sscanf(line, "leave %u", &a) == 1 && a < (unsigned)nids) {
 			cmd_leave((int)a);
 		} else if (strcmp(line, "counters") == 0) {
@@ -545,7 +570,7 @@ struct agent {
 static int failures;
 static struct sockaddr_in g_src, g_grp;
 
-static void spawn(struct agent *a, const char *name, int nids, bool sendonly)
+static void spawn(struct agent *a, const char *name, int nids, int flags)
 {
 	int down[2], up[2];
 
@@ -564,7 +589,7 @@ static void spawn(struct agent *a, const char *name, int nids, bool sendonly)
 		close(up[0]);
 		ag.src = g_src;
 		ag.grp = g_grp;
-		_exit(agent_main(nids, sendonly, down[0], up[1]));
+		_exit(agent_main(nids, flags, down[0], up[1]));
 	}
 	close(down[0]);
 	close(up[1]);
@@ -666,11 +691,11 @@ static void scenario_fanout(void)
 	struct agent r1, r2, s;
 	unsigned long qpn;
 
-	spawn(&r1, "R1", 1, false);
-	spawn(&r2, "R2", 2, false);
+	spawn(&r1, "R1", 1, 0);
+	spawn(&r2, "R2", 2, 0);
 	if (!ready(&r1) || !ready(&r2))
 		return;
-	spawn(&s, "S", 1, true);
+	spawn(&s, "S", 1, AG_SENDONLY);
 	if (!ready(&s))
 		return;
 	qpn = field(&s, "qpn");
@@ -710,11 +735,11 @@ static void scenario_leave(void)
 	struct agent r1, r2, s;
 	unsigned long qpn, rx_before;
 
-	spawn(&r1, "R1", 1, false);
-	spawn(&r2, "R2", 2, false);
+	spawn(&r1, "R1", 1, 0);
+	spawn(&r2, "R2", 2, 0);
 	if (!ready(&r1) || !ready(&r2))
 		return;
-	spawn(&s, "S", 1, true);
+	spawn(&s, "S", 1, AG_SENDONLY);
 	if (!ready(&s))
 		return;
 	qpn = field(&s, "qpn");
@@ -747,6 +772,49 @@ static void scenario_leave(void)
 	finish(&r2);
 }
 
+/*
+ * selfloop: R receives; F and B are full-member senders whose QPs are
+ * attached; B's QP has IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.  F's messages
+ * reach R, F itself and B.  B's messages reach R and F, not B: B's next
+ * message after F's first batch is F's second batch (order is checked).
+ */
+static void scenario_selfloop(void)
+{
+	enum { N = 10 };
+	struct agent r, fs, bs;
+	unsigned long fq, bq;
+
+	spawn(&r, "R", 1, 0);
+	spawn(&fs, "F", 1, 0);
+	spawn(&bs, "B", 1, AG_BLOCK_SELF);
+	if (!ready(&r) || !ready(&fs) || !ready(&bs))
+		return;
+	fq = field(&fs, "qpn");
+	bq = field(&bs, "qpn");
+	cmd(&fs, "send %d 0", N);
+	cmd(&r, "recv 0 %d 0 %lx", N, fq);
+	cmd(&fs, "recv 0 %d 0 %lx", N, fq); /* its own, no sender exclusion */
+	cmd(&bs, "recv 0 %d 0 %lx", N, fq);
+
+	cmd(&bs, "send %d %d", N, N);
+	cmd(&r, "recv 0 %d %d %lx", N, N, bq);
+	cmd(&fs, "recv 0 %d %d %lx", N, N, bq);
+	cmd(&bs, "skip 0 %d", N); /* B must never see seqs N..2N-1 */
+	cmd(&fs, "send %d %d", N, 2 * N);
+	cmd(&r, "recv 0 %d %d %lx", N, 2 * N, fq);
+	cmd(&bs, "recv 0 %d %d %lx", N, 2 * N, fq);
+	cmd(&bs, "quiet 0 0");
+	if (cmd(&bs, "counters")) {
+		expect_eq("B rx_self_blocked", field(&bs, "rx_self_blocked"), N);
+		expect_eq("B rx_delivered", field(&bs, "rx_delivered"), 2 * N);
+	}
+	if (cmd(&fs, "counters"))
+		expect_eq("F rx_self_blocked", field(&fs, "rx_self_blocked"), 0);
+	finish(&bs);
+	finish(&fs);
+	finish(&r);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned pid = (unsigned)getpid();
@@ -760,7 +828,7 @@ int main(int argc, char **argv)
 	g_grp.sin_addr.s_addr = htonl(239u << 24 | 251u << 16 | ((pid >> 8) & 0xff) << 8 | (pid & 0xff));
 	inet_ntop(AF_INET, &g_grp.sin_addr, gstr, sizeof(gstr));
 	if (argc != 2) {
-		fprintf(stderr, "usage: mc_procs fanout|leave\n");
+		fprintf(stderr, "usage: mc_procs fanout|leave|selfloop\n");
 		return 2;
 	}
 	printf("# group %s\n", gstr);
@@ -768,6 +836,8 @@ int main(int argc, char **argv)
 		scenario_fanout();
 	else if (strcmp(argv[1], "leave") == 0)
 		scenario_leave();
+	else if (strcmp(argv[1], "selfloop") == 0)
+		scenario_selfloop();
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;
