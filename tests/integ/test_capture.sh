@@ -47,6 +47,12 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 
+# QPN 0x11 means UDP source port 0xdf94, which a send socket binds
+# exclusively: two capture tests on one host (say a plain and a sanitizer
+# build run side by side) take turns.
+exec 9>"${TMPDIR:-/tmp}/umcast-capture-qpn0x11.lock"
+flock -w 120 9 || { echo "FAIL: another capture test holds the QPN 0x11 lock"; exit 1; }
+
 # A group of this process (other tests use other ranges), and a unicast
 # probe port that shows when the capture is live.
 GROUP="239.252.$((($$ >> 8) & 255)).$(($$ & 255))"
@@ -56,7 +62,7 @@ PCAP=$WORK/cap.pcap
 # tshark prints one summary line per captured frame (-P) on a FIFO we read
 # with read -t: readiness and completion are seen, not guessed.
 mkfifo "$WORK/live"
-timeout -k 2 60 tshark -n -l -i lo -P -F pcap -w "$PCAP" \
+timeout -k 2 60 tshark -n -l -i lo -P -F pcap -w "$PCAP" -a duration:50 \
 	-f "udp and ((dst host $GROUP and dst port 4791) or (dst host 127.0.0.1 and dst port $PROBE_PORT))" \
 	>"$WORK/live" 2>"$WORK/tshark.err" &
 TPID=$!

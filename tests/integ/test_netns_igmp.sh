@@ -80,7 +80,7 @@ echo "# A=$ADDR_A B=$ADDR_B group=$GROUP"
 # --- capture on B's end of the link ------------------------------------------
 PCAP=$WORK/link.pcap
 mkfifo "$WORK/live"
-ip netns exec "$NSB" timeout -k 2 90 tshark -n -l -i veth-b -P -F pcap -w "$PCAP" \
+ip netns exec "$NSB" timeout -k 2 90 tshark -n -l -i veth-b -P -F pcap -w "$PCAP" -a duration:80 \
 	-f "igmp or (udp and dst port 4791) or (udp and dst port 9)" \
 	>"$WORK/live" 2>"$WORK/tshark.err" &
 PIDS+=("$!")

@@ -12,10 +12,12 @@
  *   - every wait is bounded: poll(2) with a timeout inside a loop with a
  *     deadline, never sleep().
  *
- * The library has no receive thread: datagrams wait in the group sockets
- * until a progress point (ibv_poll_cq on an empty CQ, ibv_get_cq_event,
- * attach/detach) reads them.  wait_wc()/wait_counter() drive it and block
- * in poll(2) on the device's receive epoll fd in between.
+ * Datagrams wait in the group sockets until a progress point (ibv_poll_cq
+ * on an empty CQ, ibv_get_cq_event, attach/detach) or the library's
+ * background receive thread reads them.  t_wait_wc()/t_wait_counter() drive
+ * progress themselves and block in poll(2) on the device's receive epoll
+ * fd in between, so the tests hold with or without that thread
+ * (UMC_RX_THREAD=0).
  *
  * "Nothing arrived" is never concluded from a timeout alone: a test sends a
  * marker datagram after the one that must be dropped and waits for the
@@ -286,7 +288,19 @@ static inline void t_assert_cq_empty(struct ibv_cq *cq)
 	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
 }
 
-#define T_CNT(dev, name) atomic_load(&(dev)->cnt.name)
+/*
+ * A counter, read once no receive pass is running: the library's
+ * background receive thread may be between delivering a completion and
+ * counting it; umc_progress(dev, true) takes the engine's lock, so any such
+ * pass has finished when it returns.
+ */
+static inline unsigned long t_cnt(struct umc_device *dev, atomic_ulong *c)
+{
+	umc_progress(dev, true);
+	return atomic_load(c);
+}
+
+#define T_CNT(dev, name) t_cnt((dev), &(dev)->cnt.name)
 
 /* ------------------------------------------------------------------------- */
 /* A plain UDP socket that sees the group's datagrams as they are on the     */
