@@ -3,7 +3,7 @@
 # on loopback, in one run, with one table at the end (issue 3).
 #
 #   bench/run.sh            build (Release, into build-bench/) and measure
-#   REPS=9 DUR=2 bench/run.sh   more repetitions, longer rate runs
+#   REPS=11 DUR=1 bench/run.sh   more repetitions, longer rate runs
 #
 # What it measures, for 64-, 1024- and 4096-byte messages, each measurement
 # repeated REPS times (medians; ratios are medians of per-repetition ratios):
@@ -32,8 +32,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench}
-REPS=${REPS:-5}
-DUR=${DUR:-1}           # seconds of sending per rate run
+REPS=${REPS:-7}
+DUR=${DUR:-0.5}         # seconds of sending per rate run
 BATCH=${BATCH:-64}      # WRs per post / datagrams per sendmmsg and recvmmsg
 SIZES=${SIZES:-"64 1024 4096"}
 FANOUT=${FANOUT:-"1 2 4"}
@@ -194,31 +194,39 @@ MAXN=1
 for n in $FANOUT; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
 med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
 
-# Repetitions outermost, transports interleaved inside: a slow phase of the
-# machine (other guests, frequency changes) hits every transport alike.
+# Repetitions outermost, transports back to back inside, in reverse order
+# every other repetition: a slow phase of the machine (other guests,
+# frequency changes) hits every transport alike.
+# order K N: the transports measured with N receivers in repetition K.
+order() {
+	local list=() t
+	for t in umcast umcast0 udp libfabric; do
+		case $t in
+		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
+		# libfabric's udp provider: one endpoint per group:port per host.
+		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
+		esac
+		list+=("$t")
+	done
+	if (($1 % 2 == 0)); then
+		for ((i = ${#list[@]} - 1; i >= 0; i--)); do echo "${list[$i]}"; done
+	else
+		printf '%s\n' "${list[@]}"
+	fi
+}
 log "== $(nproc) CPUs, batch $BATCH, $DUR s per rate run, $REPS repetitions, $LAT_N round trips"
 for ((k = 1; k <= REPS; k++)); do
 	for size in $SIZES; do
 		line="   rep $k size $size:"
 		for n in $FANOUT; do
-			for t in "${TRANSPORTS[@]}"; do
-				# libfabric's udp provider: one endpoint per group:port per host.
-				[ "$t" = libfabric ] && [ "$n" != 1 ] && continue
+			for t in $(order "$k" "$n"); do
 				read -r r l < <(rate_once "$t" "$size" "$n")
 				RS[$t,$size,$n]+="$r "
 				LS[$t,$size,$n]+="$l "
 				line+=" $t/$n=$r"
 			done
 		done
-		if [ "$DIAG" = 1 ]; then
-			for n in $(printf '%s\n' 1 "$MAXN" | sort -un); do
-				read -r r l < <(rate_once umcast0 "$size" "$n")
-				RS[umcast0,$size,$n]+="$r "
-				LS[umcast0,$size,$n]+="$l "
-				line+=" umcast0/$n=$r"
-			done
-		fi
-		for t in "${TRANSPORTS[@]}" $([ "$DIAG" = 1 ] && echo umcast0); do
+		for t in $(order "$k" 1); do
 			read -r x y z < <(lat_once "$t" "$size")
 			LA[$t,$size]+="$x "
 			LB[$t,$size]+="$y "
@@ -263,6 +271,19 @@ pratio() {
 			if (a[i] != "-" && a[i] != "" && b[i] != "-" && b[i] + 0 > 0)
 				printf "%.6f\n", a[i] / b[i] }' | median |
 		awk '{ if ($1 == "-") print "-"; else printf "%.2f\n", $1 }'
+}
+# prange "a1 .." "b1 ..": the smallest and largest paired ratio, "min-max"
+prange() {
+	awk -v A="$1" -v B="$2" 'BEGIN {
+		n = split(A, a, " "); split(B, b, " "); k = 0
+		for (i = 1; i <= n; i++)
+			if (a[i] != "-" && a[i] != "" && b[i] != "-" && b[i] + 0 > 0) {
+				r = a[i] / b[i]
+				if (!k || r < lo) lo = r
+				if (!k || r > hi) hi = r
+				k++
+			}
+		if (k) printf "%.2f-%.2f\n", lo, hi; else print "-" }'
 }
 ratio() { # a b -> a/b with 2 decimals, or "-"
 	awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b}'
@@ -341,15 +362,19 @@ r_lf=$(pratio "${RS[umcast,64,1]:-}" "${RS[libfabric,64,1]:-}")
 r_lat=$(pratio "${LA[umcast,64]:-}" "${LA[udp,64]:-}")
 r_fan=$(pratio "${RS[umcast,64,$MAXN]:-}" "${RS[udp,64,$MAXN]:-}")
 echo "Targets (issue 3)"
-printf '  %s  64-byte rate >= 0.8 x raw UDP          %s\n' "$(verdict "$r_udp" '>=' 0.8)" "$r_udp"
+printf '  %s  64-byte rate >= 0.8 x raw UDP          %s  (runs: %s)\n' "$(verdict "$r_udp" '>=' 0.8)" "$r_udp" \
+	"$(prange "${RS[umcast,64,1]:-}" "${RS[udp,64,1]:-}")"
 if have_lf; then
-	printf '  %s  64-byte rate >= 2 x libfabric udp      %s   (raw UDP / libfabric: %s)\n' \
-		"$(verdict "$r_lf" '>=' 2)" "$r_lf" "$(pratio "${RS[udp,64,1]:-}" "${RS[libfabric,64,1]:-}")"
+	printf '  %s  64-byte rate >= 2 x libfabric udp      %s  (runs: %s; raw UDP / libfabric: %s)\n' \
+		"$(verdict "$r_lf" '>=' 2)" "$r_lf" "$(prange "${RS[umcast,64,1]:-}" "${RS[libfabric,64,1]:-}")" \
+		"$(pratio "${RS[udp,64,1]:-}" "${RS[libfabric,64,1]:-}")"
 else
 	printf '  n/a   64-byte rate >= 2 x libfabric udp      (libfabric not measured)\n'
 fi
-printf '  %s  p50 RTT (64 B) <= 1.2 x raw UDP         %s\n' "$(verdict "$r_lat" '<=' 1.2)" "$r_lat"
-printf '  %s  fan-out to %s (64 B) >= 0.8 x raw UDP    %s\n' "$(verdict "$r_fan" '>=' 0.8)" "$MAXN" "$r_fan"
+printf '  %s  p50 RTT (64 B) <= 1.2 x raw UDP         %s  (runs: %s)\n' "$(verdict "$r_lat" '<=' 1.2)" "$r_lat" \
+	"$(prange "${LA[umcast,64]:-}" "${LA[udp,64]:-}")"
+printf '  %s  fan-out to %s (64 B) >= 0.8 x raw UDP    %s  (runs: %s)\n' "$(verdict "$r_fan" '>=' 0.8)" "$MAXN" "$r_fan" \
+	"$(prange "${RS[umcast,64,$MAXN]:-}" "${RS[udp,64,$MAXN]:-}")"
 printf '  %s  ICRC (4096 B) >= 4 GB/s                 %s\n' "$(verdict "$ICRC" '>=' 4)" "$ICRC"
 if [ "$DIAG" = 1 ]; then
 	printf '  with UMC_RX_THREAD=0: 64-byte rate %s, p50 RTT %s, fan-out %s x raw UDP\n' \
