@@ -592,8 +592,14 @@ static void run_receiver(void)
 				uint32_t slot = (uint32_t)wc[i].wr_id;
 
 				if (wc[i].status != IBV_WC_SUCCESS) {
-					g.bad++;
-					if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					if (!g.bad++)
+						fprintf(stderr, "%s: receive completion: %s%s\n", prog,
+							ibv_wc_status_str(wc[i].status),
+							wc[i].status == IBV_WC_LOC_LEN_ERR
+								? " (messages longer than -S?)"
+								: "");
+					if (wc[i].status == IBV_WC_WR_FLUSH_ERR ||
+					    wc[i].status == IBV_WC_LOC_LEN_ERR)
 						e->done = true;
 					continue;
 				}
