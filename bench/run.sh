@@ -48,13 +48,14 @@ log() { printf '%s\n' "$*" >&2; }
 if [ -z "${UMC_BENCH_INNER:-}" ]; then
 	if [ "${NO_BUILD:-0}" != 1 ]; then
 		log "== building (Release) into $BUILD"
+		mkdir -p "$BUILD"
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
-			>"$BUILD.cmake.log" 2>&1 || { cat "$BUILD.cmake.log" >&2; exit 1; }
+			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
 		targets=(umc-perf udp-perf icrc-bench)
 		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt).
 		grep -q '^LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(fi-perf)
-		cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
-			{ tail -40 "$BUILD.build.log" >&2; exit 1; }
+		cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/bench-build.log" 2>&1 ||
+			{ tail -40 "$BUILD/bench-build.log" >&2; exit 1; }
 	fi
 	# Into a private network namespace: as root, or as a user with user namespaces.
 	for u in "unshare -n" "unshare -rn"; do
