@@ -455,6 +455,8 @@ static void run_receiver(void)
 		}
 		fep_close(&fs[q]);
 	}
+	free(fs);
+	free(e);
 	if (o.count && expected < o.count * (uint64_t)o.qps)
 		expected = o.count * (uint64_t)o.qps;
 	if (!total)

@@ -242,6 +242,22 @@ static void rx_init(struct rx *r, struct in_addr grp)
 	}
 }
 
+static void tx_free(struct tx *t)
+{
+	close(t->fd);
+	free(t->msg);
+	free(t->iov);
+	free(t->buf);
+}
+
+static void rx_free(struct rx *r)
+{
+	close(r->fd);
+	free(r->buf);
+	free(r->msg);
+	free(r->iov);
+}
+
 /*
  * Receive up to -B datagrams; *@payloads[i] points at each payload.  Returns
  * the count.  The ring advances a block of -B slots after a call that
@@ -323,7 +339,8 @@ static void run_sender(void)
 			;
 	}
 	perf_print_rate(&res, seq, end - start, 0, false);
-	close(t.fd);
+	tx_free(&t);
+	free(bufs);
 }
 
 static void run_receiver(void)
@@ -395,8 +412,10 @@ static void run_receiver(void)
 			printf("# socket %d: received %llu of %llu\n", i,
 			       (unsigned long long)a->received,
 			       (unsigned long long)perf_rx_expected(a));
-		close(rs[i].fd);
+		rx_free(&rs[i]);
 	}
+	free(rs);
+	free(p);
 	if (o.count && expected < o.count * (uint64_t)o.qps)
 		expected = o.count * (uint64_t)o.qps;
 	if (!total)
@@ -455,6 +474,8 @@ static void run_ping(void)
 	perf_print_lat(&res, samples, n_ok, lost);
 	free(samples);
 	free(p);
+	tx_free(&t);
+	rx_free(&r);
 	if (!n_ok)
 		exit(3);
 }
@@ -502,6 +523,9 @@ static void run_pong(void)
 		}
 	}
 	perf_print_rate(&res, echoed, last - first, 0, false);
+	tx_free(&t);
+	rx_free(&r);
+	free(p);
 }
 
 static void usage(void)
