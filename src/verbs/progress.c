@@ -9,9 +9,10 @@
  * NIC would: a background thread per device (started with the device's
  * first group socket) waits for data and, if no application thread ran the
  * engine within UMC_RX_IDLE_US, runs it itself.  While the application is
- * receiving, the thread backs off (up to UMC_RX_IDLE_MAX_US), so it costs
- * a few wake-ups per millisecond at most.  UMC_RX_THREAD=0 in the
- * environment disables it.
+ * receiving, the thread does not wait on the sockets at all and looks again
+ * only every UMC_RX_IDLE_MAX_US, so it never wakes up per datagram on a
+ * busy-polling program's CPU.  UMC_RX_THREAD=0 in the environment disables
+ * it.
  *
  * The engine reads the device's group sockets in batches (link rx_burst:
  * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
@@ -283,9 +284,22 @@ static void umc_sleep_us(long us)
 		;
 }
 
+/* Did an application thread run the engine during the next @us microseconds? */
+static bool umc_app_receiving(struct umc_device *dev, long us)
+{
+	unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
+
+	umc_sleep_us(us);
+	return atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen;
+}
+
 /*
- * The background receiver: when datagrams wait and no application thread
- * has run the engine for a while, run it.  Lives as long as the process.
+ * The background receiver.  While an application thread is receiving it
+ * only looks every UMC_RX_IDLE_MAX_US and never waits on the sockets, so it
+ * does not wake up (on the application's CPU) for each datagram.  Once the
+ * application has been idle for UMC_RX_IDLE_US, it waits for data and, if
+ * the application still does not take it within UMC_RX_IDLE_US, delivers it
+ * itself.  Lives as long as the process.
  */
 static void *umc_rx_thread(void *arg)
 {
@@ -294,16 +308,13 @@ static void *umc_rx_thread(void *arg)
 	struct epoll_event ev;
 
 	for (;;) {
-		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0)
-			continue;
-		unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
-
-		umc_sleep_us(idle);
-		if (atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen) {
+		if (umc_app_receiving(dev, idle)) {
 			idle = idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
 			continue;
 		}
 		idle = UMC_RX_IDLE_US;
+		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0 || umc_app_receiving(dev, idle))
+			continue;
 		pthread_mutex_lock(&dev->rx_lock);
 		__umc_progress(dev);
 		pthread_mutex_unlock(&dev->rx_lock);
