@@ -134,15 +134,15 @@ struct umc_link_ops {
 	int (*membership)(struct umc_device *dev, int fd, const union ibv_gid *mgid, bool join);
 
 	/*
-	 * rx_burst - read up to @max datagrams waiting on group socket @fd,
-	 * check and decode them into @pkts.  Malformed or corrupt datagrams
-	 * are dropped and counted in dev->cnt, never returned.  Does not
-	 * block.  Caller holds dev->rx_lock; @pkts point into link-owned
+	 * rx_burst - read up to @max datagrams waiting on the socket of group
+	 * @mcg, check and decode them into @pkts.  Malformed or corrupt
+	 * datagrams are dropped and counted in dev->cnt, never returned.  Does
+	 * not block.  Caller holds dev->rx_lock; @pkts point into link-owned
 	 * buffers valid until the next call.  Returns the number of packets
 	 * in @pkts and sets *@more when the socket may hold more.
 	 */
-	int (*rx_burst)(struct umc_device *dev, int fd, struct umc_rx_pkt *pkts, int max,
-			bool *more);
+	int (*rx_burst)(struct umc_device *dev, struct umc_mcg *mcg, struct umc_rx_pkt *pkts,
+			int max, bool *more);
 
 	/*
 	 * xmit - encode and send @n packets of @qp (one sendmmsg batch).

@@ -12,8 +12,13 @@
  *
  * Receive: each group has a socket bound to group:4791 with SO_REUSEADDR,
  * so every process of the host that attached a QP gets its own copy, and
- * IP_MULTICAST_ALL off, so it never sees other groups.  IP membership
- * (IGMP/MLD) is taken on that socket only for full members.
+ * bound to the device's interface (SO_BINDTODEVICE), so it only sees what
+ * arrived there.  As on an rxe host, it gets the group's datagrams exactly
+ * while the host is a member of the group on that interface, whoever
+ * joined.  IP membership (IGMP/MLD) is taken on that socket only for full
+ * members.  The destination and interface are known from the binding, so
+ * the kernel need not look them up per datagram (IP_PKTINFO is asked for
+ * only where SO_BINDTODEVICE is refused).
  *
  * The ICRC check on receive: a UDP socket shows addresses, ports, TTL and
  * TOS but never the IPv4 identification and flags, which the ICRC covers.
@@ -34,12 +39,6 @@
 
 #include "umc_int.h"
 
-#ifndef IP_MULTICAST_ALL
-#define IP_MULTICAST_ALL 49
-#endif
-#ifndef IPV6_MULTICAST_ALL
-#define IPV6_MULTICAST_ALL 29
-#endif
 #ifndef IPV6_AUTOFLOWLABEL
 #define IPV6_AUTOFLOWLABEL 70
 #endif
@@ -97,9 +96,12 @@ static int roce_mcg_open(struct umc_device *dev, const union ibv_gid *mgid)
 	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	/* Without the device binding, filter by IP_PKTINFO's interface. */
+	bool pktinfo = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev->ifname,
+				  (socklen_t)strlen(dev->ifname)) != 0;
+
 	if (v4) {
-		ret = roce_setopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
 		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
 		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
 	} else {
@@ -109,8 +111,7 @@ static int roce_mcg_open(struct umc_device *dev, const union ibv_gid *mgid)
 		    IN6_IS_ADDR_MC_NODELOCAL(&s6->sin6_addr))
 			s6->sin6_scope_id = dev->ifindex;
 		ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, 0);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		ret = ret ?: pktinfo ? roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) : 0;
 		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
 		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
 		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
@@ -160,6 +161,20 @@ struct roce_rx {
 	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
+/* Make receive slots [0, n) ready for recvmmsg() again. */
+static void roce_rx_reset(struct roce_rx *rx, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &rx->msg[i].msg_hdr;
+
+		mh->msg_name = &rx->name[i];
+		mh->msg_namelen = sizeof(rx->name[i]);
+		mh->msg_control = rx->cmsg[i];
+		mh->msg_controllen = sizeof(rx->cmsg[i]);
+		mh->msg_flags = 0;
+	}
+}
+
 static struct roce_rx *roce_rx_get(struct umc_device *dev)
 {
 	struct roce_rx *rx = dev->link_priv;
@@ -174,18 +189,28 @@ static struct roce_rx *roce_rx_get(struct umc_device *dev)
 		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
 		rx->msg[i].msg_hdr.msg_iovlen = 1;
 	}
+	roce_rx_reset(rx, UMC_RX_BATCH);
 	dev->link_priv = rx;
 	return rx;
 }
 
-/* Fill the IP context of a received datagram from its name and control messages. */
-static unsigned roce_rx_ctx(struct msghdr *mh, struct umc_ip_ctx *ip)
+/*
+ * Fill the IP context of a datagram received on @mcg's socket from its name
+ * and control messages; returns the interface it arrived on.
+ */
+static unsigned roce_rx_ctx(struct umc_device *dev, const struct umc_mcg *mcg, struct msghdr *mh,
+			    struct umc_ip_ctx *ip)
 {
 	const struct sockaddr_storage *from = mh->msg_name;
-	unsigned ifindex = 0;
+	unsigned ifindex = dev->ifindex; /* the socket is bound to it ... */
 
 	memset(ip, 0, sizeof(*ip));
 	ip->dport = UMC_ROCEV2_UDP_PORT;
+	/* ... and to the group address (IP_PKTINFO, when asked for, says the same). */
+	if (umc_gid_is_v4mapped(&mcg->mgid))
+		memcpy(ip->dst, mcg->mgid.raw + 12, 4);
+	else
+		memcpy(ip->dst, mcg->mgid.raw, 16);
 	if (from->ss_family == AF_INET) {
 		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
 
@@ -236,7 +261,8 @@ static unsigned roce_rx_ctx(struct msghdr *mh, struct umc_ip_ctx *ip)
 }
 
 /* Check one datagram; fill @pkt and return true if it is to be delivered. */
-static bool roce_rx_one(struct umc_device *dev, struct mmsghdr *m, struct umc_rx_pkt *pkt)
+static bool roce_rx_one(struct umc_device *dev, const struct umc_mcg *mcg, struct mmsghdr *m,
+			struct umc_rx_pkt *pkt)
 {
 	const uint8_t *p = m->msg_hdr.msg_iov->iov_base;
 	size_t len = m->msg_len, off, plen;
@@ -248,7 +274,7 @@ static bool roce_rx_one(struct umc_device *dev, struct mmsghdr *m, struct umc_rx
 		CNT(dev, rx_too_long);
 		return false;
 	}
-	ifindex = roce_rx_ctx(&m->msg_hdr, &pkt->ip);
+	ifindex = roce_rx_ctx(dev, mcg, &m->msg_hdr, &pkt->ip);
 	if (umc_unlikely(ifindex != dev->ifindex)) {
 		/* Another interface's copy: that interface's device takes it. */
 		CNT(dev, rx_other_if);
@@ -277,8 +303,8 @@ static bool roce_rx_one(struct umc_device *dev, struct mmsghdr *m, struct umc_rx
 	return true;
 }
 
-static int roce_rx_burst(struct umc_device *dev, int fd, struct umc_rx_pkt *pkts, int max,
-			 bool *more)
+static int roce_rx_burst(struct umc_device *dev, struct umc_mcg *mcg, struct umc_rx_pkt *pkts,
+			 int max, bool *more)
 {
 	struct roce_rx *rx = roce_rx_get(dev);
 	int n, out = 0;
@@ -288,24 +314,17 @@ static int roce_rx_burst(struct umc_device *dev, int fd, struct umc_rx_pkt *pkts
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
-	for (int i = 0; i < max; i++) {
-		struct msghdr *mh = &rx->msg[i].msg_hdr;
-
-		mh->msg_name = &rx->name[i];
-		mh->msg_namelen = sizeof(rx->name[i]);
-		mh->msg_control = rx->cmsg[i];
-		mh->msg_controllen = sizeof(rx->cmsg[i]);
-		mh->msg_flags = 0;
-	}
 	do
-		n = recvmmsg(fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
+		n = recvmmsg(mcg->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return 0;
 	*more = n == max;
 	for (int i = 0; i < n; i++)
-		if (roce_rx_one(dev, &rx->msg[i], &pkts[out]))
+		if (roce_rx_one(dev, mcg, &rx->msg[i], &pkts[out]))
 			out++;
+	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
+	roce_rx_reset(rx, n);
 	return out;
 }
 

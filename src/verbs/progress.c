@@ -235,7 +235,7 @@ static int umc_mcg_drain(struct umc_device *dev, struct umc_mcg *mcg)
 	int total = 0;
 
 	for (int b = 0; b < UMC_RX_BURSTS && more; b++) {
-		int n = dev->link->rx_burst(dev, mcg->fd, pkts, UMC_RX_BATCH, &more);
+		int n = dev->link->rx_burst(dev, mcg, pkts, UMC_RX_BATCH, &more);
 
 		for (int i = 0; i < n; i++)
 			umc_mcg_deliver(dev, mcg, &pkts[i]);
