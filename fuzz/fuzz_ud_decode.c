@@ -107,8 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	ctx_from_input(&c, data, 4);
 	check_ipv4_id(&c, data, size);
-	reg = umc_icrc_start(&c, size, data);
-	reg = umc_icrc_update(reg, data + UMC_BTH_LEN, size - UMC_BTH_LEN - UMC_ICRC_LEN);
+	reg = umc_icrc_start(&c, size, data, off);
+	reg = umc_icrc_update(reg, data + off, size - off - UMC_ICRC_LEN);
 	CHECK(umc_icrc_final(reg) == umc_icrc_compute(&c, data, size));
 	umc_grh_synth(grh, &c, size);
 	CHECK(umc_ip_hdr_encode(ip, &c, size) == UMC_IPV4_HLEN);

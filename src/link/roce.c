@@ -454,8 +454,7 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	uint32_t crc;
 
 	ip.sport = sport;
-	crc = umc_icrc_start(&ip, udp_len, hdr);
-	crc = umc_icrc_update(crc, hdr + UMC_BTH_LEN, hl - UMC_BTH_LEN);
+	crc = umc_icrc_start(&ip, udp_len, hdr, hl);
 	iov[niov++] = (struct iovec){hdr, hl};
 	for (int i = 0; i < p->num_sge; i++) {
 		void *a = (void *)(uintptr_t)p->sge[i].addr;

@@ -11,8 +11,9 @@
  * engine within UMC_RX_IDLE_US, runs it itself.  While the application is
  * receiving, the thread does not wait on the sockets at all and looks again
  * only every UMC_RX_IDLE_MAX_US, so it never wakes up per datagram on a
- * busy-polling program's CPU.  UMC_RX_THREAD=0 in the environment disables
- * it.
+ * busy-polling program's CPU, and it runs at SCHED_IDLE priority, so it
+ * never takes a CPU from the application.  UMC_RX_THREAD=0 in the
+ * environment disables it.
  *
  * The engine reads the device's group sockets in batches (link rx_burst:
  * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
@@ -34,6 +35,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
 
@@ -305,7 +307,11 @@ static void *umc_rx_thread(void *arg)
 {
 	struct umc_device *dev = arg;
 	long idle = UMC_RX_IDLE_US;
+	struct sched_param sp = {0};
 	struct epoll_event ev;
+
+	/* Run only on a CPU nobody else wants: never preempt the application. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 
 	for (;;) {
 		if (umc_app_receiving(dev, idle)) {

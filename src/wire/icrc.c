@@ -40,50 +40,79 @@ enum {
 /* CRC-32 polynomial, bit-reflected: bit 31 is x^0, bit 0 is x^31. */
 #define CRC32_POLY_REFL 0xedb88320u
 
-/* Set the variant fields of a just-encoded IP header to ones (A17.3.3). */
-static void ip_hdr_mask(uint8_t *ip, const struct umc_ip_ctx *c)
+/*
+ * The IPv4 header with its variant fields (TOS, TTL, checksum) as ones
+ * (A17.3.3), written directly: the real checksum would only be masked.
+ */
+static void ipv4_hdr_masked(uint8_t *ip, const struct umc_ip_ctx *c, size_t udp_len)
 {
-	if (c->family == 6) {
-		ip[0] |= 0x0f;		 /* traffic class, high nibble */
-		memset(ip + 1, 0xff, 3); /* traffic class low nibble, flow label */
-		ip[7] = 0xff;		 /* hop limit */
-		return;
-	}
-	ip[1] = 0xff;  /* TOS */
-	ip[8] = 0xff;  /* TTL */
+	size_t total = UMC_IPV4_HLEN + UMC_UDP_HLEN + udp_len;
+
+	ip[0] = 0x45; /* version 4, IHL 5 */
+	ip[1] = 0xff; /* TOS */
+	ip[2] = (uint8_t)(total >> 8);
+	ip[3] = (uint8_t)total;
+	ip[4] = (uint8_t)(c->ip_id >> 8);
+	ip[5] = (uint8_t)c->ip_id;
+	ip[6] = c->df ? 0x40 : 0;
+	ip[7] = 0;
+	ip[8] = 0xff; /* TTL */
+	ip[9] = 17;   /* UDP */
 	ip[10] = 0xff; /* header checksum */
 	ip[11] = 0xff;
+	memcpy(ip + 12, c->src, 4);
+	memcpy(ip + 16, c->dst, 4);
+}
+
+/* The IPv6 header with traffic class, flow label and hop limit as ones. */
+static void ipv6_hdr_masked(uint8_t *ip, const struct umc_ip_ctx *c, size_t udp_len)
+{
+	umc_ip_hdr_encode(ip, c, udp_len);
+	ip[0] |= 0x0f;		 /* traffic class, high nibble */
+	memset(ip + 1, 0xff, 3); /* traffic class low nibble, flow label */
+	ip[7] = 0xff;		 /* hop limit */
 }
 
 /**
- * umc_icrc_start - CRC value after the ICRC's masked, fixed-size prefix.
+ * umc_icrc_start - CRC value after the ICRC's masked prefix and the
+ * transport headers.
  * @c:       the datagram's IP/UDP context (family 6 is IPv6, other IPv4)
  * @udp_len: UDP payload length, BTH through ICRC
- * @bth:     the 12 BTH bytes as sent
+ * @hdr:     the transport headers as sent, starting with the BTH
+ * @hdr_len: how many of them to feed: from UMC_BTH_LEN to UMC_UD_HDR_MAX
  *
  * Builds on the stack the 8 bytes of 0xFF, the IP header, the UDP header and
- * the BTH, with TOS/TTL/IPv4 checksum or traffic class/flow label/hop limit,
+ * @hdr, with TOS/TTL/IPv4 checksum or traffic class/flow label/hop limit,
  * the UDP checksum and BTH byte 4 (FECN, BECN, resv6) set to ones, and CRCs
- * them (IBA Annex A17.3.3; rocev2-wire.md section 2).  Continue with
- * umc_icrc_update() over DETH, ImmDt, payload and pad, then umc_icrc_final().
+ * them in one call (IBA Annex A17.3.3; rocev2-wire.md section 2).  Continue
+ * with umc_icrc_update() over the rest (payload and pad), then
+ * umc_icrc_final().
  *
  * Context: pure, any context.
  * Returns: the CRC-32 of the prefix, in zlib's chaining convention.
  */
-uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *bth)
+uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *hdr,
+			size_t hdr_len)
 {
-	uint8_t pre[LRH_STANDIN_LEN + UMC_IPV6_HLEN + UMC_UDP_HLEN + UMC_BTH_LEN];
+	uint8_t pre[LRH_STANDIN_LEN + UMC_IPV6_HLEN + UMC_UDP_HLEN + UMC_UD_HDR_MAX];
 	uint8_t *ip = pre + LRH_STANDIN_LEN;
 	size_t n;
 
+	if (hdr_len > UMC_UD_HDR_MAX)
+		hdr_len = UMC_UD_HDR_MAX;
 	memset(pre, 0xff, LRH_STANDIN_LEN);
-	n = LRH_STANDIN_LEN + umc_ip_hdr_encode(ip, c, udp_len);
-	ip_hdr_mask(ip, c);
+	if (c->family == 6) {
+		ipv6_hdr_masked(ip, c, udp_len);
+		n = LRH_STANDIN_LEN + UMC_IPV6_HLEN;
+	} else {
+		ipv4_hdr_masked(ip, c, udp_len);
+		n = LRH_STANDIN_LEN + UMC_IPV4_HLEN;
+	}
 	umc_udp_hdr_encode(pre + n, c, udp_len, 0xffff);
 	n += UMC_UDP_HLEN;
-	memcpy(pre + n, bth, UMC_BTH_LEN);
+	memcpy(pre + n, hdr, hdr_len);
 	pre[n + 4] = 0xff;
-	n += UMC_BTH_LEN;
+	n += hdr_len;
 	return crc32_gzip_refl(0, pre, n);
 }
 
@@ -120,10 +149,13 @@ uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t l
 {
 	uint32_t reg;
 
+	size_t hdr;
+
 	if (len < UMC_BTH_LEN + UMC_ICRC_LEN)
 		return 0;
-	reg = umc_icrc_start(c, len, p);
-	reg = umc_icrc_update(reg, p + UMC_BTH_LEN, len - UMC_BTH_LEN - UMC_ICRC_LEN);
+	hdr = len - UMC_ICRC_LEN < UMC_UD_HDR_MAX ? len - UMC_ICRC_LEN : UMC_UD_HDR_MAX;
+	reg = umc_icrc_start(c, len, p, hdr);
+	reg = umc_icrc_update(reg, p + hdr, len - hdr - UMC_ICRC_LEN);
 	return umc_icrc_final(reg);
 }
 

@@ -145,17 +145,21 @@ void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, s
 			uint16_t csum);
 
 /**
- * umc_icrc_start - CRC register after the ICRC's fixed prefix: 8 bytes of
- * 0xFF (the absent LRH), the masked IP header, the masked UDP header and
- * the masked BTH (IBA A17.3.3; rocev2-wire.md section 2).
+ * umc_icrc_start - CRC register after the ICRC's fixed prefix and the
+ * transport headers: 8 bytes of 0xFF (the absent LRH), the masked IP
+ * header, the masked UDP header, then @hdr_len bytes of transport headers
+ * from the BTH on, BTH byte 4 masked (IBA A17.3.3; rocev2-wire.md
+ * section 2), fed in one CRC call.
  * @c:       the datagram's IP/UDP context
  * @udp_len: UDP payload length, BTH through ICRC
- * @bth:     the 12 BTH bytes as sent
+ * @hdr:     the transport headers as sent (BTH, DETH, ImmDt)
+ * @hdr_len: UMC_BTH_LEN to UMC_UD_HDR_MAX bytes of them (more are ignored)
  *
- * Continue with umc_icrc_update() over DETH, ImmDt, payload and pad, then
- * umc_icrc_final().
+ * Continue with umc_icrc_update() over what follows (payload and pad),
+ * then umc_icrc_final().
  */
-uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *bth);
+uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *hdr,
+			size_t hdr_len);
 
 /** umc_icrc_update - feed @len bytes into a CRC-32 register (zlib convention). */
 uint32_t umc_icrc_update(uint32_t reg, const void *buf, size_t len);

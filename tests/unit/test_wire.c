@@ -676,10 +676,18 @@ static void test_icrc_chaining(void **state)
 	want = umc_icrc_get(v->bytes + v->len - 4);
 	for (k = 0; k <= udp_len - 16; k++) {
 		const uint8_t *p = v->bytes + l4;
-		uint32_t reg = umc_icrc_start(&c, udp_len, p);
+		uint32_t reg = umc_icrc_start(&c, udp_len, p, UMC_BTH_LEN);
 
 		reg = umc_icrc_update(reg, p + 12, k);
 		reg = umc_icrc_update(reg, p + 12 + k, udp_len - 16 - k);
+		assert_int_equal(umc_icrc_final(reg), want);
+	}
+	/* the transport headers may be fed with the prefix, in one call */
+	for (k = UMC_BTH_LEN; k <= UMC_UD_HDR_MAX; k++) {
+		const uint8_t *p = v->bytes + l4;
+		uint32_t reg = umc_icrc_start(&c, udp_len, p, k);
+
+		reg = umc_icrc_update(reg, p + k, udp_len - 4 - k);
 		assert_int_equal(umc_icrc_final(reg), want);
 	}
 	/* too short for a BTH + ICRC: defined result, nothing read */
