@@ -558,6 +558,100 @@ static void test_send_above_mtu(void **state)
 	t_qp_free(&s);
 }
 
+/*
+ * One ibv_post_send with a chain longer than the library's send batch:
+ * every WR goes out once, in order, with consecutive PSNs, and completes
+ * in order; a bad WR deep in the chain stops it there with bad_wr set,
+ * everything before it having been sent.
+ */
+static void test_long_send_chain(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 150, BAD = 140, CH = 64 };
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+		.cap = {.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_cq *scq = ibv_create_cq(f->ctx, 512, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(f->ctx, 512, NULL, NULL, 0);
+	struct ibv_send_wr *wr = calloc(N, sizeof(*wr)), *bad = NULL;
+	struct ibv_sge *sge = calloc(N, sizeof(*sge));
+	uint8_t *sbuf = calloc(N, CH), *rbuf = calloc(N, 2 * CH + 40);
+	struct ibv_mr *smr = ibv_reg_mr(f->pd, sbuf, (size_t)N * CH, 0);
+	struct ibv_mr *rmr = ibv_reg_mr(f->pd, rbuf, (size_t)N * (2 * CH + 40), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *sqp, *rqp;
+	int sn = t_sniff_open(f->gip);
+	uint8_t pkt[2048];
+	struct ibv_wc wc;
+
+	ia.send_cq = ia.recv_cq = scq;
+	sqp = ibv_create_qp(f->pd, &ia);
+	ia.send_cq = ia.recv_cq = rcq;
+	rqp = ibv_create_qp(f->pd, &ia);
+	assert_non_null(sqp);
+	assert_non_null(rqp);
+	assert_int_equal(t_qp_rts(sqp, T_QKEY, 1000), 0);
+	assert_int_equal(t_qp_rts(rqp, T_QKEY, 0), 0);
+	assert_int_equal(ibv_attach_mcast(rqp, &f->mgid, 0), 0);
+	for (int i = 0; i < N; i++) {
+		struct ibv_sge rs = {(uintptr_t)rbuf + (size_t)i * (2 * CH + 40), 2 * CH + 40,
+				     rmr->lkey};
+		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i, .sg_list = &rs, .num_sge = 1}, *rb;
+
+		assert_int_equal(ibv_post_recv(rqp, &rw, &rb), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		t_fill(sbuf + (size_t)i * CH, CH, 100 + (unsigned)i);
+		sge[i] = (struct ibv_sge){(uintptr_t)sbuf + (size_t)i * CH, CH, smr->lkey};
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = (uint64_t)i, .next = i + 1 < N ? &wr[i + 1] : NULL,
+			.sg_list = &sge[i], .num_sge = 1, .opcode = IBV_WR_SEND,
+			.wr.ud = {.ah = f->ah, .remote_qpn = 0xffffff, .remote_qkey = T_QKEY},
+		};
+	}
+	sge[BAD].lkey ^= 0x100; /* no such MR */
+	assert_int_equal(ibv_post_send(sqp, wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[BAD]);
+
+	for (int i = 0; i < BAD; i++) {
+		assert_int_equal(t_wait_wc(scq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+	}
+	assert_int_equal(ibv_poll_cq(scq, 1, &wc), 0);
+	for (int i = 0; i < BAD; i++) {
+		ssize_t n = t_sniff_recv(sn, pkt, sizeof(pkt), T_WAIT_MS);
+
+		assert_int_equal(n, 12 + 8 + CH + 4);
+		assert_int_equal(pkt[9] << 16 | pkt[10] << 8 | pkt[11], 1000 + i);
+	}
+	assert_int_equal(t_sniff_recv(sn, pkt, sizeof(pkt), 0), -1);
+	for (int i = 0; i < BAD; i++) {
+		uint8_t want[CH];
+
+		assert_int_equal(t_wait_wc(rcq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+		assert_int_equal(wc.byte_len, 40 + CH);
+		t_fill(want, CH, 100 + (unsigned)i);
+		assert_memory_equal(rbuf + (size_t)i * (2 * CH + 40) + 40, want, CH);
+	}
+	t_assert_cq_empty(rcq);
+
+	close(sn);
+	assert_int_equal(ibv_detach_mcast(rqp, &f->mgid, 0), 0);
+	assert_int_equal(ibv_destroy_qp(sqp), 0);
+	assert_int_equal(ibv_destroy_qp(rqp), 0);
+	assert_int_equal(ibv_destroy_cq(scq), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(rmr);
+	free(wr);
+	free(sge);
+	free(sbuf);
+	free(rbuf);
+}
+
 /* After ibv_detach_mcast nothing more arrives at that QP. */
 static void test_detach_stops_delivery(void **state)
 {
@@ -994,6 +1088,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_no_recv_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_buffer_loc_len_err, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_above_mtu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_send_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_detach_stops_delivery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_self_mcast_lb, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_channel_wakes_on_datagram, setup, teardown),
