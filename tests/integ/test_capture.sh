@@ -42,6 +42,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 fail() {
 	echo "FAIL: $*"
 	FAILS=$((FAILS + 1))

@@ -54,12 +54,22 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 fail() {
 	echo "FAIL: $*"
 	FAILS=$((FAILS + 1))
 }
 
 # --- the two hosts ---------------------------------------------------------
+# Namespaces of an earlier run that was killed (SIGKILL skips the trap).
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+	case $ns in
+	umc-igmp-[ab]-*)
+		pid=${ns##*-}
+		kill -0 "$pid" 2>/dev/null || ip netns del "$ns" 2>/dev/null
+		;;
+	esac
+done
 if ! ip netns add "$NSA" 2>"$WORK/netns.err"; then
 	echo "SKIP: cannot create network namespaces: $(cat "$WORK/netns.err")"
 	exit $SKIP
