@@ -208,6 +208,13 @@ static inline struct umc_device *to_udev(struct ibv_device *d)
 }
 
 /*
+ * umc_mtu_from_netdev - a RoCE port's active MTU as rxe derives it: the
+ * interface MTU less UMC_ROCE_MTU_OVERHEAD, rounded down to an IB MTU
+ * (1500 -> IBV_MTU_1024, 4176 and above -> IBV_MTU_4096).
+ */
+enum ibv_mtu umc_mtu_from_netdev(unsigned netdev_mtu);
+
+/*
  * umc_devices - the process-wide device list, built once on first use.
  * Returns the number of devices; *@list points at a static array.
  */

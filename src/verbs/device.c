@@ -24,7 +24,7 @@ static int umc_ndevs;
 static pthread_once_t umc_devs_once = PTHREAD_ONCE_INIT;
 
 /* rxe: the IB MTU is the netdev MTU less the RoCE headers, rounded down. */
-static enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
+enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
 {
 	unsigned room = mtu > UMC_ROCE_MTU_OVERHEAD ? mtu - UMC_ROCE_MTU_OVERHEAD : 0;
 

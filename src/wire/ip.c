@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "wire/be.h"
 #include "wire/wire.h"
 
 enum {
@@ -23,12 +24,6 @@ enum {
 	IPV6_VERSION = 6,
 	IPV6_FLOW_MASK = 0xfffff,
 };
-
-static inline void put_be16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
 
 /* RFC 1071 checksum of an IPv4 header whose checksum field is zero. */
 static uint16_t ipv4_hdr_csum(const uint8_t *h)

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "wire/be.h"
 #include "wire/wire.h"
 
 enum {
@@ -27,40 +28,6 @@ enum {
 	BTH_BECN = 0x40,
 	BTH_ACKREQ = 0x80,
 };
-
-static inline void put_be16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void put_be24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static inline void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	put_be24(p + 1, v);
-}
-
-static inline uint32_t get_be16(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
-}
-
-static inline uint32_t get_be24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static inline uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | get_be24(p + 1);
-}
 
 static inline bool op_has_imm(uint8_t opcode)
 {

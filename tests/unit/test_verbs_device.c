@@ -15,21 +15,29 @@
 static enum ibv_mtu expected_lo_mtu(void)
 {
 	FILE *f = fopen("/sys/class/net/lo/mtu", "r");
-	unsigned mtu = 0, room;
+	unsigned mtu = 0;
 
 	assert_non_null(f);
 	assert_int_equal(fscanf(f, "%u", &mtu), 1);
 	fclose(f);
-	room = mtu > 80 ? mtu - 80 : 0;
-	if (room >= 4096)
-		return IBV_MTU_4096;
-	if (room >= 2048)
-		return IBV_MTU_2048;
-	if (room >= 1024)
-		return IBV_MTU_1024;
-	if (room >= 512)
-		return IBV_MTU_512;
-	return IBV_MTU_256;
+	return umc_mtu_from_netdev(mtu);
+}
+
+/* rxe's rule (rocev2-wire.md 1): netdev MTU - 80, rounded down to an IB MTU. */
+static void test_mtu_from_netdev(void **state)
+{
+	static const struct {
+		unsigned netdev;
+		enum ibv_mtu ib;
+	} table[] = {
+		{1500, IBV_MTU_1024}, {4175, IBV_MTU_2048}, {4176, IBV_MTU_4096},
+		{9000, IBV_MTU_4096}, {65536, IBV_MTU_4096}, {2128, IBV_MTU_2048},
+		{2127, IBV_MTU_1024}, {1104, IBV_MTU_1024}, {1103, IBV_MTU_512},
+		{592, IBV_MTU_512}, {591, IBV_MTU_256}, {68, IBV_MTU_256},
+	};
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		assert_int_equal(umc_mtu_from_netdev(table[i].netdev), table[i].ib);
 }
 
 static void test_device_list(void **state)
@@ -133,6 +141,7 @@ static void test_query_pkey(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mtu_from_netdev),
 		cmocka_unit_test(test_device_list),
 		cmocka_unit_test(test_query_device_limits),
 		cmocka_unit_test(test_query_port),
