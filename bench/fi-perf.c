@@ -13,7 +13,8 @@
  *   ping/pong as umc-perf -L: a send endpoint on one group and a receive
  *             endpoint on the other.
  *
- * Messages are -S + 32 bytes, as the raw UDP baseline (perf_common.h).
+ * Messages are -S + 32 bytes, as the raw UDP baseline.  Options, roles and
+ * output: perf_common.c; this file is how libfabric sends and receives.
  *
  * What the udp provider of libfabric 1.17 does, and the work-arounds used,
  * all within its documented interface (see bench/README.md):
@@ -51,7 +52,6 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,39 +71,10 @@
 #include "perf_common.h"
 
 #define HDR PERF_ROCE_OVERHEAD
-#define MAX_QPS 56
 #define FIVER FI_VERSION(1, 17)
 
-enum mode { MODE_BW, MODE_PING, MODE_PONG };
-
-static struct {
-	const char *group, *group2, *bind;
-	int port;
-	uint32_t size;
-	uint64_t count;
-	double duration;
-	int qps, batch, depth;
-	bool sender;
-	double rate;
-	int ready_fd;
-	int idle_ms, timeout_ms;
-	enum mode mode;
-	uint64_t warmup;
-	const char *dump;
-} o = {
-	.bind = "127.0.0.1",
-	.port = 6791,
-	.size = 64,
-	.qps = 1,
-	.batch = 32,
-	.depth = 2048,
-	.ready_fd = -1,
-	.idle_ms = 1000,
-	.timeout_ms = 30000,
-	.warmup = 1000,
-};
-
-static const char *prog = "fi-perf";
+static const char prog[] = "fi-perf";
+static struct perf_opts o;
 static struct sockaddr_in bind_sa, grp_a, grp_b;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -122,21 +93,11 @@ static bool oversize;
 		}                                                                   \
 	} while (0)
 
-static void die(const char *what)
+/* group:@port, or the bind address with @port 0. */
+static struct sockaddr_in sockaddr_v4(struct in_addr a, int port)
 {
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
-	exit(1);
-}
-
-static struct sockaddr_in parse_v4(const char *s, int port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-
-	if (inet_pton(AF_INET, s, &sa.sin_addr) != 1) {
-		fprintf(stderr, "%s: not an IPv4 address: %s\n", prog, s);
-		exit(2);
-	}
-	return sa;
+	return (struct sockaddr_in){.sin_family = AF_INET, .sin_addr = a,
+				    .sin_port = htons((uint16_t)port)};
 }
 
 /*
@@ -151,7 +112,7 @@ static void check_route(const struct sockaddr_in *grp)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		die("socket");
+		perf_die("socket");
 	if (connect(fd, (const struct sockaddr *)grp, sizeof(*grp)) ||
 	    getsockname(fd, (struct sockaddr *)&src, &len)) {
 		fprintf(stderr, "%s: no route to %s (%s): the udp provider joins on the "
@@ -181,7 +142,7 @@ static void open_fabric(void)
 	struct fi_av_attr ava = {.type = FI_AV_UNSPEC};
 
 	if (!hints)
-		die("fi_allocinfo");
+		perf_die("fi_allocinfo");
 	hints->ep_attr->type = FI_EP_DGRAM;
 	hints->caps = FI_MSG | FI_MULTICAST | FI_SEND | FI_RECV;
 	hints->mode = FI_CONTEXT;
@@ -220,7 +181,6 @@ struct fep {
 	struct fid_mc *mc;
 	fi_addr_t mc_addr;
 	struct perf_rx acct;
-	bool done;
 	uint8_t *buf; /* depth slots */
 	size_t slot;
 };
@@ -239,7 +199,7 @@ static void fep_open(struct fep *f, const struct sockaddr_in *grp, bool send)
 	ssize_t rd;
 
 	if (!i)
-		die("fi_dupinfo");
+		perf_die("fi_dupinfo");
 	check_route(grp);
 	i->caps = FI_MSG | FI_MULTICAST | (send ? FI_SEND : FI_RECV);
 	CHK(fi_endpoint(domain, i, &f->ep, NULL));
@@ -263,7 +223,7 @@ static void fep_open(struct fep *f, const struct sockaddr_in *grp, bool send)
 	f->slot = send ? o.size + HDR : o.size + HDR + 1;
 	f->buf = calloc(o.depth, f->slot);
 	if (!f->buf)
-		die("calloc");
+		perf_die("calloc");
 	fi_freeinfo(i);
 }
 
@@ -339,239 +299,154 @@ static void send_msgs(struct fep *f, const size_t *k, int n, size_t *inflight)
 }
 
 /* ------------------------------------------------------------------------- */
+/* The roles (perf_common.c): endpoints and messages.                        */
 
-static void run_sender(void)
+static struct fep tx;	   /* sender, ping, pong */
+static struct fep *rxs;	   /* receiver: -q (1) endpoints; ping, pong: one */
+static int nrx;
+static struct fi_cq_msg_entry *cqe; /* receive completions: cq_n per read */
+static int cq_n;
+static size_t *slots; /* sender: -B slots to send */
+static size_t inflight, echo_slot;
+
+/* Sender and ping on group A, echo group B; receivers on the other.  The
+ * receive endpoint first, its receives posted, then the sending one. */
+static void lf_open(enum perf_role role)
 {
-	struct perf_result res = {"libfabric", "send", o.size, o.batch, 1};
-	size_t *k = calloc(o.batch, sizeof(*k)), inflight = 0;
-	struct perf_pace pace;
-	uint64_t seq = 0;
-	int64_t start, end, stop_at;
-	struct fep f = {0};
-
-	if (!k)
-		die("calloc");
-	fep_open(&f, &grp_a, true);
-	perf_signal_ready(o.ready_fd);
-	perf_pace_init(&pace, o.rate);
-	start = perf_now_ns();
-	stop_at = o.duration > 0 ? start + (int64_t)(o.duration * 1e9) : INT64_MAX;
-	for (;;) {
-		uint64_t left = o.count ? o.count - seq : UINT64_MAX;
-		int nb = left < (uint64_t)o.batch ? (int)left : o.batch;
-
-		if (!nb || perf_now_ns() >= stop_at)
-			break;
-		perf_pace_wait(&pace, nb);
-		for (int i = 0; i < nb; i++) {
-			k[i] = (size_t)((seq + i) % o.depth);
-			perf_put_seq(fep_slot(&f, k[i]) + HDR, o.size, seq + i);
+	slots = calloc(o.batch, sizeof(*slots));
+	cq_n = role == PERF_ROLE_RECV ? o.batch : 8;
+	cqe = calloc(cq_n, sizeof(*cqe));
+	if (!slots || !cqe)
+		perf_die("calloc");
+	if (role != PERF_ROLE_SEND) {
+		nrx = role == PERF_ROLE_RECV ? o.qps : 1;
+		rxs = calloc(nrx, sizeof(*rxs));
+		if (!rxs)
+			perf_die("calloc");
+		for (int q = 0; q < nrx; q++) {
+			fep_open(&rxs[q], role == PERF_ROLE_PING ? &grp_b : &grp_a, false);
+			for (int k = 0; k < o.depth; k++)
+				post_recv(&rxs[q], (size_t)k);
 		}
-		send_msgs(&f, k, nb, &inflight);
-		seq += nb;
 	}
-	end = perf_now_ns();
-	for (int64_t now = perf_now_ns(), until = now + PERF_FIN_SPAN_NS; now < until;
-	     now = perf_now_ns()) {
-		k[0] = (size_t)(seq % o.depth);
-		perf_put_seq(fep_slot(&f, k[0]) + HDR, o.size, PERF_FIN | seq);
-		send_msgs(&f, k, 1, &inflight);
-		while (perf_now_ns() < now + PERF_FIN_GAP_NS)
-			;
-	}
-	perf_print_rate(&res, seq, end - start, 0, false);
-	fep_close(&f);
-	free(k);
+	if (role != PERF_ROLE_RECV)
+		fep_open(&tx, role == PERF_ROLE_PONG ? &grp_b : &grp_a, true);
 }
 
-static void run_receiver(void)
+static void lf_close(void)
 {
-	struct perf_result res = {"libfabric", "recv", o.size, o.batch, o.qps};
-	struct fep *fs = calloc(o.qps, sizeof(*fs));
-	struct fi_cq_msg_entry *e = calloc(o.batch, sizeof(*e));
-	int64_t start, last = 0, first = INT64_MAX, lastrx = 0;
-	uint64_t total = 0, expected = 0;
-	int ndone = 0;
-	bool got_any = false;
+	if (tx.ep)
+		fep_close(&tx);
+	for (int q = 0; q < nrx; q++)
+		fep_close(&rxs[q]);
+	free(rxs);
+	free(cqe);
+	free(slots);
+}
 
-	if (!fs || !e)
-		die("calloc");
-	for (int q = 0; q < o.qps; q++) {
-		fep_open(&fs[q], &grp_a, false);
-		for (int k = 0; k < o.depth; k++)
-			post_recv(&fs[q], (size_t)k);
+static void lf_send(uint64_t seq, int n)
+{
+	for (int i = 0; i < n; i++) {
+		slots[i] = (size_t)((seq + i) % o.depth);
+		perf_put_seq(fep_slot(&tx, slots[i]) + HDR, o.size, seq + i);
 	}
-	perf_signal_ready(o.ready_fd);
-	start = perf_now_ns();
-	while (ndone < o.qps) {
-		int got = 0;
+	send_msgs(&tx, slots, n, &inflight);
+}
 
-		for (int q = 0; q < o.qps; q++) {
-			struct fep *f = &fs[q];
+static void lf_send_fin(uint64_t sent)
+{
+	slots[0] = (size_t)(sent % o.depth);
+	perf_put_seq(fep_slot(&tx, slots[0]) + HDR, o.size, PERF_FIN | sent);
+	send_msgs(&tx, slots, 1, &inflight);
+}
 
-			if (f->done)
-				continue;
-			int n = read_cq(f, e, o.batch);
+static struct perf_rx *lf_acct(int q)
+{
+	return &rxs[q].acct;
+}
 
-			if (!n)
-				continue;
-			int64_t now = perf_now_ns();
+static int lf_recv(int64_t *now)
+{
+	int got = 0;
 
-			got += n;
-			last = now;
-			got_any = true;
-			for (int i = 0; i < n; i++) {
-				size_t k = (size_t)(uintptr_t)e[i].op_context;
+	for (int q = 0; q < nrx; q++) {
+		struct fep *f = &rxs[q];
 
-				if (e[i].len == HDR + o.size &&
-				    (perf_rx_account(&f->acct,
-						     perf_get_seq(fep_slot(f, k) + HDR, o.size), now) ||
-				     (o.count && f->acct.received >= o.count))) {
-					f->done = true;
-					ndone++;
-					break;
-				}
-				post_recv(f, k);
-			}
-		}
-		if (got)
+		if (f->acct.done)
 			continue;
-		int64_t now = perf_now_ns();
+		int n = read_cq(f, cqe, cq_n);
 
-		if (got_any ? now - last > o.idle_ms * 1000000ll
-			    : now - start > o.timeout_ms * 1000000ll)
-			break;
-	}
-	for (int q = 0; q < o.qps; q++) {
-		struct perf_rx *a = &fs[q].acct;
+		if (!n)
+			continue;
+		*now = perf_now_ns();
+		got += n;
+		for (int i = 0; i < n; i++) {
+			size_t k = (size_t)(uintptr_t)cqe[i].op_context;
 
-		total += a->received;
-		expected += perf_rx_expected(a);
-		if (a->received) {
-			if (a->first_ns < first)
-				first = a->first_ns;
-			if (a->last_ns > lastrx)
-				lastrx = a->last_ns;
+			if (cqe[i].len == HDR + o.size &&
+			    perf_rx_take(&f->acct, perf_get_seq(fep_slot(f, k) + HDR, o.size), *now,
+					 o.count))
+				break;
+			post_recv(f, k);
 		}
-		fep_close(&fs[q]);
 	}
-	free(fs);
-	free(e);
-	if (o.count && expected < o.count * (uint64_t)o.qps)
-		expected = o.count * (uint64_t)o.qps;
-	if (!total)
-		fprintf(stderr, "%s: no message received\n", prog);
-	perf_print_rate(&res, total, total ? lastrx - first : 0, expected, true);
+	return got;
+}
+
+static void lf_recv_end(void)
+{
 	if (oversize)
 		printf("# oversize=1\n");
-	if (!total)
-		exit(3);
 }
 
-static void run_ping(void)
+/* The message to time is always the first slot. */
+static void lf_ping_prepare(uint64_t seq)
 {
-	struct perf_result res = {"libfabric", "ping", o.size, 1, 1};
-	uint64_t iters = o.count ? o.count : 10000, lost = 0, n_ok = 0;
-	int64_t *samples = malloc(iters * sizeof(*samples));
-	struct fi_cq_msg_entry e[8];
-	struct fep tx = {0}, rx = {0};
-	size_t k0 = 0, inflight = 0;
-
-	if (!samples)
-		die("malloc");
-	fep_open(&rx, &grp_b, false);
-	for (int k = 0; k < o.depth; k++)
-		post_recv(&rx, (size_t)k);
-	fep_open(&tx, &grp_a, true);
-	perf_signal_ready(o.ready_fd);
-	for (uint64_t i = 0; i < o.warmup + iters; i++) {
-		bool got = false;
-		int64_t t0;
-
-		perf_put_seq(fep_slot(&tx, 0) + HDR, o.size, i);
-		t0 = perf_now_ns();
-		send_msgs(&tx, &k0, 1, &inflight);
-		while (!got) {
-			int n = read_cq(&rx, e, 8);
-
-			for (int j = 0; j < n; j++) {
-				size_t k = (size_t)(uintptr_t)e[j].op_context;
-
-				if (perf_get_seq(fep_slot(&rx, k) + HDR, o.size) == i)
-					got = true;
-				post_recv(&rx, k);
-			}
-			if (!n && perf_now_ns() - t0 > o.idle_ms * 1000000ll)
-				break;
-		}
-		int64_t t1 = perf_now_ns();
-
-		if (!got)
-			lost++;
-		else if (i >= o.warmup)
-			samples[n_ok++] = t1 - t0;
-	}
-	for (int j = 0; j < 8; j++) {
-		perf_put_seq(fep_slot(&tx, 0) + HDR, o.size, PERF_FIN | (o.warmup + iters));
-		send_msgs(&tx, &k0, 1, &inflight);
-	}
-	perf_dump_samples(o.dump, samples, n_ok);
-	perf_print_lat(&res, samples, n_ok, lost);
-	fep_close(&tx);
-	fep_close(&rx);
-	free(samples);
-	if (!n_ok)
-		exit(3);
+	perf_put_seq(fep_slot(&tx, 0) + HDR, o.size, seq);
 }
 
-static void run_pong(void)
+static void lf_ping_send(void)
 {
-	struct perf_result res = {"libfabric", "pong", o.size, 1, 1};
-	struct fi_cq_msg_entry e[8];
-	struct fep tx = {0}, rx = {0};
-	int64_t start, last = 0, first = 0;
-	uint64_t echoed = 0;
-	size_t inflight = 0, sk = 0;
-	bool stop = false;
+	size_t k0 = 0;
 
-	fep_open(&rx, &grp_a, false);
-	for (int k = 0; k < o.depth; k++)
-		post_recv(&rx, (size_t)k);
-	fep_open(&tx, &grp_b, true);
-	perf_signal_ready(o.ready_fd);
-	start = perf_now_ns();
-	while (!stop) {
-		int n = read_cq(&rx, e, 8);
+	send_msgs(&tx, &k0, 1, &inflight);
+}
 
-		for (int j = 0; j < n; j++) {
-			size_t k = (size_t)(uintptr_t)e[j].op_context;
-			uint8_t *p = fep_slot(&rx, k);
+static int lf_ping_recv(uint64_t seq, bool *got)
+{
+	int n = read_cq(&rxs[0], cqe, cq_n);
 
-			if (perf_get_seq(p + HDR, o.size) & PERF_FIN) {
-				stop = true;
-			} else {
-				/* fi_send completes when sendto returns: copy into a tx slot. */
-				memcpy(fep_slot(&tx, sk), p, o.size + HDR);
-				send_msgs(&tx, &sk, 1, &inflight);
-				sk = (sk + 1) % (size_t)o.depth;
-				last = perf_now_ns();
-				if (!echoed)
-					first = last;
-				echoed++;
-			}
-			post_recv(&rx, k);
-		}
-		if (!n) {
-			int64_t now = perf_now_ns();
+	for (int j = 0; j < n; j++) {
+		size_t k = (size_t)(uintptr_t)cqe[j].op_context;
 
-			if (echoed ? now - last > o.idle_ms * 1000000ll
-				   : now - start > o.timeout_ms * 1000000ll)
-				break;
-		}
+		if (perf_get_seq(fep_slot(&rxs[0], k) + HDR, o.size) == seq)
+			*got = true;
+		post_recv(&rxs[0], k);
 	}
-	perf_print_rate(&res, echoed, last - first, 0, false);
-	fep_close(&tx);
-	fep_close(&rx);
+	return n;
+}
+
+static int lf_pong(struct perf_echo *e, bool *stop)
+{
+	struct fep *rx = &rxs[0];
+	int n = read_cq(rx, cqe, cq_n);
+
+	for (int j = 0; j < n; j++) {
+		size_t k = (size_t)(uintptr_t)cqe[j].op_context;
+		uint8_t *p = fep_slot(rx, k);
+
+		if (perf_get_seq(p + HDR, o.size) & PERF_FIN) {
+			*stop = true;
+		} else {
+			/* fi_send completes when sendto returns: copy into a tx slot. */
+			memcpy(fep_slot(&tx, echo_slot), p, o.size + HDR);
+			send_msgs(&tx, &echo_slot, 1, &inflight);
+			echo_slot = (echo_slot + 1) % (size_t)o.depth;
+			perf_echoed(e, 1);
+		}
+		post_recv(rx, k);
+	}
+	return n;
 }
 
 static void usage(void)
@@ -589,77 +464,44 @@ static void usage(void)
 	exit(2);
 }
 
+static const struct perf_transport libfabric = {
+	.prog = prog,
+	.name = "libfabric",
+	/* -o is taken and ignored: the sender's endpoint has no FI_RECV, so it
+	 * is never a member.  No -e: the endpoints have no wait object. */
+	.optstring = "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:T:O:h",
+	.size_max = 65000,
+	.batch_max = 64,
+	.port = 6791,
+	.usage = usage,
+	.o = &o,
+	.open = lf_open,
+	.close = lf_close,
+	.send = lf_send,
+	.send_fin = lf_send_fin,
+	.acct = lf_acct,
+	.recv = lf_recv,
+	.recv_end = lf_recv_end,
+	.ping_prepare = lf_ping_prepare,
+	.ping_send = lf_ping_send,
+	.ping_recv = lf_ping_recv,
+	.pong = lf_pong,
+};
+
 int main(int argc, char **argv)
 {
-	int op;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:T:O:h")) != -1) {
-		switch (op) {
-		case 'm': o.group = optarg; break;
-		case 'g': o.group2 = optarg; break;
-		case 'b': o.bind = optarg; break;
-		case 'p': o.port = (int)perf_parse_num(prog, "-p", optarg, 1, 65535); break;
-		case 's': o.sender = true; break;
-		case 'o': break; /* the sender's endpoint has no FI_RECV: never a member */
-		case 'L':
-			if (!strcmp(optarg, "ping"))
-				o.mode = MODE_PING;
-			else if (!strcmp(optarg, "pong"))
-				o.mode = MODE_PONG;
-			else
-				usage();
-			break;
-		case 'S': o.size = (uint32_t)perf_parse_num(prog, "-S", optarg, 0, 65000); break;
-		case 'n': o.count = (uint64_t)perf_parse_num(prog, "-n", optarg, 1, 1e15); break;
-		case 'D': o.duration = perf_parse_num(prog, "-D", optarg, 0.001, 3600); break;
-		case 'r': o.rate = perf_parse_num(prog, "-r", optarg, 1, 1e10); break;
-		case 'B': o.batch = (int)perf_parse_num(prog, "-B", optarg, 1, 64); break;
-		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
-		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
-		case 'O': o.dump = optarg; break;
-		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
-		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
-		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;
-		case 'T': o.timeout_ms = (int)perf_parse_num(prog, "-T", optarg, 1, INT_MAX); break;
-		default: usage();
-		}
-	}
-	if (optind < argc || !o.group)
-		usage();
-	if (o.batch > o.depth)
-		o.batch = o.depth;
+	perf_parse_args(&libfabric, argc, argv);
 	if (o.qps > 1) {
 		fprintf(stderr, "%s: -q %d: the udp provider binds without SO_REUSEADDR, so only "
 			"one endpoint per host can bind group:port\n", prog, o.qps);
 		exit(2);
 	}
-	bind_sa = parse_v4(o.bind, 0);
-	grp_a = parse_v4(o.group, o.port);
-	if (o.group2) {
-		grp_b = parse_v4(o.group2, o.port);
-	} else {
-		grp_b = grp_a;
-		grp_b.sin_addr.s_addr = htonl(ntohl(grp_a.sin_addr.s_addr) + 1);
-	}
-	if (o.sender && !o.count && !o.duration)
-		o.count = 1000000;
-
+	bind_sa = sockaddr_v4(perf_parse_v4(o.bind), 0);
+	grp_a = sockaddr_v4(perf_parse_v4(o.group), o.port);
+	grp_b = sockaddr_v4(o.group2 ? perf_parse_v4(o.group2) : perf_next_group(grp_a.sin_addr),
+			    o.port);
 	open_fabric();
-	switch (o.mode) {
-	case MODE_BW:
-		if (o.sender)
-			run_sender();
-		else
-			run_receiver();
-		break;
-	case MODE_PING:
-		run_ping();
-		break;
-	case MODE_PONG:
-		run_pong();
-		break;
-	}
+	perf_run(&libfabric);
 	fi_close(&av->fid);
 	fi_close(&eq->fid);
 	fi_close(&domain->fid);

@@ -16,14 +16,14 @@
  *             ring of -d slots (no extra copy: the transport's limit);
  *   ping/pong as umc-perf -L: A is -m, B is -g (default -m plus one).
  *
- * Output: the "result ..." line of perf_common.h with transport=udp.
+ * Options, roles and output: perf_common.c (the "result ..." line with
+ * transport=udp); this file is how raw UDP sends and receives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -39,58 +39,12 @@
 #include "perf_common.h"
 
 #define HDR PERF_ROCE_OVERHEAD
-#define MAX_QPS 56
 #define RX_SOCKBUF (4 << 20) /* umcast's UMC_RX_SOCKBUF */
 
-enum mode { MODE_BW, MODE_PING, MODE_PONG };
-
-static struct {
-	const char *group, *group2, *bind;
-	int port;
-	uint32_t size;
-	uint64_t count;
-	double duration;
-	int qps, batch, depth;
-	bool sender, events, connected;
-	double rate;
-	int ready_fd;
-	int idle_ms, timeout_ms;
-	enum mode mode;
-	uint64_t warmup;
-	const char *dump;
-} o = {
-	.bind = "127.0.0.1",
-	.port = 5791,
-	.size = 64,
-	.qps = 1,
-	.batch = 32,
-	.depth = 2048,
-	.ready_fd = -1,
-	.idle_ms = 1000,
-	.timeout_ms = 30000,
-	.warmup = 1000,
-};
-
-static const char *prog = "udp-perf";
+static const char prog[] = "udp-perf";
+static struct perf_opts o;
 static struct in_addr bind_addr, grp_a, grp_b;
 static int ifindex;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
-	exit(1);
-}
-
-static struct in_addr parse_v4(const char *s)
-{
-	struct in_addr a;
-
-	if (inet_pton(AF_INET, s, &a) != 1) {
-		fprintf(stderr, "%s: not an IPv4 address: %s\n", prog, s);
-		exit(2);
-	}
-	return a;
-}
 
 /* The interface that owns the bind address (lo for 127.0.0.1). */
 static int ifindex_of(struct in_addr a)
@@ -99,7 +53,7 @@ static int ifindex_of(struct in_addr a)
 	int idx = 0;
 
 	if (getifaddrs(&ifa))
-		die("getifaddrs");
+		perf_die("getifaddrs");
 	for (i = ifa; i; i = i->ifa_next)
 		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
 		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == a.s_addr) {
@@ -117,7 +71,7 @@ static int ifindex_of(struct in_addr a)
 static void setopt(int fd, int level, int name, const void *v, socklen_t len, const char *what)
 {
 	if (setsockopt(fd, level, name, v, len))
-		die(what);
+		perf_die(what);
 }
 
 /* A sending socket: bound to -b, multicast out of -b's interface only. */
@@ -128,12 +82,12 @@ static int tx_socket(void)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ttl = 1, one = 1;
 
 	if (fd < 0)
-		die("socket");
+		perf_die("socket");
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr), "IP_MULTICAST_IF");
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl), "IP_MULTICAST_TTL");
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one), "IP_MULTICAST_LOOP");
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		die("bind");
+		perf_die("bind");
 	return fd;
 }
 
@@ -148,13 +102,13 @@ static int rx_socket(struct in_addr grp)
 	int one = 1, zero = 0, buf = RX_SOCKBUF;
 
 	if (fd < 0)
-		die("socket");
+		perf_die("socket");
 	setopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one), "SO_REUSEADDR");
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero), "IP_MULTICAST_ALL");
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		die("bind");
+		perf_die("bind");
 	setopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr), "IP_ADD_MEMBERSHIP");
 	return fd;
 }
@@ -178,12 +132,12 @@ static void tx_init(struct tx *t, struct in_addr grp, int n)
 				      .sin_port = htons((uint16_t)o.port)};
 	/* -c: a connected socket keeps its route (no lookup per datagram). */
 	if (o.connected && connect(t->fd, (struct sockaddr *)&t->dst, sizeof(t->dst)))
-		die("connect");
+		perf_die("connect");
 	t->msg = calloc(n, sizeof(*t->msg));
 	t->iov = calloc(n, sizeof(*t->iov));
 	t->buf = calloc(o.depth, o.size ? o.size : 1);
 	if (!t->msg || !t->iov || !t->buf)
-		die("calloc");
+		perf_die("calloc");
 }
 
 /* Send datagrams [0, n) whose payloads are @bufs: one sendmmsg (looped on partial). */
@@ -207,14 +161,13 @@ static void tx_send(struct tx *t, uint8_t **bufs, int n)
 		if (k > 0)
 			done += k;
 		else if (errno != EINTR && errno != EAGAIN && errno != ENOBUFS)
-			die("sendmmsg");
+			perf_die("sendmmsg");
 	}
 }
 
 struct rx {
 	int fd;
 	struct perf_rx acct;
-	bool done;
 	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation) */
 	uint32_t block, nblocks; /* the ring is used in blocks of -B slots */
 	bool used;		 /* the last recvmmsg filled some of the block */
@@ -234,7 +187,7 @@ static void rx_init(struct rx *r, struct in_addr grp)
 	r->msg = calloc(o.batch, sizeof(*r->msg));
 	r->iov = calloc(o.batch, sizeof(*r->iov));
 	if (!r->buf || !r->msg || !r->iov)
-		die("calloc");
+		perf_die("calloc");
 	r->nblocks = (uint32_t)(o.depth / o.batch);
 	for (int i = 0; i < o.batch; i++) {
 		r->iov[i] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), rx_slot_len()};
@@ -278,7 +231,7 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		die("recvmmsg");
+		perf_die("recvmmsg");
 	}
 	for (int i = 0; i < n; i++)
 		payloads[i] = (uint8_t *)r->iov[i].iov_base + HDR;
@@ -286,246 +239,146 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 	return n;
 }
 
-/* Sleep until one of @rs[0..n) is readable, at most @ms (-e). */
-static void rx_wait(struct rx *rs, int n, int ms)
-{
-	struct pollfd pfd[MAX_QPS];
+/* ------------------------------------------------------------------------- */
+/* The roles (perf_common.c): sockets and datagrams.                         */
 
-	for (int i = 0; i < n; i++)
-		pfd[i] = (struct pollfd){.fd = rs[i].fd, .events = POLLIN};
-	while (poll(pfd, (nfds_t)n, ms) < 0 && errno == EINTR)
-		;
+static struct tx tx;	  /* sender, ping, pong */
+static struct rx *rxs;	  /* receiver: -q sockets; ping, pong: one */
+static int nrx;
+static uint8_t **bufs; /* -B payloads */
+
+/* Sender and ping on group A, echo group B; receivers on the other. */
+static void udp_open(enum perf_role role)
+{
+	bool pong = role == PERF_ROLE_PONG;
+
+	bufs = calloc(o.batch, sizeof(*bufs));
+	if (!bufs)
+		perf_die("calloc");
+	if (role != PERF_ROLE_RECV)
+		tx_init(&tx, pong ? grp_b : grp_a, role == PERF_ROLE_PING ? 1 : o.batch);
+	if (role != PERF_ROLE_SEND) {
+		nrx = role == PERF_ROLE_RECV ? o.qps : 1;
+		rxs = calloc(nrx, sizeof(*rxs));
+		if (!rxs)
+			perf_die("calloc");
+		for (int q = 0; q < nrx; q++)
+			rx_init(&rxs[q], role == PERF_ROLE_PING ? grp_b : grp_a);
+	}
 }
 
-/* ------------------------------------------------------------------------- */
-
-static void run_sender(void)
+static void udp_close(void)
 {
-	struct perf_result res = {"udp", "send", o.size, o.batch, 1};
-	uint8_t **bufs = calloc(o.batch, sizeof(*bufs));
-	struct perf_pace pace;
-	uint64_t seq = 0;
-	int64_t start, end, stop_at;
-	struct tx t;
-
-	if (!bufs)
-		die("calloc");
-	tx_init(&t, grp_a, o.batch);
-	perf_signal_ready(o.ready_fd);
-	perf_pace_init(&pace, o.rate);
-	start = perf_now_ns();
-	stop_at = o.duration > 0 ? start + (int64_t)(o.duration * 1e9) : INT64_MAX;
-	for (;;) {
-		uint64_t left = o.count ? o.count - seq : UINT64_MAX;
-		int nb = left < (uint64_t)o.batch ? (int)left : o.batch;
-
-		if (!nb || perf_now_ns() >= stop_at)
-			break;
-		perf_pace_wait(&pace, nb);
-		for (int i = 0; i < nb; i++) {
-			bufs[i] = t.buf + (size_t)((seq + i) % o.depth) * o.size;
-			perf_put_seq(bufs[i], o.size, seq + i);
-		}
-		tx_send(&t, bufs, nb);
-		seq += nb;
-	}
-	end = perf_now_ns();
-	for (int64_t now = perf_now_ns(), until = now + PERF_FIN_SPAN_NS; now < until;
-	     now = perf_now_ns()) {
-		bufs[0] = t.buf;
-		perf_put_seq(bufs[0], o.size, PERF_FIN | seq);
-		tx_send(&t, bufs, 1);
-		while (perf_now_ns() < now + PERF_FIN_GAP_NS)
-			;
-	}
-	perf_print_rate(&res, seq, end - start, 0, false);
-	tx_free(&t);
+	if (tx.msg)
+		tx_free(&tx);
+	for (int q = 0; q < nrx; q++)
+		rx_free(&rxs[q]);
+	free(rxs);
 	free(bufs);
 }
 
-static void run_receiver(void)
+static void udp_send(uint64_t seq, int n)
 {
-	struct perf_result res = {"udp", "recv", o.size, o.batch, o.qps};
-	struct rx *rs = calloc(o.qps, sizeof(*rs));
-	uint8_t **p = calloc(o.batch, sizeof(*p));
-	int64_t start, last = 0, first = INT64_MAX, lastrx = 0;
-	uint64_t total = 0, expected = 0;
-	int ndone = 0;
-	bool got_any = false;
+	for (int i = 0; i < n; i++) {
+		bufs[i] = tx.buf + (size_t)((seq + i) % o.depth) * o.size;
+		perf_put_seq(bufs[i], o.size, seq + i);
+	}
+	tx_send(&tx, bufs, n);
+}
 
-	if (!rs || !p)
-		die("calloc");
-	for (int i = 0; i < o.qps; i++)
-		rx_init(&rs[i], grp_a);
-	perf_signal_ready(o.ready_fd);
-	start = perf_now_ns();
-	while (ndone < o.qps) {
-		int got = 0;
+static void udp_send_fin(uint64_t sent)
+{
+	bufs[0] = tx.buf;
+	perf_put_seq(bufs[0], o.size, PERF_FIN | sent);
+	tx_send(&tx, bufs, 1);
+}
 
-		for (int q = 0; q < o.qps; q++) {
-			struct rx *r = &rs[q];
+static struct perf_rx *udp_acct(int q)
+{
+	return &rxs[q].acct;
+}
 
-			if (r->done)
-				continue;
-			int n = rx_burst(r, p);
+static int udp_recv(int64_t *now)
+{
+	int got = 0;
 
-			if (!n)
-				continue;
-			int64_t now = perf_now_ns();
+	for (int q = 0; q < nrx; q++) {
+		struct rx *r = &rxs[q];
 
-			got += n;
-			last = now;
-			got_any = true;
-			for (int i = 0; i < n; i++) {
-				if (r->msg[i].msg_len != HDR + o.size)
-					continue; /* not ours */
-				if (perf_rx_account(&r->acct, perf_get_seq(p[i], o.size), now) ||
-				    (o.count && r->acct.received >= o.count)) {
-					r->done = true;
-					ndone++;
-					break;
-				}
-			}
-		}
-		if (got)
+		if (r->acct.done)
 			continue;
-		int64_t now = perf_now_ns();
+		int n = rx_burst(r, bufs);
 
-		if (got_any ? now - last > o.idle_ms * 1000000ll
-			    : now - start > o.timeout_ms * 1000000ll)
-			break;
-		if (o.events)
-			rx_wait(rs, o.qps, got_any ? o.idle_ms : o.timeout_ms);
-	}
-	for (int i = 0; i < o.qps; i++) {
-		struct perf_rx *a = &rs[i].acct;
-
-		total += a->received;
-		expected += perf_rx_expected(a);
-		if (a->received) {
-			if (a->first_ns < first)
-				first = a->first_ns;
-			if (a->last_ns > lastrx)
-				lastrx = a->last_ns;
-		}
-		if (o.qps > 1)
-			printf("# socket %d: received %llu of %llu\n", i,
-			       (unsigned long long)a->received,
-			       (unsigned long long)perf_rx_expected(a));
-		rx_free(&rs[i]);
-	}
-	free(rs);
-	free(p);
-	if (o.count && expected < o.count * (uint64_t)o.qps)
-		expected = o.count * (uint64_t)o.qps;
-	if (!total)
-		fprintf(stderr, "%s: no message received\n", prog);
-	perf_print_rate(&res, total, total ? lastrx - first : 0, expected, true);
-	if (!total)
-		exit(3);
-}
-
-static void run_ping(void)
-{
-	struct perf_result res = {"udp", "ping", o.size, 1, 1};
-	uint64_t iters = o.count ? o.count : 10000, lost = 0, n_ok = 0;
-	int64_t *samples = malloc(iters * sizeof(*samples));
-	uint8_t **p = calloc(o.batch, sizeof(*p));
-	struct tx t;
-	struct rx r;
-
-	if (!samples || !p)
-		die("malloc");
-	/* recvmmsg of up to -B, as umcast's receive engine reads its batch. */
-	tx_init(&t, grp_a, 1);
-	rx_init(&r, grp_b);
-	perf_signal_ready(o.ready_fd);
-	for (uint64_t i = 0; i < o.warmup + iters; i++) {
-		uint8_t *b = t.buf;
-		bool got = false;
-		int64_t t0;
-
-		perf_put_seq(b, o.size, i);
-		t0 = perf_now_ns();
-		tx_send(&t, &b, 1);
-		while (!got) {
-			int n = rx_burst(&r, p);
-
-			for (int k = 0; k < n; k++)
-				if (perf_get_seq(p[k], o.size) == i)
-					got = true;
-			if (!n && perf_now_ns() - t0 > o.idle_ms * 1000000ll)
-				break;
-		}
-		int64_t t1 = perf_now_ns();
-
-		if (!got)
-			lost++;
-		else if (i >= o.warmup)
-			samples[n_ok++] = t1 - t0;
-	}
-	for (int k = 0; k < 8; k++) {
-		uint8_t *b = t.buf;
-
-		perf_put_seq(b, o.size, PERF_FIN | (o.warmup + iters));
-		tx_send(&t, &b, 1);
-	}
-	perf_dump_samples(o.dump, samples, n_ok);
-	perf_print_lat(&res, samples, n_ok, lost);
-	free(samples);
-	free(p);
-	tx_free(&t);
-	rx_free(&r);
-	if (!n_ok)
-		exit(3);
-}
-
-static void run_pong(void)
-{
-	struct perf_result res = {"udp", "pong", o.size, 1, 1};
-	uint8_t **p = calloc(o.batch, sizeof(*p));
-	int64_t start = perf_now_ns(), last = 0, first = 0;
-	uint64_t echoed = 0;
-	bool stop = false;
-	struct tx t;
-	struct rx r;
-
-	if (!p)
-		die("calloc");
-	tx_init(&t, grp_b, o.batch);
-	rx_init(&r, grp_a);
-	perf_signal_ready(o.ready_fd);
-	while (!stop) {
-		int n = rx_burst(&r, p), ns = 0;
-
+		if (!n)
+			continue;
+		*now = perf_now_ns();
+		got += n;
 		for (int i = 0; i < n; i++) {
-			if (perf_get_seq(p[i], o.size) & PERF_FIN) {
-				stop = true;
-				continue;
-			}
-			p[ns++] = p[i]; /* echo straight from the receive buffer */
-		}
-		if (ns) {
-			tx_send(&t, p, ns);
-			last = perf_now_ns();
-			if (!echoed)
-				first = last;
-			echoed += ns;
-		}
-		if (!n) {
-			int64_t now = perf_now_ns();
-
-			if (echoed ? now - last > o.idle_ms * 1000000ll
-				   : now - start > o.timeout_ms * 1000000ll)
+			if (r->msg[i].msg_len != HDR + o.size)
+				continue; /* not ours */
+			if (perf_rx_take(&r->acct, perf_get_seq(bufs[i], o.size), *now, o.count))
 				break;
-			if (o.events)
-				rx_wait(&r, 1, echoed ? o.idle_ms : o.timeout_ms);
 		}
 	}
-	perf_print_rate(&res, echoed, last - first, 0, false);
-	tx_free(&t);
-	rx_free(&r);
-	free(p);
+	return got;
+}
+
+static void udp_queue_name(int q, char *buf, size_t len)
+{
+	snprintf(buf, len, "socket %d", q);
+}
+
+/* The message to time is always the first slot. */
+static void udp_ping_prepare(uint64_t seq)
+{
+	perf_put_seq(tx.buf, o.size, seq);
+}
+
+static void udp_ping_send(void)
+{
+	uint8_t *b = tx.buf;
+
+	tx_send(&tx, &b, 1);
+}
+
+/* recvmmsg of up to -B, as umcast's receive engine reads its batch. */
+static int udp_ping_recv(uint64_t seq, bool *got)
+{
+	int n = rx_burst(&rxs[0], bufs);
+
+	for (int k = 0; k < n; k++)
+		if (perf_get_seq(bufs[k], o.size) == seq)
+			*got = true;
+	return n;
+}
+
+static int udp_pong(struct perf_echo *e, bool *stop)
+{
+	int n = rx_burst(&rxs[0], bufs), ns = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (perf_get_seq(bufs[i], o.size) & PERF_FIN) {
+			*stop = true;
+			continue;
+		}
+		bufs[ns++] = bufs[i]; /* echo straight from the receive buffer */
+	}
+	if (ns) {
+		tx_send(&tx, bufs, ns);
+		perf_echoed(e, ns);
+	}
+	return n;
+}
+
+/* -e: sleep until one of the receiving sockets is readable, at most @ms. */
+static void udp_wait(int ms)
+{
+	struct pollfd pfd[PERF_MAX_QPS];
+
+	for (int i = 0; i < nrx; i++)
+		pfd[i] = (struct pollfd){.fd = rxs[i].fd, .events = POLLIN};
+	while (poll(pfd, (nfds_t)nrx, ms) < 0 && errno == EINTR)
+		;
 }
 
 static void usage(void)
@@ -545,75 +398,41 @@ static void usage(void)
 	exit(2);
 }
 
+static const struct perf_transport udp = {
+	.prog = prog,
+	.name = "udp",
+	/* -o is taken and ignored: a plain UDP sender is never a member. */
+	.optstring = "m:g:b:p:scoL:S:n:D:r:B:d:q:ew:R:I:T:O:h",
+	.size_max = 65000,
+	.batch_max = 1024,
+	.port = 5791,
+	.usage = usage,
+	.o = &o,
+	.open = udp_open,
+	.close = udp_close,
+	.send = udp_send,
+	.send_fin = udp_send_fin,
+	.acct = udp_acct,
+	.recv = udp_recv,
+	.queue_name = udp_queue_name,
+	.ping_prepare = udp_ping_prepare,
+	.ping_send = udp_ping_send,
+	.ping_recv = udp_ping_recv,
+	.pong = udp_pong,
+	.wait = udp_wait,
+};
+
 int main(int argc, char **argv)
 {
-	int op;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:p:scoL:S:n:D:r:B:d:q:ew:R:I:T:O:h")) != -1) {
-		switch (op) {
-		case 'm': o.group = optarg; break;
-		case 'g': o.group2 = optarg; break;
-		case 'b': o.bind = optarg; break;
-		case 'p': o.port = (int)perf_parse_num(prog, "-p", optarg, 1, 65535); break;
-		case 's': o.sender = true; break;
-		case 'c': o.connected = true; break;
-		case 'o': break; /* a plain UDP sender is never a member */
-		case 'L':
-			if (!strcmp(optarg, "ping"))
-				o.mode = MODE_PING;
-			else if (!strcmp(optarg, "pong"))
-				o.mode = MODE_PONG;
-			else
-				usage();
-			break;
-		case 'S': o.size = (uint32_t)perf_parse_num(prog, "-S", optarg, 0, 65000); break;
-		case 'n': o.count = (uint64_t)perf_parse_num(prog, "-n", optarg, 1, 1e15); break;
-		case 'D': o.duration = perf_parse_num(prog, "-D", optarg, 0.001, 3600); break;
-		case 'r': o.rate = perf_parse_num(prog, "-r", optarg, 1, 1e10); break;
-		case 'B': o.batch = (int)perf_parse_num(prog, "-B", optarg, 1, 1024); break;
-		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
-		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
-		case 'e': o.events = true; break;
-		case 'O': o.dump = optarg; break;
-		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
-		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
-		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;
-		case 'T': o.timeout_ms = (int)perf_parse_num(prog, "-T", optarg, 1, INT_MAX); break;
-		default: usage();
-		}
-	}
-	if (optind < argc || !o.group)
-		usage();
-	if (o.batch > o.depth)
-		o.batch = o.depth;
-	bind_addr = parse_v4(o.bind);
-	grp_a = parse_v4(o.group);
+	perf_parse_args(&udp, argc, argv);
+	bind_addr = perf_parse_v4(o.bind);
+	grp_a = perf_parse_v4(o.group);
 	if (!IN_MULTICAST(ntohl(grp_a.s_addr))) {
 		fprintf(stderr, "%s: %s is not a multicast group\n", prog, o.group);
 		exit(2);
 	}
-	if (o.group2)
-		grp_b = parse_v4(o.group2);
-	else
-		grp_b.s_addr = htonl(ntohl(grp_a.s_addr) + 1);
+	grp_b = o.group2 ? perf_parse_v4(o.group2) : perf_next_group(grp_a);
 	ifindex = ifindex_of(bind_addr);
-	if (o.sender && !o.count && !o.duration)
-		o.count = 1000000;
-
-	switch (o.mode) {
-	case MODE_BW:
-		if (o.sender)
-			run_sender();
-		else
-			run_receiver();
-		break;
-	case MODE_PING:
-		run_ping();
-		break;
-	case MODE_PONG:
-		run_pong();
-		break;
-	}
+	perf_run(&udp);
 	return 0;
 }

@@ -1,30 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * perf_common.h - what umc-perf and the bench/ baselines (udp-perf,
- * fi-perf) share, so that the three measure and print exactly alike:
+ * fi-perf) share, so that the three take the same options and measure and
+ * print exactly alike:
  *
+ *   - the options (perf_parse_args), each program taking its getopt(3)
+ *     subset of them;
+ *   - the four roles (perf_run): the sender's batches, pacing (-r), -n/-D
+ *     and end marker; the receiver's accounting, stop conditions (end
+ *     marker, -n, -I, -T) and totals; ping's timing, losses and samples;
+ *     pong's echo count.  A transport supplies only how it sends and
+ *     receives (struct perf_transport);
  *   - the payload's first 8 bytes: the message's sequence number, or the
  *     end-of-run marker PERF_FIN | messages sent;
- *   - receive accounting (received, expected from the sequence numbers or
- *     the end marker, loss, the first and last arrival);
- *   - latency samples and their percentiles (nearest rank);
- *   - pacing (-r) and the time source (CLOCK_MONOTONIC);
- *   - the machine-readable "result ..." line and the human lines.
+ *   - the ready byte (-R), the time source (CLOCK_MONOTONIC);
+ *   - the machine-readable "result ..." line (bench/run.sh parses it) and
+ *     the human lines.
  *
- * Header only (static functions): each program is one C file plus this.
+ * perf_common.c is compiled into each of the three programs.
  */
 #ifndef UMC_PERF_COMMON_H
 #define UMC_PERF_COMMON_H
 
-#include <errno.h>
-#include <limits.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* End-of-run marker: the sender sends it, with its count, after the data. */
 #define PERF_FIN (1ull << 63)
@@ -34,6 +37,116 @@
 /* How long the end marker is repeated (a full socket buffer may drop some). */
 #define PERF_FIN_SPAN_NS (50 * 1000000ll)
 #define PERF_FIN_GAP_NS (2 * 1000000ll)
+/* -q at most: rxe's per-group attach limit (the baselines take as many). */
+#define PERF_MAX_QPS 56
+
+enum perf_mode { PERF_MODE_BW, PERF_MODE_PING, PERF_MODE_PONG };
+enum perf_role { PERF_ROLE_SEND, PERF_ROLE_RECV, PERF_ROLE_PING, PERF_ROLE_PONG };
+
+struct perf_opts {
+	const char *group, *group2, *bind; /* -m, -g, -b */
+	int port;			   /* -p */
+	uint32_t size;			   /* -S */
+	uint64_t count;			   /* -n */
+	double duration;		   /* -D */
+	int qps, batch, depth;		   /* -q, -B, -d */
+	bool sender, send_only;		   /* -s, -o */
+	bool events, connected;		   /* -e, -c */
+	double rate;			   /* -r */
+	int ready_fd;			   /* -R */
+	int idle_ms, timeout_ms;	   /* -I, -T */
+	enum perf_mode mode;		   /* -L */
+	uint64_t warmup;		   /* -w */
+	const char *dump;		   /* -O */
+};
+
+/* Receive accounting, one per receive queue (QP, socket, endpoint). */
+struct perf_rx {
+	uint64_t received;  /* data messages */
+	uint64_t max_next;  /* highest sequence number seen + 1 */
+	uint64_t fin_total; /* from the end marker */
+	bool fin;
+	bool done; /* end marker or -n seen (or the queue failed) */
+	int64_t first_ns, last_ns;
+};
+
+/* What pong has echoed. */
+struct perf_echo {
+	uint64_t echoed;
+	int64_t first, last; /* after the first and the last echo left */
+};
+
+/*
+ * A program: its name, its options and how its transport sends and
+ * receives.  Optional hooks may be NULL.
+ */
+struct perf_transport {
+	const char *prog;      /* for messages: "umc-perf" */
+	const char *name;      /* transport= of the result lines: "umcast" */
+	const char *optstring; /* getopt(3): the options it takes (and h) */
+	uint32_t size_max;     /* -S at most */
+	int batch_max;	       /* -B at most */
+	int port;	       /* -p by default */
+	void (*usage)(void);   /* prints the usage, exits 2 */
+	struct perf_opts *o;   /* where perf_parse_args() puts them */
+
+	/* Optional: what @role needs (sockets, endpoints), before its ready
+	 * byte; and its release after a role that ran (or found nothing). */
+	void (*open)(enum perf_role role);
+	void (*close)(void);
+
+	/* Sender.  Optional, before pacing: wait until messages
+	 * [seq, seq + n) may be sent. */
+	void (*reserve)(uint64_t seq, int n);
+	/* Send messages [seq, seq + n), each with its number (perf_put_seq). */
+	void (*send)(uint64_t seq, int n);
+	/* Send one end marker, PERF_FIN | @sent. */
+	void (*send_fin)(uint64_t sent);
+	/* Optional: after each end marker's gap. */
+	void (*fin_gap)(void);
+
+	/* Receiver: the accounting of queue @q (of -q). */
+	struct perf_rx *(*acct)(int q);
+	/* Take what has arrived on the queues not done, accounting each
+	 * message with perf_rx_take(); returns how many completions or
+	 * datagrams there were (0: none) and in *@now when they were seen. */
+	int (*recv)(int64_t *now);
+	/* Optional: when nothing has arrived. */
+	void (*recv_idle)(void);
+	/* Queue @q's name in the per-queue lines (-q above 1). */
+	void (*queue_name)(int q, char *buf, size_t len);
+	/* Optional: after the result line. */
+	void (*recv_end)(void);
+
+	/* Ping: make message @seq ready to send; send it (the clock runs from
+	 * just before); take what has arrived, *@got when it holds the echo of
+	 * @seq, returning how many completions or datagrams (0: none);
+	 * optional, after each round trip. */
+	void (*ping_prepare)(uint64_t seq);
+	void (*ping_send)(void);
+	int (*ping_recv)(uint64_t seq, bool *got);
+	void (*ping_after)(void);
+
+	/* Pong: take what has arrived and echo it (perf_echoed() as echoes
+	 * leave), *@stop at the end marker; returns how many completions or
+	 * datagrams (0: none). */
+	int (*pong)(struct perf_echo *e, bool *stop);
+
+	/* -e: sleep until something may have arrived, at most @ms. */
+	void (*wait)(int ms);
+};
+
+/* Options: defaults, then argv; usage() on anything wrong. */
+void perf_parse_args(const struct perf_transport *t, int argc, char **argv);
+/* Run the role the options say; exits 3 when a receiver or ping got nothing. */
+void perf_run(const struct perf_transport *t);
+
+/* "prog: @what: strerror(errno)", exit 1. */
+void perf_die(const char *what) __attribute__((noreturn));
+/* A numeric IPv4 address; exits 2 if @s is not one. */
+struct in_addr perf_parse_v4(const char *s);
+/* The echo group by default: the -m address plus one. */
+struct in_addr perf_next_group(struct in_addr a);
 
 static inline int64_t perf_now_ns(void)
 {
@@ -58,75 +171,6 @@ static inline uint64_t perf_get_seq(const void *payload, uint32_t size)
 	return seq;
 }
 
-/* A number with an optional k/M/G suffix (powers of 1000). */
-static inline double perf_parse_num(const char *prog, const char *opt, const char *s,
-				    double min, double max)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end != s && *end) {
-		switch (*end) {
-		case 'k': case 'K': v *= 1e3; end++; break;
-		case 'm': case 'M': v *= 1e6; end++; break;
-		case 'g': case 'G': v *= 1e9; end++; break;
-		}
-	}
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "%s: invalid value '%s' for %s (%g..%g)\n", prog, s, opt, min, max);
-		exit(2);
-	}
-	return v;
-}
-
-/* Tell the bench script that we are joined and ready: one byte on @fd. */
-static inline void perf_signal_ready(int fd)
-{
-	char c = 'R';
-
-	if (fd < 0)
-		return;
-	while (write(fd, &c, 1) < 0 && errno == EINTR)
-		;
-	close(fd);
-}
-
-/* ------------------------------------------------------------------------- */
-/* Pacing: -r msgs/s, enforced per batch by busy-waiting on the clock.        */
-
-struct perf_pace {
-	double ns_per_msg; /* 0: no pacing */
-	int64_t next;
-};
-
-static inline void perf_pace_init(struct perf_pace *p, double rate)
-{
-	p->ns_per_msg = rate > 0 ? 1e9 / rate : 0;
-	p->next = perf_now_ns();
-}
-
-static inline void perf_pace_wait(struct perf_pace *p, int msgs)
-{
-	if (!p->ns_per_msg)
-		return;
-	while (perf_now_ns() < p->next)
-		;
-	p->next += (int64_t)(p->ns_per_msg * msgs);
-}
-
-/* ------------------------------------------------------------------------- */
-/* Receive accounting.                                                        */
-
-struct perf_rx {
-	uint64_t received;  /* data messages */
-	uint64_t max_next;  /* highest sequence number seen + 1 */
-	uint64_t fin_total; /* from the end marker */
-	bool fin;
-	int64_t first_ns, last_ns;
-};
-
 /* Account one message; returns true if it was the end marker. */
 static inline bool perf_rx_account(struct perf_rx *r, uint64_t seq, int64_t now)
 {
@@ -146,113 +190,24 @@ static inline bool perf_rx_account(struct perf_rx *r, uint64_t seq, int64_t now)
 	return false;
 }
 
-static inline uint64_t perf_rx_expected(const struct perf_rx *r)
+/* Account message @seq of a queue; true, and the queue done, at the end
+ * marker or at the @count'th message (-n; 0: no limit). */
+static inline bool perf_rx_take(struct perf_rx *r, uint64_t seq, int64_t now, uint64_t count)
 {
-	return r->fin ? r->fin_total : r->max_next;
+	bool end = perf_rx_account(r, seq, now) || (count && r->received >= count);
+
+	if (end)
+		r->done = true;
+	return end;
 }
 
-/* ------------------------------------------------------------------------- */
-/* Latency samples.                                                          */
-
-static int perf_cmp_i64(const void *a, const void *b)
+/* Pong: @n echoes have just left. */
+static inline void perf_echoed(struct perf_echo *e, int n)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted @v[n]; @p in (0, 100]. */
-static inline int64_t perf_pct(const int64_t *v, size_t n, double p)
-{
-	size_t rank;
-
-	if (!n)
-		return 0;
-	rank = (size_t)((p / 100.0) * (double)n + 0.999999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return v[rank - 1];
-}
-
-/* ------------------------------------------------------------------------- */
-/* Output: one "result" line (key=value, stable) and human lines.             */
-
-struct perf_result {
-	const char *transport; /* umcast, udp, libfabric */
-	const char *role;      /* send, recv, ping, pong */
-	uint32_t size;
-	int batch;
-	int qps;
-};
-
-static inline void perf_print_rate(const struct perf_result *r, uint64_t msgs, int64_t span_ns,
-				   uint64_t expected, bool show_loss)
-{
-	double secs = span_ns > 0 ? span_ns / 1e9 : 0;
-	double rate = secs > 0 ? msgs / secs : 0;
-	double mbps = rate * r->size * 8 / 1e6;
-	uint64_t lost = expected > msgs ? expected - msgs : 0;
-	double loss = expected ? (double)lost / (double)expected : 0;
-
-	printf("# %s %s: %llu messages of %u bytes in %.3f s: %.0f msg/s, %.1f MB/s payload",
-	       r->transport, r->role, (unsigned long long)msgs, r->size, secs, rate,
-	       rate * r->size / 1e6);
-	if (show_loss)
-		printf(", expected %llu, lost %llu (%.2f%%)", (unsigned long long)expected,
-		       (unsigned long long)lost, 100 * loss);
-	printf("\n");
-	printf("result transport=%s role=%s size=%u batch=%d qps=%d msgs=%llu secs=%.6f "
-	       "rate=%.0f mbps=%.1f",
-	       r->transport, r->role, r->size, r->batch, r->qps, (unsigned long long)msgs, secs,
-	       rate, mbps);
-	if (show_loss)
-		printf(" expected=%llu lost=%llu loss=%.6f", (unsigned long long)expected,
-		       (unsigned long long)lost, loss);
-	printf("\n");
-	fflush(stdout);
-}
-
-/* Write the samples, in the order taken, one per line in ns (-O file). */
-static inline void perf_dump_samples(const char *path, const int64_t *ns, size_t n)
-{
-	FILE *f;
-
-	if (!path)
-		return;
-	f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%lld\n", (long long)ns[i]);
-	fclose(f);
-}
-
-/* Sorts @ns in place. */
-static inline void perf_print_lat(const struct perf_result *r, int64_t *ns, size_t n,
-				  uint64_t lost)
-{
-	double sum = 0;
-
-	qsort(ns, n, sizeof(*ns), perf_cmp_i64);
-	for (size_t i = 0; i < n; i++)
-		sum += (double)ns[i];
-#define US(x) ((double)(x) / 1e3)
-	printf("# %s %s: %zu round trips of %u bytes, %llu lost: min %.2f us, p50 %.2f us, "
-	       "p99 %.2f us, p99.9 %.2f us, max %.2f us\n",
-	       r->transport, r->role, n, r->size, (unsigned long long)lost,
-	       US(n ? ns[0] : 0), US(perf_pct(ns, n, 50)), US(perf_pct(ns, n, 99)),
-	       US(perf_pct(ns, n, 99.9)), US(n ? ns[n - 1] : 0));
-	printf("result transport=%s role=%s size=%u iters=%zu lost=%llu min_us=%.3f "
-	       "p50_us=%.3f p99_us=%.3f p999_us=%.3f max_us=%.3f mean_us=%.3f\n",
-	       r->transport, r->role, r->size, n, (unsigned long long)lost, US(n ? ns[0] : 0),
-	       US(perf_pct(ns, n, 50)), US(perf_pct(ns, n, 99)), US(perf_pct(ns, n, 99.9)),
-	       US(n ? ns[n - 1] : 0), n ? US(sum / (double)n) : 0);
-#undef US
-	fflush(stdout);
+	e->last = perf_now_ns();
+	if (!e->echoed)
+		e->first = e->last;
+	e->echoed += (uint64_t)n;
 }
 
 #endif /* UMC_PERF_COMMON_H */

@@ -21,13 +21,16 @@
  * (perf_common.h), which the receiver uses for loss.  Every wait is bounded
  * (-T, -I).  -R fd: one byte is written to fd when joined and the receive
  * queues are posted, so that scripts wait for readiness without sleeping.
+ *
+ * The options, the roles' loops and the output are perf_common.c's, shared
+ * with bench/'s udp-perf and fi-perf; this file is how umcast sends and
+ * receives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -45,43 +48,16 @@
 
 #define GRH 40
 #define POLL_MAX 64
-#define MAX_QPS 56 /* rxe's per-group attach limit */
 #define SEND_BIT (1ull << 62)
 
-enum mode { MODE_BW, MODE_PING, MODE_PONG };
-
-static struct {
-	const char *group, *group2, *bind;
-	uint32_t size;
-	uint64_t count;
-	double duration;
-	int qps, batch, depth;
-	bool sender, send_only, events;
-	double rate;
-	int ready_fd;
-	int idle_ms, timeout_ms;
-	enum mode mode;
-	uint64_t warmup;
-	const char *dump;
-} o = {
-	.bind = "127.0.0.1",
-	.size = 64,
-	.qps = 1,
-	.batch = 32,
-	.depth = 2048,
-	.ready_fd = -1,
-	.idle_ms = 1000,
-	.timeout_ms = 30000,
-	.warmup = 1000,
-};
-
-static const char *prog = "umc-perf";
+static const char prog[] = "umc-perf";
+static struct perf_opts o;
 
 struct ep {
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
 	struct perf_rx rx;
-	bool resolved, done;
+	bool resolved;
 	int joins_left;
 	uint32_t *pending; /* receive slots to repost */
 	int npending;
@@ -90,7 +66,7 @@ struct ep {
 
 static struct {
 	struct rdma_event_channel *ch;
-	struct ep eps[MAX_QPS];
+	struct ep eps[PERF_MAX_QPS];
 	int neps;
 	struct sockaddr_storage src, dst, dst2;
 	struct ibv_pd *pd;
@@ -108,12 +84,6 @@ static struct {
 	struct ibv_sge *ssge;
 	uint64_t bad;
 } g;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
-	exit(1);
-}
 
 static void fail(const char *fmt, const char *arg)
 {
@@ -140,7 +110,7 @@ static void default_group2(char *buf, size_t len)
 
 	if (inet_pton(AF_INET, o.group, &a) != 1)
 		fail("-g is needed with a non-IPv4 group (%s)", o.group);
-	a.s_addr = htonl(ntohl(a.s_addr) + 1);
+	a = perf_next_group(a);
 	inet_ntop(AF_INET, &a, buf, (socklen_t)len);
 }
 
@@ -157,13 +127,13 @@ static struct rdma_cm_event *get_event(void)
 		n = poll(&pfd, 1, o.timeout_ms);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		die("poll");
+		perf_die("poll");
 	if (n == 0) {
 		errno = ETIMEDOUT;
-		die("waiting for a CM event");
+		perf_die("waiting for a CM event");
 	}
 	if (rdma_get_cm_event(g.ch, &ev))
-		die("rdma_get_cm_event");
+		perf_die("rdma_get_cm_event");
 	return ev;
 }
 
@@ -176,12 +146,12 @@ static void setup_verbs(struct ibv_context *verbs)
 {
 	struct ibv_port_attr pa;
 	size_t rlen = (size_t)(GRH + o.size) * o.depth;
-	bool recv = o.mode != MODE_BW || !o.sender;
-	bool send = o.mode != MODE_BW || o.sender;
+	bool recv = o.mode != PERF_MODE_BW || !o.sender;
+	bool send = o.mode != PERF_MODE_BW || o.sender;
 	int cqe;
 
 	if (ibv_query_port(verbs, 1, &pa))
-		die("ibv_query_port");
+		perf_die("ibv_query_port");
 	if (o.size > (128u << pa.active_mtu)) {
 		fprintf(stderr, "%s: -S %u is above the path MTU %u\n", prog, o.size,
 			128u << pa.active_mtu);
@@ -189,31 +159,31 @@ static void setup_verbs(struct ibv_context *verbs)
 	}
 	g.pd = ibv_alloc_pd(verbs);
 	if (!g.pd)
-		die("ibv_alloc_pd");
+		perf_die("ibv_alloc_pd");
 	if (o.events) {
 		g.cc = ibv_create_comp_channel(verbs);
 		if (!g.cc)
-			die("ibv_create_comp_channel");
+			perf_die("ibv_create_comp_channel");
 	}
 	cqe = (recv ? g.neps * o.depth : 0) + (send ? o.depth : 0) + 16;
 	if (cqe > 65535)
 		cqe = 65535;
 	g.cq = ibv_create_cq(verbs, cqe, NULL, g.cc, 0);
 	if (!g.cq)
-		die("ibv_create_cq");
+		perf_die("ibv_create_cq");
 	g.mem_len = (recv ? rlen * g.neps : 0) + (send ? (size_t)o.size * o.depth : 0);
 	g.mem = aligned_alloc(4096, (g.mem_len + 4095) & ~(size_t)4095);
 	if (!g.mem)
-		die("aligned_alloc");
+		perf_die("aligned_alloc");
 	memset(g.mem, 0, g.mem_len);
 	g.mr = ibv_reg_mr(g.pd, g.mem, g.mem_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!g.mr)
-		die("ibv_reg_mr");
+		perf_die("ibv_reg_mr");
 	for (int i = 0; recv && i < g.neps; i++) {
 		g.eps[i].rbuf = g.mem + rlen * i;
 		g.eps[i].pending = calloc(o.depth, sizeof(uint32_t));
 		if (!g.eps[i].pending)
-			die("calloc");
+			perf_die("calloc");
 	}
 	if (send)
 		g.sbuf = g.mem + (recv ? rlen * g.neps : 0);
@@ -222,7 +192,7 @@ static void setup_verbs(struct ibv_context *verbs)
 	g.swr = calloc(o.batch + POLL_MAX, sizeof(*g.swr));
 	g.ssge = calloc(o.batch + POLL_MAX, sizeof(*g.ssge));
 	if (!g.rwr || !g.rsge || !g.swr || !g.ssge)
-		die("calloc");
+		perf_die("calloc");
 }
 
 static void create_qp(struct ep *e)
@@ -241,7 +211,7 @@ static void create_qp(struct ep *e)
 	};
 
 	if (rdma_create_qp(e->id, g.pd, &a))
-		die("rdma_create_qp");
+		perf_die("rdma_create_qp");
 	e->qp = e->id->qp;
 }
 
@@ -268,7 +238,7 @@ static void post_recvs(struct ep *e, const uint32_t *slots, int n)
 	ret = ibv_post_recv(e->qp, g.rwr, &bad);
 	if (ret) {
 		errno = ret;
-		die("ibv_post_recv");
+		perf_die("ibv_post_recv");
 	}
 }
 
@@ -294,31 +264,31 @@ static void join(struct ep *e, struct sockaddr_storage *grp, bool send_only)
 
 	/* The context tells the join events apart: the group we send to. */
 	if (rdma_join_multicast_ex(e->id, &a, grp))
-		die("rdma_join_multicast_ex");
+		perf_die("rdma_join_multicast_ex");
 	e->joins_left++;
 }
 
 /* The group whose address handle we send to. */
 static struct sockaddr_storage *send_group(void)
 {
-	return o.mode == MODE_PONG ? &g.dst2 : &g.dst;
+	return o.mode == PERF_MODE_PONG ? &g.dst2 : &g.dst;
 }
 
 static void setup(void)
 {
 	struct rdma_cm_event *ev;
-	int left, want = o.mode == MODE_BW && !o.sender ? o.qps : 1;
+	int left, want = o.mode == PERF_MODE_BW && !o.sender ? o.qps : 1;
 
 	g.ch = rdma_create_event_channel();
 	if (!g.ch)
-		die("rdma_create_event_channel");
+		perf_die("rdma_create_event_channel");
 	g.neps = want;
 	for (int i = 0; i < want; i++) {
 		if (rdma_create_id(g.ch, &g.eps[i].id, &g.eps[i], RDMA_PS_UDP))
-			die("rdma_create_id");
+			perf_die("rdma_create_id");
 		if (rdma_resolve_addr(g.eps[i].id, (struct sockaddr *)&g.src,
 				      (struct sockaddr *)&g.dst, 2000))
-			die("rdma_resolve_addr");
+			perf_die("rdma_resolve_addr");
 	}
 	for (left = want; left > 0; left--) {
 		ev = get_event();
@@ -336,19 +306,19 @@ static void setup(void)
 	for (int i = 0; i < g.neps; i++) {
 		create_qp(&g.eps[i]);
 		/* Receives first, so no datagram finds the queue empty once attached. */
-		if (o.mode != MODE_BW || !o.sender)
+		if (o.mode != PERF_MODE_BW || !o.sender)
 			post_all_recvs(&g.eps[i]);
 	}
 	switch (o.mode) {
-	case MODE_BW:
+	case PERF_MODE_BW:
 		for (int i = 0; i < g.neps; i++)
 			join(&g.eps[i], &g.dst, o.sender && o.send_only);
 		break;
-	case MODE_PING:
+	case PERF_MODE_PING:
 		join(&g.eps[0], &g.dst, true);
 		join(&g.eps[0], &g.dst2, false);
 		break;
-	case MODE_PONG:
+	case PERF_MODE_PONG:
 		join(&g.eps[0], &g.dst, false);
 		join(&g.eps[0], &g.dst2, true);
 		break;
@@ -371,11 +341,11 @@ static void setup(void)
 			g.remote_qkey = ev->param.ud.qkey;
 			g.ah = ibv_create_ah(g.pd, &ev->param.ud.ah_attr);
 			if (!g.ah)
-				die("ibv_create_ah");
+				perf_die("ibv_create_ah");
 		}
 		rdma_ack_cm_event(ev);
 	}
-	if ((o.mode != MODE_BW || o.sender) && !g.ah)
+	if ((o.mode != PERF_MODE_BW || o.sender) && !g.ah)
 		fail("no join event for the group to send to (%s)", "");
 }
 
@@ -385,7 +355,7 @@ static void teardown(void)
 		struct ep *e = &g.eps[i];
 
 		rdma_leave_multicast(e->id, (struct sockaddr *)&g.dst);
-		if (o.mode != MODE_BW)
+		if (o.mode != PERF_MODE_BW)
 			rdma_leave_multicast(e->id, (struct sockaddr *)&g.dst2);
 	}
 	if (g.ah)
@@ -437,7 +407,7 @@ static void post_sends(struct ibv_qp *qp, int n)
 	ret = ibv_post_send(qp, g.swr, &bad);
 	if (ret) {
 		errno = ret;
-		die("ibv_post_send");
+		perf_die("ibv_post_send");
 	}
 }
 
@@ -447,16 +417,16 @@ static int poll_cq(struct ibv_wc *wc, int n)
 
 	if (got < 0) {
 		errno = -got;
-		die("ibv_poll_cq");
+		perf_die("ibv_poll_cq");
 	}
 	return got;
 }
 
 /*
  * Sleep in poll(2) on the completion channel until a completion may be
- * there (-e), at most @ms.  Returns false on timeout.
+ * there (-e), at most @ms.
  */
-static bool wait_event(int ms)
+static void wait_event(int ms)
 {
 	struct pollfd pfd = {.fd = g.cc->fd, .events = POLLIN};
 	struct ibv_cq *cq;
@@ -464,334 +434,236 @@ static bool wait_event(int ms)
 	int n;
 
 	if (ibv_req_notify_cq(g.cq, 0))
-		die("ibv_req_notify_cq");
+		perf_die("ibv_req_notify_cq");
 	do
 		n = poll(&pfd, 1, ms);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
-		return false;
+		return;
 	/* Non-blocking: a datagram that made no event for us returns EAGAIN. */
 	if (ibv_get_cq_event(g.cc, &cq, &ctx) == 0)
 		ibv_ack_cq_events(cq, 1);
-	return true;
 }
 
 /* ------------------------------------------------------------------------- */
 /* Bandwidth: sender.                                                        */
 
-static void run_sender(void)
+/* Messages whose send slots are free again: each chain's signaled WR has
+ * the count sent up to its end as wr_id (end markers 0). */
+static uint64_t freed;
+
+/* Poll once for send completions; @count_bad: count the failed ones. */
+static void reap_sends(bool count_bad)
 {
-	struct perf_result r = {"umcast", "send", o.size, o.batch, 1};
-	struct ibv_qp *qp = g.eps[0].qp;
 	struct ibv_wc wc[POLL_MAX];
-	struct perf_pace pace;
-	uint64_t seq = 0, freed = 0;
-	int64_t start, end, stop_at;
+	int n = poll_cq(wc, POLL_MAX);
 
-	perf_signal_ready(o.ready_fd);
-	perf_pace_init(&pace, o.rate);
-	start = perf_now_ns();
-	stop_at = o.duration > 0 ? start + (int64_t)(o.duration * 1e9) : INT64_MAX;
-	for (;;) {
-		uint64_t left = o.count ? o.count - seq : UINT64_MAX;
-		int nb = left < (uint64_t)o.batch ? (int)left : o.batch;
-
-		if (!nb || perf_now_ns() >= stop_at)
-			break;
-		/* Every slot of the chain must have been completed. */
-		while (seq + nb - freed > (uint64_t)o.depth) {
-			int n = poll_cq(wc, POLL_MAX);
-
-			for (int i = 0; i < n; i++) {
-				if (wc[i].status != IBV_WC_SUCCESS)
-					g.bad++;
-				if (wc[i].wr_id > freed)
-					freed = wc[i].wr_id;
-			}
-		}
-		perf_pace_wait(&pace, nb);
-		for (int i = 0; i < nb; i++) {
-			uint8_t *buf = g.sbuf + (size_t)((seq + i) % o.depth) * o.size;
-
-			perf_put_seq(buf, o.size, seq + i);
-			fill_send(i, buf, seq + i + 1, i == nb - 1);
-		}
-		post_sends(qp, nb);
-		seq += nb;
-		int n = poll_cq(wc, POLL_MAX);
-
-		for (int i = 0; i < n; i++) {
-			if (wc[i].status != IBV_WC_SUCCESS)
-				g.bad++;
-			if (wc[i].wr_id > freed)
-				freed = wc[i].wr_id;
-		}
+	for (int i = 0; i < n; i++) {
+		if (count_bad && wc[i].status != IBV_WC_SUCCESS)
+			g.bad++;
+		if (wc[i].wr_id > freed)
+			freed = wc[i].wr_id;
 	}
-	end = perf_now_ns();
-	/* The end marker, repeated for a while: a full socket buffer drops some. */
-	uint8_t *fin = g.sbuf + (size_t)(seq % o.depth) * o.size;
+}
 
-	for (int64_t t = perf_now_ns(), until = t + PERF_FIN_SPAN_NS; t < until;
-	     t = perf_now_ns()) {
-		while (seq + 1 - freed > (uint64_t)o.depth) {
-			int n = poll_cq(wc, POLL_MAX);
+/* Every slot of the chain must have been completed. */
+static void umc_reserve(uint64_t seq, int n)
+{
+	while (seq + n - freed > (uint64_t)o.depth)
+		reap_sends(true);
+}
 
-			for (int i = 0; i < n; i++)
-				if (wc[i].wr_id > freed)
-					freed = wc[i].wr_id;
-		}
-		perf_put_seq(fin, o.size, PERF_FIN | seq);
-		fill_send(0, fin, 0, true);
-		post_sends(qp, 1);
-		while (perf_now_ns() < t + PERF_FIN_GAP_NS)
-			;
-		int n = poll_cq(wc, POLL_MAX);
-		(void)n;
+static void umc_send(uint64_t seq, int nb)
+{
+	for (int i = 0; i < nb; i++) {
+		uint8_t *buf = g.sbuf + (size_t)((seq + i) % o.depth) * o.size;
+
+		perf_put_seq(buf, o.size, seq + i);
+		fill_send(i, buf, seq + i + 1, i == nb - 1);
 	}
-	perf_print_rate(&r, seq, end - start, 0, false);
+	post_sends(g.eps[0].qp, nb);
+	reap_sends(true);
+}
+
+static void umc_send_fin(uint64_t sent)
+{
+	uint8_t *fin = g.sbuf + (size_t)(sent % o.depth) * o.size;
+
+	while (sent + 1 - freed > (uint64_t)o.depth)
+		reap_sends(false);
+	perf_put_seq(fin, o.size, PERF_FIN | sent);
+	fill_send(0, fin, 0, true);
+	post_sends(g.eps[0].qp, 1);
+}
+
+/* The end markers' completions free nothing. */
+static void umc_fin_gap(void)
+{
+	struct ibv_wc wc[POLL_MAX];
+
+	poll_cq(wc, POLL_MAX);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Bandwidth: receiver.                                                      */
 
-static bool all_done(void)
+static struct perf_rx *umc_acct(int q)
 {
-	for (int i = 0; i < g.neps; i++)
-		if (!g.eps[i].done)
-			return false;
-	return true;
+	return &g.eps[q].rx;
 }
 
+/* Repost @e's consumed receives once there are @min of them. */
 static void flush_pending(struct ep *e, int min)
 {
-	if (e->npending >= min && e->npending > 0 && !e->done) {
+	if (e->npending >= min && e->npending > 0 && !e->rx.done) {
 		post_recvs(e, e->pending, e->npending);
 		e->npending = 0;
 	}
 }
 
-static void run_receiver(void)
+static int umc_recv(int64_t *now)
 {
-	struct perf_result r = {"umcast", "recv", o.size, o.batch, g.neps};
 	struct ibv_wc wc[POLL_MAX];
-	int64_t start = perf_now_ns(), last = 0, now;
-	uint64_t total = 0, expected = 0;
-	int64_t first = INT64_MAX, lastrx = 0;
-	bool got_any = false;
+	int n = poll_cq(wc, POLL_MAX);
 
-	perf_signal_ready(o.ready_fd);
-	while (!all_done()) {
-		int n = poll_cq(wc, POLL_MAX);
+	if (!n)
+		return 0;
+	*now = perf_now_ns();
+	for (int i = 0; i < n; i++) {
+		struct ep *e = &g.eps[wc[i].wr_id >> 32];
+		uint32_t slot = (uint32_t)wc[i].wr_id;
 
-		if (n) {
-			now = perf_now_ns();
-			last = now;
-			got_any = true;
-			for (int i = 0; i < n; i++) {
-				struct ep *e = &g.eps[wc[i].wr_id >> 32];
-				uint32_t slot = (uint32_t)wc[i].wr_id;
-
-				if (wc[i].status != IBV_WC_SUCCESS) {
-					if (!g.bad++)
-						fprintf(stderr, "%s: receive completion: %s%s\n", prog,
-							ibv_wc_status_str(wc[i].status),
-							wc[i].status == IBV_WC_LOC_LEN_ERR
-								? " (messages longer than -S?)"
-								: "");
-					if (wc[i].status == IBV_WC_WR_FLUSH_ERR ||
-					    wc[i].status == IBV_WC_LOC_LEN_ERR)
-						e->done = true;
-					continue;
-				}
-				uint64_t seq = perf_get_seq(rslot(e, slot) + GRH, o.size);
-
-				if (perf_rx_account(&e->rx, seq, now) ||
-				    (o.count && e->rx.received >= o.count))
-					e->done = true;
-				e->pending[e->npending++] = slot;
-			}
-			for (int i = 0; i < g.neps; i++)
-				flush_pending(&g.eps[i], o.batch);
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			if (!g.bad++)
+				fprintf(stderr, "%s: receive completion: %s%s\n", prog,
+					ibv_wc_status_str(wc[i].status),
+					wc[i].status == IBV_WC_LOC_LEN_ERR
+						? " (messages longer than -S?)"
+						: "");
+			if (wc[i].status == IBV_WC_WR_FLUSH_ERR ||
+			    wc[i].status == IBV_WC_LOC_LEN_ERR)
+				e->rx.done = true;
 			continue;
 		}
-		for (int i = 0; i < g.neps; i++)
-			flush_pending(&g.eps[i], 1);
-		now = perf_now_ns();
-		if (got_any ? now - last > o.idle_ms * 1000000ll
-			    : now - start > o.timeout_ms * 1000000ll)
-			break;
-		if (o.events)
-			wait_event(got_any ? o.idle_ms : o.timeout_ms);
+		perf_rx_take(&e->rx, perf_get_seq(rslot(e, slot) + GRH, o.size), *now, o.count);
+		e->pending[e->npending++] = slot;
 	}
-	for (int i = 0; i < g.neps; i++) {
-		struct perf_rx *rx = &g.eps[i].rx;
+	for (int i = 0; i < g.neps; i++)
+		flush_pending(&g.eps[i], o.batch);
+	return n;
+}
 
-		total += rx->received;
-		expected += perf_rx_expected(rx);
-		if (rx->received) {
-			if (rx->first_ns < first)
-				first = rx->first_ns;
-			if (rx->last_ns > lastrx)
-				lastrx = rx->last_ns;
-		}
-		if (g.neps > 1)
-			printf("# qp 0x%x: received %llu of %llu\n", g.eps[i].qp->qp_num,
-			       (unsigned long long)rx->received,
-			       (unsigned long long)perf_rx_expected(rx));
-	}
-	if (o.count && expected < o.count * (uint64_t)g.neps)
-		expected = o.count * (uint64_t)g.neps;
-	if (!total)
-		fprintf(stderr, "%s: no message received\n", prog);
-	perf_print_rate(&r, total, total ? lastrx - first : 0, expected, true);
+static void umc_recv_idle(void)
+{
+	for (int i = 0; i < g.neps; i++)
+		flush_pending(&g.eps[i], 1);
+}
+
+static void umc_queue_name(int q, char *buf, size_t len)
+{
+	snprintf(buf, len, "qp 0x%x", g.eps[q].qp->qp_num);
+}
+
+static void umc_recv_end(void)
+{
 	if (g.bad)
 		fprintf(stderr, "%s: %llu completions with an error status\n", prog,
 			(unsigned long long)g.bad);
-	if (!total)
-		exit(3);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Latency.                                                                  */
 
-static void run_ping(void)
+static bool send_done = true; /* ping: the send buffer is ours */
+
+/* The send buffer is ours again once its completion is seen. */
+static void umc_ping_prepare(uint64_t seq)
 {
-	struct perf_result r = {"umcast", "ping", o.size, 1, 1};
 	struct ep *e = &g.eps[0];
 	struct ibv_wc wc[POLL_MAX];
-	uint64_t iters = o.count ? o.count : 10000, lost = 0, n_ok = 0;
-	int64_t *samples = malloc(iters * sizeof(*samples));
-	bool send_done = true;
 
-	if (!samples)
-		die("malloc");
-	perf_signal_ready(o.ready_fd);
-	for (uint64_t i = 0; i < o.warmup + iters; i++) {
-		bool got = false;
-		int64_t t0, t1;
-
-		/* The send buffer is ours again once its completion is seen. */
-		while (!send_done) {
-			int n = poll_cq(wc, POLL_MAX);
-
-			for (int k = 0; k < n; k++) {
-				if (wc[k].wr_id & SEND_BIT)
-					send_done = true;
-				else
-					e->pending[e->npending++] = (uint32_t)wc[k].wr_id;
-			}
-		}
-		perf_put_seq(g.sbuf, o.size, i);
-		fill_send(0, g.sbuf, SEND_BIT, true);
-		send_done = false;
-		t0 = perf_now_ns();
-		post_sends(e->qp, 1);
-		while (!got) {
-			int n = poll_cq(wc, POLL_MAX);
-
-			for (int k = 0; k < n; k++) {
-				if (wc[k].wr_id & SEND_BIT) {
-					send_done = true;
-					continue;
-				}
-				uint32_t slot = (uint32_t)wc[k].wr_id;
-
-				if (wc[k].status == IBV_WC_SUCCESS &&
-				    perf_get_seq(rslot(e, slot) + GRH, o.size) == i)
-					got = true;
-				e->pending[e->npending++] = slot;
-			}
-			if (!n && perf_now_ns() - t0 > o.idle_ms * 1000000ll)
-				break;
-		}
-		t1 = perf_now_ns();
-		if (!got)
-			lost++;
-		else if (i >= o.warmup)
-			samples[n_ok++] = t1 - t0;
-		if (e->npending >= o.batch || e->npending > o.depth / 2) {
-			post_recvs(e, e->pending, e->npending);
-			e->npending = 0;
-		}
-	}
-	/* Tell the pong side to stop. */
-	for (int k = 0; k < 8; k++) {
-		while (!send_done) {
-			int n = poll_cq(wc, POLL_MAX);
-
-			for (int j = 0; j < n; j++)
-				if (wc[j].wr_id & SEND_BIT)
-					send_done = true;
-		}
-		perf_put_seq(g.sbuf, o.size, PERF_FIN | (o.warmup + iters));
-		fill_send(0, g.sbuf, SEND_BIT, true);
-		send_done = false;
-		post_sends(e->qp, 1);
-	}
-	perf_dump_samples(o.dump, samples, n_ok);
-	perf_print_lat(&r, samples, n_ok, lost);
-	free(samples);
-	if (!n_ok)
-		exit(3);
-}
-
-static void run_pong(void)
-{
-	struct perf_result r = {"umcast", "pong", o.size, 1, 1};
-	struct ep *e = &g.eps[0];
-	struct ibv_wc wc[POLL_MAX];
-	int64_t start = perf_now_ns(), last = 0, first = 0;
-	uint64_t echoed = 0;
-	bool stop = false;
-
-	perf_signal_ready(o.ready_fd);
-	while (!stop) {
-		int n = poll_cq(wc, POLL_MAX), ns = 0;
+	while (!send_done) {
+		int n = poll_cq(wc, POLL_MAX);
 
 		for (int k = 0; k < n; k++) {
-			uint32_t slot = (uint32_t)wc[k].wr_id;
-
-			if (wc[k].wr_id & SEND_BIT) {
-				/* The echo left: its buffer takes a receive again. */
-				e->pending[e->npending++] = slot;
-				continue;
-			}
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				g.bad++;
-				continue;
-			}
-			uint8_t *p = rslot(e, slot) + GRH;
-
-			if (perf_get_seq(p, o.size) & PERF_FIN) {
-				stop = true;
-				e->pending[e->npending++] = slot;
-				continue;
-			}
-			/* Echo straight from the receive buffer. */
-			fill_send(ns++, p, SEND_BIT | slot, true);
-		}
-		if (ns) {
-			post_sends(e->qp, ns);
-			last = perf_now_ns();
-			if (!echoed)
-				first = last;
-			echoed += ns;
-		}
-		if (e->npending && (!n || e->npending >= o.batch)) {
-			post_recvs(e, e->pending, e->npending);
-			e->npending = 0;
-		}
-		if (!n) {
-			int64_t now = perf_now_ns();
-
-			if (echoed ? now - last > o.idle_ms * 1000000ll
-				   : now - start > o.timeout_ms * 1000000ll)
-				break;
-			if (o.events)
-				wait_event(echoed ? o.idle_ms : o.timeout_ms);
+			if (wc[k].wr_id & SEND_BIT)
+				send_done = true;
+			else
+				e->pending[e->npending++] = (uint32_t)wc[k].wr_id;
 		}
 	}
-	perf_print_rate(&r, echoed, last - first, 0, false);
+	perf_put_seq(g.sbuf, o.size, seq);
+	fill_send(0, g.sbuf, SEND_BIT, true);
+	send_done = false;
+}
+
+static void umc_ping_send(void)
+{
+	post_sends(g.eps[0].qp, 1);
+}
+
+static int umc_ping_recv(uint64_t seq, bool *got)
+{
+	struct ep *e = &g.eps[0];
+	struct ibv_wc wc[POLL_MAX];
+	int n = poll_cq(wc, POLL_MAX);
+
+	for (int k = 0; k < n; k++) {
+		if (wc[k].wr_id & SEND_BIT) {
+			send_done = true;
+			continue;
+		}
+		uint32_t slot = (uint32_t)wc[k].wr_id;
+
+		if (wc[k].status == IBV_WC_SUCCESS &&
+		    perf_get_seq(rslot(e, slot) + GRH, o.size) == seq)
+			*got = true;
+		e->pending[e->npending++] = slot;
+	}
+	return n;
+}
+
+/* Repost at -B consumed receives, or at half the queue if that is fewer. */
+static void umc_ping_after(void)
+{
+	flush_pending(&g.eps[0], o.batch < o.depth / 2 + 1 ? o.batch : o.depth / 2 + 1);
+}
+
+static int umc_pong(struct perf_echo *pe, bool *stop)
+{
+	struct ep *e = &g.eps[0];
+	struct ibv_wc wc[POLL_MAX];
+	int n = poll_cq(wc, POLL_MAX), ns = 0;
+
+	for (int k = 0; k < n; k++) {
+		uint32_t slot = (uint32_t)wc[k].wr_id;
+
+		if (wc[k].wr_id & SEND_BIT) {
+			/* The echo left: its buffer takes a receive again. */
+			e->pending[e->npending++] = slot;
+			continue;
+		}
+		if (wc[k].status != IBV_WC_SUCCESS) {
+			g.bad++;
+			continue;
+		}
+		uint8_t *p = rslot(e, slot) + GRH;
+
+		if (perf_get_seq(p, o.size) & PERF_FIN) {
+			*stop = true;
+			e->pending[e->npending++] = slot;
+			continue;
+		}
+		/* Echo straight from the receive buffer. */
+		fill_send(ns++, p, SEND_BIT | slot, true);
+	}
+	if (ns) {
+		post_sends(e->qp, ns);
+		perf_echoed(pe, ns);
+	}
+	/* Repost at -B, or whatever there is once the CQ is empty. */
+	flush_pending(e, n ? o.batch : 1);
+	return n;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -823,50 +695,39 @@ static void usage(void)
 	exit(2);
 }
 
+static const struct perf_transport umcast = {
+	.prog = prog,
+	.name = "umcast",
+	.optstring = "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:T:O:h",
+	.size_max = 1 << 20,
+	.batch_max = 4096,
+	.usage = usage,
+	.o = &o,
+	.reserve = umc_reserve,
+	.send = umc_send,
+	.send_fin = umc_send_fin,
+	.fin_gap = umc_fin_gap,
+	.acct = umc_acct,
+	.recv = umc_recv,
+	.recv_idle = umc_recv_idle,
+	.queue_name = umc_queue_name,
+	.recv_end = umc_recv_end,
+	.ping_prepare = umc_ping_prepare,
+	.ping_send = umc_ping_send,
+	.ping_recv = umc_ping_recv,
+	.ping_after = umc_ping_after,
+	.pong = umc_pong,
+	.wait = wait_event,
+};
+
 int main(int argc, char **argv)
 {
 	char group2[INET6_ADDRSTRLEN];
-	int op;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:T:O:h")) != -1) {
-		switch (op) {
-		case 'm': o.group = optarg; break;
-		case 'g': o.group2 = optarg; break;
-		case 'b': o.bind = optarg; break;
-		case 's': o.sender = true; break;
-		case 'o': o.send_only = true; break;
-		case 'L':
-			if (!strcmp(optarg, "ping"))
-				o.mode = MODE_PING;
-			else if (!strcmp(optarg, "pong"))
-				o.mode = MODE_PONG;
-			else
-				usage();
-			break;
-		case 'S': o.size = (uint32_t)perf_parse_num(prog, "-S", optarg, 0, 1 << 20); break;
-		case 'n': o.count = (uint64_t)perf_parse_num(prog, "-n", optarg, 1, 1e15); break;
-		case 'D': o.duration = perf_parse_num(prog, "-D", optarg, 0.001, 3600); break;
-		case 'r': o.rate = perf_parse_num(prog, "-r", optarg, 1, 1e10); break;
-		case 'B': o.batch = (int)perf_parse_num(prog, "-B", optarg, 1, 4096); break;
-		case 'd': o.depth = (int)perf_parse_num(prog, "-d", optarg, 1, 16384); break;
-		case 'q': o.qps = (int)perf_parse_num(prog, "-q", optarg, 1, MAX_QPS); break;
-		case 'e': o.events = true; break;
-		case 'O': o.dump = optarg; break;
-		case 'w': o.warmup = (uint64_t)perf_parse_num(prog, "-w", optarg, 0, 1e9); break;
-		case 'R': o.ready_fd = (int)perf_parse_num(prog, "-R", optarg, 0, INT_MAX); break;
-		case 'I': o.idle_ms = (int)perf_parse_num(prog, "-I", optarg, 1, INT_MAX); break;
-		case 'T': o.timeout_ms = (int)perf_parse_num(prog, "-T", optarg, 1, INT_MAX); break;
-		default: usage();
-		}
-	}
-	if (optind < argc || !o.group)
-		usage();
-	if (o.sender && o.mode != MODE_BW)
-		fail("-s and -L %s do not mix", o.mode == MODE_PING ? "ping" : "pong");
-	if (o.batch > o.depth)
-		o.batch = o.depth;
-	if (o.mode != MODE_BW && !o.group2) {
+	perf_parse_args(&umcast, argc, argv);
+	if (o.sender && o.mode != PERF_MODE_BW)
+		fail("-s and -L %s do not mix", o.mode == PERF_MODE_PING ? "ping" : "pong");
+	if (o.mode != PERF_MODE_BW && !o.group2) {
 		default_group2(group2, sizeof(group2));
 		o.group2 = group2;
 	}
@@ -874,24 +735,8 @@ int main(int argc, char **argv)
 	get_addr(o.group, &g.dst);
 	if (o.group2)
 		get_addr(o.group2, &g.dst2);
-	if (o.sender && !o.count && !o.duration)
-		o.count = 1000000;
-
 	setup();
-	switch (o.mode) {
-	case MODE_BW:
-		if (o.sender)
-			run_sender();
-		else
-			run_receiver();
-		break;
-	case MODE_PING:
-		run_ping();
-		break;
-	case MODE_PONG:
-		run_pong();
-		break;
-	}
+	perf_run(&umcast);
 	teardown();
 	return g.bad ? 4 : 0;
 }
