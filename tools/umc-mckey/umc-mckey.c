@@ -129,6 +129,23 @@ static int64_t deadline_after(int ms)
 	return ms ? now_ms() + ms : -1;
 }
 
+/*
+ * poll(2) @pfd[0..nfds) until @deadline.  Returns how many are ready (0:
+ * the deadline passed), -EINTR when interrupted (look again), or another
+ * -errno after saying so.
+ */
+static int poll_until(struct pollfd *pfd, int nfds, int64_t deadline)
+{
+	int n = poll(pfd, (nfds_t)nfds, remaining_ms(deadline));
+
+	if (n >= 0)
+		return n;
+	if (errno == EINTR)
+		return -EINTR;
+	perror("mckey: poll");
+	return -errno;
+}
+
 /* The payload of message `index`: byte i is (index + i) mod 256. */
 static void fill_pattern(uint8_t *buf, int len, int index)
 {
@@ -310,83 +327,64 @@ static uint8_t *slot_buf(struct node *node, int slot)
 	return node->mem + (size_t)slot * slot_len();
 }
 
-static int post_recv_slot(struct node *node, int slot)
+/*
+ * Post slot @slot's work request: a receiver's receive, or a sender's send
+ * of message number node->posted, free again at its completion (every send
+ * is signaled, so the sender can count them).
+ */
+static int post_slot(struct node *node, int slot)
 {
-	struct ibv_recv_wr wr, *bad_wr;
-	struct ibv_sge sge;
-	int ret;
-
-	sge.addr = (uintptr_t)slot_buf(node, slot);
-	sge.length = slot_len();
-	sge.lkey = node->mr->lkey;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uint64_t)slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-
-	ret = ibv_post_recv(node->cma_id->qp, &wr, &bad_wr);
-	if (ret) {
-		printf("failed to post receives: %d\n", ret);
-		return ret > 0 ? -ret : ret;
-	}
-	node->posted++;
-	return 0;
-}
-
-/* Send message number node->posted from `slot`; the slot is free again at
- * its completion (every send is signaled, so the sender can count them). */
-static int post_send_slot(struct node *node, int slot)
-{
-	struct ibv_send_wr wr, *bad_wr;
-	struct ibv_sge sge;
 	uint8_t *buf = slot_buf(node, slot);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf,
+		.length = is_sender ? (uint32_t)message_size : (uint32_t)slot_len(),
+		.lkey = node->mr->lkey,
+	};
 	int ret;
 
-	fill_pattern(buf, message_size, node->posted);
-	sge.addr = (uintptr_t)buf;
-	sge.length = message_size;
-	sge.lkey = node->mr->lkey;
+	if (is_sender) {
+		struct ibv_send_wr wr = {
+			.wr_id = (uint64_t)slot,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_SEND_WITH_IMM,
+			.send_flags = IBV_SEND_SIGNALED,
+			.imm_data = htobe32(node->cma_id->qp->qp_num),
+			.wr.ud = {
+				.ah = node->ah,
+				.remote_qpn = node->remote_qpn,
+				.remote_qkey = node->remote_qkey,
+			},
+		}, *bad_wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uint64_t)slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.imm_data = htobe32(node->cma_id->qp->qp_num);
-	wr.wr.ud.ah = node->ah;
-	wr.wr.ud.remote_qpn = node->remote_qpn;
-	wr.wr.ud.remote_qkey = node->remote_qkey;
+		fill_pattern(buf, message_size, node->posted);
+		ret = ibv_post_send(node->cma_id->qp, &wr, &bad_wr);
+	} else {
+		struct ibv_recv_wr wr = {
+			.wr_id = (uint64_t)slot,
+			.sg_list = &sge,
+			.num_sge = 1,
+		}, *bad_wr;
 
-	ret = ibv_post_send(node->cma_id->qp, &wr, &bad_wr);
+		ret = ibv_post_recv(node->cma_id->qp, &wr, &bad_wr);
+	}
 	if (ret) {
-		printf("failed to post sends: %d\n", ret);
+		printf("failed to post %s: %d\n", is_sender ? "sends" : "receives", ret);
 		return ret > 0 ? -ret : ret;
 	}
 	node->posted++;
 	return 0;
 }
 
-static int post_recvs(struct node *node)
+/* Fill every slot: a receiver's before its join, a sender's once joined. */
+static int post_slots(struct node *node)
 {
 	int ret = 0;
 
-	if (!message_count)
+	if (!message_count || (is_sender && !node->connected))
 		return 0;
 	for (int slot = 0; slot < node->depth && !ret; slot++)
-		ret = post_recv_slot(node, slot);
-	return ret;
-}
-
-static int post_sends(struct node *node)
-{
-	int ret = 0;
-
-	if (!node->connected || !message_count)
-		return 0;
-	for (int slot = 0; slot < node->depth && !ret; slot++)
-		ret = post_send_slot(node, slot);
+		ret = post_slot(node, slot);
 	return ret;
 }
 
@@ -485,8 +483,7 @@ static int drain_cq(struct node *node)
 				check_recv(node, &wc[i]);
 			if (node->posted >= message_count)
 				continue;
-			ret = is_sender ? post_send_slot(node, slot)
-					: post_recv_slot(node, slot);
+			ret = post_slot(node, slot);
 			if (ret)
 				return ret;
 		}
@@ -548,11 +545,9 @@ static int pause_before_sending(void)
 	int n;
 
 	while (!test.cm_error && remaining_ms(deadline) > 0) {
-		n = poll(&pfd, 1, remaining_ms(deadline));
-		if (n < 0 && errno != EINTR) {
-			perror("mckey: poll");
-			return -errno;
-		}
+		n = poll_until(&pfd, 1, deadline);
+		if (n < 0 && n != -EINTR)
+			return n;
 		if (n > 0)
 			handle_async_event();
 	}
@@ -574,7 +569,7 @@ static int transfer(void)
 
 	if (is_sender) {
 		for (int i = 0; i < connections; i++) {
-			ret = post_sends(&test.nodes[i]);
+			ret = post_slots(&test.nodes[i]);
 			if (ret)
 				return ret;
 		}
@@ -628,13 +623,11 @@ static int transfer(void)
 		pfd[nfds].fd = test.channel->fd;
 		pfd[nfds++].events = POLLIN;
 
-		n = poll(pfd, nfds, remaining_ms(deadline));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			perror("mckey: poll");
-			return -errno;
-		}
+		n = poll_until(pfd, nfds, deadline);
+		if (n == -EINTR)
+			continue;
+		if (n < 0)
+			return n;
 		if (n == 0) {
 			int done = 0, want = 0;
 
@@ -675,7 +668,7 @@ static int addr_handler(struct node *node)
 	/* Receives are posted before the join, so no datagram finds the
 	 * receive queue empty once the QP is attached. */
 	if (!is_sender) {
-		ret = post_recvs(node);
+		ret = post_slots(node);
 		if (ret)
 			goto err;
 	}
@@ -751,13 +744,11 @@ static int connect_events(void)
 	int ret = 0, n;
 
 	while (test.connects_left > 0 && !ret) {
-		n = poll(&pfd, 1, remaining_ms(deadline));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			perror("mckey: poll");
-			return -errno;
-		}
+		n = poll_until(&pfd, 1, deadline);
+		if (n == -EINTR)
+			continue;
+		if (n < 0)
+			return n;
 		if (n == 0) {
 			printf("mckey: timeout: no CM event for %d ms "
 			       "(%d of %d not joined)\n", timeout_ms,
