@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -189,6 +191,41 @@ static inline struct ibv_ah *t_group_ah(struct ibv_pd *pd, uint32_t ip)
 	return ibv_create_ah(pd, &a);
 }
 
+/*
+ * A test's environment: the loopback device, a PD and, when @gip is not 0,
+ * that IPv4 group (host order) and, with @with_ah, an AH to it.
+ */
+struct t_env {
+	struct ibv_context *ctx;
+	struct umc_device *dev;
+	struct ibv_pd *pd;
+	uint32_t gip;	    /* group, host order (0: none) */
+	union ibv_gid mgid; /* its GID */
+	struct ibv_ah *ah;  /* to it, or NULL */
+};
+
+static inline void t_env_open(struct t_env *e, uint32_t gip, bool with_ah)
+{
+	memset(e, 0, sizeof(*e));
+	e->ctx = t_open_lo();
+	e->dev = ctx_dev(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	if (!gip)
+		return;
+	e->gip = gip;
+	e->mgid = t_gid_v4(gip);
+	if (with_ah)
+		e->ah = t_group_ah(e->pd, gip);
+}
+
+static inline void t_env_close(struct t_env *e)
+{
+	if (e->ah)
+		ibv_destroy_ah(e->ah);
+	ibv_dealloc_pd(e->pd);
+	ibv_close_device(e->ctx);
+}
+
 /* Post one receive of @len bytes at offset @off of the QP's buffer. */
 static inline int t_post_recv(struct t_qp *t, size_t off, uint32_t len, uint64_t wr_id)
 {
@@ -222,6 +259,50 @@ static inline int t_send(struct t_qp *t, struct ibv_ah *ah, const void *data, ui
 	if (len)
 		memcpy(src, data, len);
 	return ibv_post_send(t->qp, &wr, &bad);
+}
+
+/*
+ * A cmocka fixture (*state): the environment (group @gip, AH to it if not
+ * 0), a CQ of 64 and a UD QP in RESET on it and, @with_buf, a registered
+ * 4096-byte buffer.  t_fx_setup() fails (-1) if any of them is missing.
+ */
+struct t_fx {
+	struct t_env e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr; /* with_buf */
+	uint8_t *buf;
+};
+
+static inline int t_fx_setup(void **state, uint32_t gip, bool with_buf)
+{
+	struct t_fx *f = calloc(1, sizeof(*f));
+
+	t_env_open(&f->e, gip, gip != 0);
+	f->cq = ibv_create_cq(f->e.ctx, 64, NULL, NULL, 0);
+	f->qp = t_create_qp(f->e.pd, f->cq, 0);
+	if (with_buf) {
+		f->buf = calloc(1, 4096);
+		f->mr = ibv_reg_mr(f->e.pd, f->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	}
+	if (!f->e.pd || !f->cq || !f->qp || (gip && !f->e.ah) || (with_buf && (!f->buf || !f->mr)))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static inline int t_fx_teardown(void **state)
+{
+	struct t_fx *f = *state;
+
+	ibv_destroy_qp(f->qp);
+	ibv_destroy_cq(f->cq);
+	if (f->mr)
+		ibv_dereg_mr(f->mr);
+	t_env_close(&f->e);
+	free(f->buf);
+	free(f);
+	return 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -301,6 +382,47 @@ static inline unsigned long t_cnt(struct umc_device *dev, atomic_ulong *c)
 }
 
 #define T_CNT(dev, name) t_cnt((dev), &(dev)->cnt.name)
+
+/* Read exactly @n bytes from @fd within @ms. */
+static inline bool t_read_full(int fd, void *buf, size_t n, int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)(deadline - t_now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			return false;
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+/*
+ * Wait up to @ms for child @pid (SIGKILL after that): its exit status, 128
+ * + the signal that ended it, or -1 if it had to be killed.
+ */
+static inline int t_reap(pid_t pid, int ms)
+{
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+	int st;
+
+	while (waitpid(pid, &st, WNOHANG) != pid) {
+		if (t_now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		poll(NULL, 0, 5);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
 
 /* ------------------------------------------------------------------------- */
 /* A plain UDP socket that sees the group's datagrams as they are on the     */

@@ -16,12 +16,7 @@
 
 static void test_non_multicast_destqp_not_fanned_out(void **state)
 {
-	struct ibv_context *ctx = t_open_lo();
-	struct umc_device *dev = ctx_dev(ctx);
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	uint32_t gip = t_group_ip(1);
-	union ibv_gid g = t_gid_v4(gip);
-	struct ibv_ah *ah = t_group_ah(pd, gip);
+	struct t_env e;
 	struct t_qp s, r;
 	uint8_t pkt[2048], data[16];
 	struct ibv_sge sge;
@@ -30,11 +25,12 @@ static void test_non_multicast_destqp_not_fanned_out(void **state)
 	ssize_t n;
 	int sn;
 
-	t_qp_make(&s, pd, 0, T_QKEY);
-	t_qp_make(&r, pd, 0, T_QKEY);
-	assert_int_equal(ibv_attach_mcast(r.qp, &g, 0), 0);
-	assert_int_equal(umc_dev_member(dev, &g, +1), 0);
-	sn = t_sniff_open(gip);
+	t_env_open(&e, t_group_ip(1), true);
+	t_qp_make(&s, e.pd, 0, T_QKEY);
+	t_qp_make(&r, e.pd, 0, T_QKEY);
+	assert_int_equal(ibv_attach_mcast(r.qp, &e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(e.dev, &e.mgid, +1), 0);
+	sn = t_sniff_open(e.gip);
 	assert_int_equal(t_post_recv(&r, 0, 2048, 1), 0);
 	assert_int_equal(t_post_recv(&r, 2048, 2048, 2), 0);
 
@@ -44,7 +40,7 @@ static void test_non_multicast_destqp_not_fanned_out(void **state)
 	sge = (struct ibv_sge){(uintptr_t)s.buf, sizeof(data), s.mr->lkey};
 	wr = (struct ibv_send_wr){
 		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-		.wr.ud = {.ah = ah, .remote_qpn = 0x000123, .remote_qkey = T_QKEY},
+		.wr.ud = {.ah = e.ah, .remote_qpn = 0x000123, .remote_qkey = T_QKEY},
 	};
 	assert_int_equal(ibv_post_send(s.qp, &wr, &bad), 0);
 	t_wait_send(s.cq, 1);
@@ -54,7 +50,7 @@ static void test_non_multicast_destqp_not_fanned_out(void **state)
 	assert_int_equal(pkt[5] << 16 | pkt[6] << 8 | pkt[7], 0x000123);
 
 	/* The marker, to the multicast QPN. */
-	assert_int_equal(t_send(&s, ah, "marker", 6, T_QKEY, false, 0, 0, 2), 0);
+	assert_int_equal(t_send(&s, e.ah, "marker", 6, T_QKEY, false, 0, 0, 2), 0);
 	t_wait_send(s.cq, 2);
 	n = t_sniff_recv(sn, pkt, sizeof(pkt), T_WAIT_MS);
 	assert_true(n >= 28);
@@ -70,13 +66,11 @@ static void test_non_multicast_destqp_not_fanned_out(void **state)
 	t_assert_cq_empty(r.cq);
 
 	close(sn);
-	assert_int_equal(ibv_detach_mcast(r.qp, &g, 0), 0);
-	umc_dev_member(dev, &g, -1);
+	assert_int_equal(ibv_detach_mcast(r.qp, &e.mgid, 0), 0);
+	umc_dev_member(e.dev, &e.mgid, -1);
 	t_qp_free(&s);
 	t_qp_free(&r);
-	ibv_destroy_ah(ah);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
+	t_env_close(&e);
 }
 
 int main(void)

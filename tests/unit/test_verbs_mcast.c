@@ -17,39 +17,9 @@
 
 #include "test_verbs_common.h"
 
-struct fx {
-	struct ibv_context *ctx;
-	struct umc_device *dev;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-};
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->ctx = t_open_lo();
-	f->dev = ctx_dev(f->ctx);
-	f->pd = ibv_alloc_pd(f->ctx);
-	f->cq = ibv_create_cq(f->ctx, 64, NULL, NULL, 0);
-	f->qp = t_create_qp(f->pd, f->cq, 0);
-	if (!f->pd || !f->cq || !f->qp)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	ibv_destroy_qp(f->qp);
-	ibv_destroy_cq(f->cq);
-	ibv_dealloc_pd(f->pd);
-	ibv_close_device(f->ctx);
-	free(f);
-	return 0;
+	return t_fx_setup(state, 0, false);
 }
 
 /* Groups of the device that exist (with a socket) for @gid. */
@@ -64,7 +34,7 @@ static bool group_exists(struct umc_device *dev, const union ibv_gid *gid)
 
 static void test_non_multicast_gid(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	union ibv_gid g[5];
 
 	g[0] = t_gid_v4(0x0a000001);	 /* ::ffff:10.0.0.1, unicast */
@@ -78,7 +48,7 @@ static void test_non_multicast_gid(void **state)
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(ibv_attach_mcast(f->qp, &g[i], 0), EINVAL);
 		assert_int_equal(ibv_detach_mcast(f->qp, &g[i], 0), EINVAL);
-		assert_false(group_exists(f->dev, &g[i]));
+		assert_false(group_exists(f->e.dev, &g[i]));
 	}
 	/* The boundaries of 224.0.0.0/4 are multicast. */
 	union ibv_gid lo = t_gid_v4(0xe0000001), hi = t_gid_v4(0xefffffff);
@@ -87,34 +57,34 @@ static void test_non_multicast_gid(void **state)
 	assert_int_equal(ibv_attach_mcast(f->qp, &hi, 0), 0);
 	assert_int_equal(ibv_detach_mcast(f->qp, &lo, 0), 0);
 	assert_int_equal(ibv_detach_mcast(f->qp, &hi, 0), 0);
-	assert_int_equal(f->dev->total_attach, 0);
+	assert_int_equal(f->e.dev->total_attach, 0);
 }
 
 static void test_duplicate_attach(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	union ibv_gid g = t_group_gid(1);
-	int total0 = f->dev->total_attach;
+	int total0 = f->e.dev->total_attach;
 
 	assert_int_equal(ibv_attach_mcast(f->qp, &g, 0), 0);
 	assert_int_equal(ibv_attach_mcast(f->qp, &g, 0), 0);
-	assert_true(group_exists(f->dev, &g));
+	assert_true(group_exists(f->e.dev, &g));
 	/* One attachment, not two. */
-	assert_int_equal(f->dev->total_attach, total0 + 1);
-	pthread_mutex_lock(&f->dev->lock);
-	assert_int_equal(__umc_mcg_find(f->dev, &g)->nqp, 1);
-	pthread_mutex_unlock(&f->dev->lock);
+	assert_int_equal(f->e.dev->total_attach, total0 + 1);
+	pthread_mutex_lock(&f->e.dev->lock);
+	assert_int_equal(__umc_mcg_find(f->e.dev, &g)->nqp, 1);
+	pthread_mutex_unlock(&f->e.dev->lock);
 	/* One detach undoes it; the second finds nothing: EINVAL. */
 	assert_int_equal(ibv_detach_mcast(f->qp, &g, 0), 0);
 	assert_int_equal(ibv_detach_mcast(f->qp, &g, 0), EINVAL);
-	assert_int_equal(f->dev->total_attach, total0);
-	assert_false(group_exists(f->dev, &g));
+	assert_int_equal(f->e.dev->total_attach, total0);
+	assert_false(group_exists(f->e.dev, &g));
 }
 
 static void test_detach_unattached(void **state)
 {
-	struct fx *f = *state;
-	struct ibv_qp *qp2 = t_create_qp(f->pd, f->cq, 0);
+	struct t_fx *f = *state;
+	struct ibv_qp *qp2 = t_create_qp(f->e.pd, f->cq, 0);
 	union ibv_gid g = t_group_gid(2), h = t_group_gid(3);
 
 	assert_non_null(qp2);
@@ -129,13 +99,13 @@ static void test_detach_unattached(void **state)
 	/* Same GID, another MLID: uverbs matches (gid, mlid). */
 	assert_int_equal(ibv_detach_mcast(f->qp, &h, 7), EINVAL);
 	/* qp2's attachment survived the failed detaches. */
-	pthread_mutex_lock(&f->dev->lock);
-	struct umc_mcg *mg = __umc_mcg_find(f->dev, &g);
+	pthread_mutex_lock(&f->e.dev->lock);
+	struct umc_mcg *mg = __umc_mcg_find(f->e.dev, &g);
 
 	assert_non_null(mg);
 	assert_int_equal(mg->nqp, 1);
 	assert_ptr_equal(mg->qps[0], to_uqp(qp2));
-	pthread_mutex_unlock(&f->dev->lock);
+	pthread_mutex_unlock(&f->e.dev->lock);
 	assert_int_equal(ibv_detach_mcast(qp2, &g, 0), 0);
 	assert_int_equal(ibv_detach_mcast(f->qp, &h, 0), 0);
 	assert_int_equal(ibv_destroy_qp(qp2), 0);
@@ -143,16 +113,16 @@ static void test_detach_unattached(void **state)
 
 static void test_57th_qp_enomem(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	enum { N = 57 };
 	struct ibv_qp *qps[N];
 	union ibv_gid g = t_group_gid(4), other = t_group_gid(5);
 	struct ibv_device_attr da;
 
-	assert_int_equal(ibv_query_device(f->ctx, &da), 0);
+	assert_int_equal(ibv_query_device(f->e.ctx, &da), 0);
 	assert_int_equal(da.max_mcast_qp_attach, N - 1);
 	for (int i = 0; i < N; i++) {
-		qps[i] = t_create_qp(f->pd, f->cq, 0);
+		qps[i] = t_create_qp(f->e.pd, f->cq, 0);
 		assert_non_null(qps[i]);
 	}
 	for (int i = 0; i < N - 1; i++)
@@ -175,25 +145,25 @@ static void test_57th_qp_enomem(void **state)
 	}
 	assert_int_equal(ibv_detach_mcast(qps[N - 1], &other, 0), 0);
 	assert_int_equal(ibv_destroy_qp(qps[N - 1]), 0);
-	assert_false(group_exists(f->dev, &g));
-	assert_false(group_exists(f->dev, &other));
+	assert_false(group_exists(f->e.dev, &g));
+	assert_false(group_exists(f->e.dev, &other));
 }
 
 static void test_destroy_attached_ebusy(void **state)
 {
-	struct fx *f = *state;
-	struct ibv_qp *qp = t_create_qp(f->pd, f->cq, 0);
+	struct t_fx *f = *state;
+	struct ibv_qp *qp = t_create_qp(f->e.pd, f->cq, 0);
 	union ibv_gid g = t_group_gid(6);
 
 	assert_non_null(qp);
 	assert_int_equal(ibv_attach_mcast(qp, &g, 0), 0);
 	assert_int_equal(ibv_destroy_qp(qp), EBUSY);
 	/* Still usable and still attached. */
-	assert_true(group_exists(f->dev, &g));
+	assert_true(group_exists(f->e.dev, &g));
 	assert_int_equal(t_qp_rts(qp, T_QKEY, 0), 0);
 	assert_int_equal(ibv_detach_mcast(qp, &g, 0), 0);
 	assert_int_equal(ibv_destroy_qp(qp), 0);
-	assert_false(group_exists(f->dev, &g));
+	assert_false(group_exists(f->e.dev, &g));
 }
 
 /*
@@ -203,7 +173,7 @@ static void test_destroy_attached_ebusy(void **state)
  */
 static void test_group_limit(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	enum { G = 8192 };
 	struct rlimit rl;
 	union ibv_gid g;
@@ -218,12 +188,12 @@ static void test_group_limit(void **state)
 		g = t_gid_v4(0xeffe0000u | i);
 		assert_int_equal(ibv_attach_mcast(f->qp, &g, 0), 0);
 	}
-	assert_int_equal(f->dev->mcg_attached, G);
+	assert_int_equal(f->e.dev->mcg_attached, G);
 	g = t_gid_v4(0xeffd0000u);
 	assert_int_equal(ibv_attach_mcast(f->qp, &g, 0), ENOMEM);
-	assert_false(group_exists(f->dev, &g));
+	assert_false(group_exists(f->e.dev, &g));
 	/* Another QP cannot open a new group either, but may join an existing one. */
-	struct ibv_qp *qp2 = t_create_qp(f->pd, f->cq, 0);
+	struct ibv_qp *qp2 = t_create_qp(f->e.pd, f->cq, 0);
 	union ibv_gid g0 = t_gid_v4(0xeffe0000u);
 
 	assert_int_equal(ibv_attach_mcast(qp2, &g, 0), ENOMEM);
@@ -241,19 +211,19 @@ static void test_group_limit(void **state)
 		g = t_gid_v4(0xeffe0000u | i);
 		assert_int_equal(ibv_detach_mcast(f->qp, &g, 0), 0);
 	}
-	assert_int_equal(f->dev->mcg_attached, 0);
-	assert_int_equal(f->dev->total_attach, 0);
+	assert_int_equal(f->e.dev->mcg_attached, 0);
+	assert_int_equal(f->e.dev->total_attach, 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_non_multicast_gid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_duplicate_attach, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_detach_unattached, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_57th_qp_enomem, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_destroy_attached_ebusy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_multicast_gid, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_attach, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_detach_unattached, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_57th_qp_enomem, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_destroy_attached_ebusy, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_group_limit, setup, t_fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,48 +13,10 @@
  */
 #include "test_verbs_common.h"
 
-struct fx {
-	struct ibv_context *ctx;
-	struct umc_device *dev;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_ah *ah;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
-
+/* The QP in RESET, an AH to group 1, a registered 4096-byte buffer. */
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->ctx = t_open_lo();
-	f->dev = ctx_dev(f->ctx);
-	f->pd = ibv_alloc_pd(f->ctx);
-	f->cq = ibv_create_cq(f->ctx, 64, NULL, NULL, 0);
-	f->qp = t_create_qp(f->pd, f->cq, 0);
-	f->ah = t_group_ah(f->pd, t_group_ip(1));
-	f->buf = calloc(1, 4096);
-	f->mr = ibv_reg_mr(f->pd, f->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
-	if (!f->pd || !f->cq || !f->qp || !f->ah || !f->buf || !f->mr)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	ibv_destroy_qp(f->qp);
-	ibv_destroy_cq(f->cq);
-	ibv_destroy_ah(f->ah);
-	ibv_dereg_mr(f->mr);
-	ibv_dealloc_pd(f->pd);
-	ibv_close_device(f->ctx);
-	free(f->buf);
-	free(f);
-	return 0;
+	return t_fx_setup(state, t_group_ip(1), true);
 }
 
 static enum ibv_qp_state qstate(struct ibv_qp *qp)
@@ -81,8 +43,8 @@ enum { INIT_MASK = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY };
 
 static void test_create_defaults(void **state)
 {
-	struct fx *f = *state;
-	struct ibv_qp *qp2 = t_create_qp(f->pd, f->cq, 0);
+	struct t_fx *f = *state;
+	struct ibv_qp *qp2 = t_create_qp(f->e.pd, f->cq, 0);
 	struct ibv_qp_init_attr bad = {
 		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD, .cap = {1, 1, 1, 1},
 	};
@@ -99,17 +61,17 @@ static void test_create_defaults(void **state)
 
 	/* Only UD exists; an RC QP is refused, the CQs are required. */
 	bad.qp_type = IBV_QPT_RC;
-	assert_null(ibv_create_qp(f->pd, &bad));
+	assert_null(ibv_create_qp(f->e.pd, &bad));
 	bad.qp_type = IBV_QPT_UD;
 	bad.send_cq = NULL;
 	errno = 0;
-	assert_null(ibv_create_qp(f->pd, &bad));
+	assert_null(ibv_create_qp(f->e.pd, &bad));
 	assert_int_equal(errno, EINVAL);
 }
 
 static void test_valid_path(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_qp_attr a = {.pkey_index = 0, .port_num = 1, .qkey = 0x11223344}, q;
 	struct ibv_qp_init_attr ia;
 
@@ -147,7 +109,7 @@ static void test_valid_path(void **state)
 
 static void test_missing_attrs(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	static const int required[] = {IBV_QP_PKEY_INDEX, IBV_QP_PORT, IBV_QP_QKEY};
 
 	for (unsigned i = 0; i < 3; i++) {
@@ -165,7 +127,7 @@ static void test_missing_attrs(void **state)
 
 static void test_extra_attrs(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 
 	/* RESET -> INIT takes nothing beyond its three. */
 	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK | IBV_QP_SQ_PSN, NULL), EINVAL);
@@ -191,7 +153,7 @@ static void test_extra_attrs(void **state)
 
 static void test_invalid_transitions(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_qp_attr a = {.port_num = 2, .qkey = T_QKEY};
 
 	assert_int_equal(to_state(f->qp, IBV_QPS_RTR, 0, NULL), EINVAL);
@@ -218,7 +180,7 @@ static void test_invalid_transitions(void **state)
 	assert_int_equal(qstate(f->qp), IBV_QPS_INIT);
 }
 
-static void send_wr(struct fx *f, struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t id)
+static void send_wr(struct t_fx *f, struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t id)
 {
 	memset(wr, 0, sizeof(*wr));
 	*sge = (struct ibv_sge){.addr = (uintptr_t)f->buf, .length = 64, .lkey = f->mr->lkey};
@@ -226,17 +188,17 @@ static void send_wr(struct fx *f, struct ibv_send_wr *wr, struct ibv_sge *sge, u
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
-	wr->wr.ud.ah = f->ah;
+	wr->wr.ud.ah = f->e.ah;
 	wr->wr.ud.remote_qpn = 0xffffff;
 	wr->wr.ud.remote_qkey = T_QKEY;
 }
 
 static void test_post_send_before_rts(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
-	unsigned long tx0 = T_CNT(f->dev, tx_packets);
+	unsigned long tx0 = T_CNT(f->e.dev, tx_packets);
 	struct ibv_wc wc;
 
 	send_wr(f, &wr, &sge, 1);
@@ -250,18 +212,18 @@ static void test_post_send_before_rts(void **state)
 		assert_int_equal(ibv_post_send(f->qp, &wr, &bad), EINVAL);
 		assert_ptr_equal(bad, &wr);
 	}
-	assert_int_equal(T_CNT(f->dev, tx_packets), tx0);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0);
 	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
 	/* In RTS the same WR goes out. */
 	assert_int_equal(to_state(f->qp, IBV_QPS_RTS, IBV_QP_SQ_PSN, NULL), 0);
 	bad = NULL;
 	assert_int_equal(ibv_post_send(f->qp, &wr, &bad), 0);
 	assert_null(bad);
-	assert_int_equal(T_CNT(f->dev, tx_packets), tx0 + 1);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0 + 1);
 	t_wait_send(f->cq, 1);
 }
 
-static void recv_wr(struct fx *f, struct ibv_recv_wr *wr, struct ibv_sge *sge, uint64_t id)
+static void recv_wr(struct t_fx *f, struct ibv_recv_wr *wr, struct ibv_sge *sge, uint64_t id)
 {
 	memset(wr, 0, sizeof(*wr));
 	*sge = (struct ibv_sge){.addr = (uintptr_t)f->buf, .length = 1024, .lkey = f->mr->lkey};
@@ -271,7 +233,7 @@ static void recv_wr(struct fx *f, struct ibv_recv_wr *wr, struct ibv_sge *sge, u
 }
 
 /* Move to ERR and collect the flushed receives' wr_ids. */
-static int flushed_ids(struct fx *f, uint64_t *ids, int max)
+static int flushed_ids(struct t_fx *f, uint64_t *ids, int max)
 {
 	struct ibv_wc wc;
 	int n = 0;
@@ -288,7 +250,7 @@ static int flushed_ids(struct fx *f, uint64_t *ids, int max)
 
 static void test_post_recv_reset(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_recv_wr wr, *bad = NULL;
 	struct ibv_sge sge;
 	uint64_t ids[4];
@@ -308,15 +270,15 @@ static void test_post_recv_reset(void **state)
 
 static void test_post_send_bad_sge(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_send_wr wr[2], *bad;
 	struct ibv_sge sge[2];
 	struct ibv_wc wc;
 	unsigned long tx0;
 	uint8_t *other = calloc(1, 4096);
-	struct ibv_pd *pd2 = ibv_alloc_pd(f->ctx);
+	struct ibv_pd *pd2 = ibv_alloc_pd(f->e.ctx);
 	struct ibv_mr *mr2 = ibv_reg_mr(pd2, other, 4096, IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_mr *dead = ibv_reg_mr(f->pd, other, 4096, 0);
+	struct ibv_mr *dead = ibv_reg_mr(f->e.pd, other, 4096, 0);
 	uint32_t dead_lkey = dead->lkey;
 
 	assert_int_equal(ibv_dereg_mr(dead), 0);
@@ -334,7 +296,7 @@ static void test_post_send_bad_sge(void **state)
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		tx0 = T_CNT(f->dev, tx_packets);
+		tx0 = T_CNT(f->e.dev, tx_packets);
 		send_wr(f, &wr[0], &sge[0], 100 + i);
 		send_wr(f, &wr[1], &sge[1], 200 + i);
 		wr[0].next = &wr[1];
@@ -343,7 +305,7 @@ static void test_post_send_bad_sge(void **state)
 		assert_int_equal(ibv_post_send(f->qp, &wr[0], &bad), EINVAL);
 		assert_ptr_equal(bad, &wr[1]);
 		/* The first WR was posted and sent, the second was not. */
-		assert_int_equal(T_CNT(f->dev, tx_packets), tx0 + 1);
+		assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0 + 1);
 		assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 1);
 		assert_int_equal(wc.wr_id, 100 + i);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
@@ -380,11 +342,11 @@ static void test_post_send_bad_sge(void **state)
 
 static void test_post_recv_bad_sge(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_recv_wr wr[2], *bad;
 	struct ibv_sge sge[2];
 	uint64_t ids[8];
-	struct ibv_mr *ro = ibv_reg_mr(f->pd, f->buf, 4096, 0); /* no local write */
+	struct ibv_mr *ro = ibv_reg_mr(f->e.pd, f->buf, 4096, 0); /* no local write */
 
 	assert_non_null(ro);
 	assert_int_equal(to_state(f->qp, IBV_QPS_INIT, INIT_MASK, NULL), 0);
@@ -429,7 +391,7 @@ static void test_post_recv_bad_sge(void **state)
 /* A QP in ERR completes new receives at once with WR_FLUSH_ERR. */
 static void test_post_recv_in_err(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_recv_wr wr, *bad = NULL;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -445,12 +407,12 @@ static void test_post_recv_in_err(void **state)
 /* The receive queue holds max_recv_wr WRs; one more is ENOMEM (ibv_post_recv(3)). */
 static void test_post_recv_queue_full(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_qp_init_attr ia = {
 		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD,
 		.cap = {.max_send_wr = 4, .max_recv_wr = 5, .max_send_sge = 1, .max_recv_sge = 1},
 	};
-	struct ibv_qp *qp = ibv_create_qp(f->pd, &ia);
+	struct ibv_qp *qp = ibv_create_qp(f->e.pd, &ia);
 	struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = T_QKEY};
 	struct ibv_recv_wr wr, *bad;
 	struct ibv_sge sge;
@@ -484,12 +446,12 @@ static void test_post_recv_queue_full(void **state)
 /* With sq_sig_all 0 only IBV_SEND_SIGNALED sends complete. */
 static void test_unsignaled_send(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_qp_init_attr ia = {
 		.send_cq = f->cq, .recv_cq = f->cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 0,
 		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
 	};
-	struct ibv_qp *qp = ibv_create_qp(f->pd, &ia);
+	struct ibv_qp *qp = ibv_create_qp(f->e.pd, &ia);
 	struct ibv_send_wr wr[3], *bad;
 	struct ibv_sge sge[3];
 	struct ibv_wc wc;
@@ -511,7 +473,7 @@ static void test_unsignaled_send(void **state)
 /* RoCE AHs need a GRH, port 1 and an SGID index inside the table. */
 static void test_create_ah_checks(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 	struct ibv_port_attr pa;
 	struct ibv_ah_attr a = {
 		.grh = {.dgid = t_group_gid(9), .sgid_index = 0, .hop_limit = 64},
@@ -520,31 +482,31 @@ static void test_create_ah_checks(void **state)
 	};
 	struct ibv_ah *ah;
 
-	assert_int_equal(ibv_query_port(f->ctx, 1, &pa), 0);
-	ah = ibv_create_ah(f->pd, &a);
+	assert_int_equal(ibv_query_port(f->e.ctx, 1, &pa), 0);
+	ah = ibv_create_ah(f->e.pd, &a);
 	assert_non_null(ah);
-	assert_ptr_equal(ah->pd, f->pd);
+	assert_ptr_equal(ah->pd, f->e.pd);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
 	a.is_global = 0;
 	errno = 0;
-	assert_null(ibv_create_ah(f->pd, &a));
+	assert_null(ibv_create_ah(f->e.pd, &a));
 	assert_int_equal(errno, EINVAL);
 	a.is_global = 1;
 	a.port_num = 2;
 	errno = 0;
-	assert_null(ibv_create_ah(f->pd, &a));
+	assert_null(ibv_create_ah(f->e.pd, &a));
 	assert_int_equal(errno, EINVAL);
 	a.port_num = 1;
 	a.grh.sgid_index = (uint8_t)pa.gid_tbl_len;
 	errno = 0;
-	assert_null(ibv_create_ah(f->pd, &a));
+	assert_null(ibv_create_ah(f->e.pd, &a));
 	assert_int_equal(errno, EINVAL);
 }
 
 /* Destroying a CQ that a QP uses is EBUSY. */
 static void test_cq_busy(void **state)
 {
-	struct fx *f = *state;
+	struct t_fx *f = *state;
 
 	assert_int_equal(ibv_destroy_cq(f->cq), EBUSY);
 }
@@ -552,20 +514,20 @@ static void test_cq_busy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_defaults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_valid_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_attrs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_extra_attrs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalid_transitions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_send_before_rts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_recv_reset, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_send_bad_sge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_recv_bad_sge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_recv_in_err, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_recv_queue_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unsignaled_send, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_ah_checks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cq_busy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_defaults, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_valid_path, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_attrs, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_extra_attrs, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_transitions, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_before_rts, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_reset, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_bad_sge, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_bad_sge, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_in_err, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_recv_queue_full, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unsignaled_send, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_create_ah_checks, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_cq_busy, setup, t_fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,11 +22,7 @@
 #include "test_verbs_common.h"
 
 struct fx {
-	struct ibv_context *ctx;
-	struct umc_device *dev;
-	struct ibv_pd *pd;
-	uint32_t gip;
-	union ibv_gid mgid;
+	struct t_env e; /* the test's group */
 	struct t_qp r;
 	int inj;	/* UDP socket bound to 127.0.0.1:INJ_SPORT */
 	uint16_t sport;
@@ -45,21 +41,17 @@ static int setup(void **state)
 	socklen_t sl = sizeof(sin);
 	int one = 1, ttl = 64, pmtu = IP_PMTUDISC_DO;
 
-	f->ctx = t_open_lo();
-	f->dev = ctx_dev(f->ctx);
-	f->pd = ibv_alloc_pd(f->ctx);
-	f->gip = t_group_ip(++seq);
-	f->mgid = t_gid_v4(f->gip);
-	t_qp_make(&f->r, f->pd, 0, T_QKEY);
-	assert_int_equal(ibv_attach_mcast(f->r.qp, &f->mgid, 0), 0);
-	assert_int_equal(umc_dev_member(f->dev, &f->mgid, +1), 0);
+	t_env_open(&f->e, t_group_ip(++seq), false);
+	t_qp_make(&f->r, f->e.pd, 0, T_QKEY);
+	assert_int_equal(ibv_attach_mcast(f->r.qp, &f->e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(f->e.dev, &f->e.mgid, +1), 0);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(t_post_recv(&f->r, (size_t)i * 2048, 2048, (uint64_t)i), 0);
 
 	/* As umcast and rxe send: ID 0 + DF (PMTUDISC_DO), TTL 64, out of lo. */
 	f->inj = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	assert_true(f->inj >= 0);
-	mr.imr_ifindex = (int)f->dev->ifindex;
+	mr.imr_ifindex = (int)f->e.dev->ifindex;
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)), 0);
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)), 0);
@@ -67,7 +59,7 @@ static int setup(void **state)
 	assert_int_equal(bind(f->inj, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	assert_int_equal(getsockname(f->inj, (struct sockaddr *)&sin, &sl), 0);
 	f->sport = ntohs(sin.sin_port);
-	f->deliv0 = T_CNT(f->dev, rx_delivered);
+	f->deliv0 = T_CNT(f->e.dev, rx_delivered);
 	*state = f;
 	return 0;
 }
@@ -77,11 +69,10 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	close(f->inj);
-	ibv_detach_mcast(f->r.qp, &f->mgid, 0);
-	umc_dev_member(f->dev, &f->mgid, -1);
+	ibv_detach_mcast(f->r.qp, &f->e.mgid, 0);
+	umc_dev_member(f->e.dev, &f->e.mgid, -1);
 	t_qp_free(&f->r);
-	ibv_dealloc_pd(f->pd);
-	ibv_close_device(f->ctx);
+	t_env_close(&f->e);
 	free(f);
 	return 0;
 }
@@ -93,7 +84,7 @@ static struct umc_ip_ctx inj_ctx(const struct fx *f, uint16_t ip_id)
 		.family = 4, .sport = f->sport, .dport = T_PORT, .ip_id = ip_id, .df = true,
 		.tclass = 0, .hop_limit = 64,
 	};
-	uint32_t src = htonl(INADDR_LOOPBACK), dst = htonl(f->gip);
+	uint32_t src = htonl(INADDR_LOOPBACK), dst = htonl(f->e.gip);
 
 	memcpy(c.src, &src, 4);
 	memcpy(c.dst, &dst, 4);
@@ -127,7 +118,7 @@ static void inject(const struct fx *f, const uint8_t *p, size_t n)
 {
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(T_PORT)};
 
-	to.sin_addr.s_addr = htonl(f->gip);
+	to.sin_addr.s_addr = htonl(f->e.gip);
 	assert_int_equal(sendto(f->inj, p, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
 }
 
@@ -169,7 +160,7 @@ static void test_bad_icrc_dropped(void **state)
 	struct fx *f = *state;
 	uint8_t p[256];
 	struct umc_ud_hdr h = ud_hdr(32);
-	unsigned long bad0 = T_CNT(f->dev, rx_bad_icrc);
+	unsigned long bad0 = T_CNT(f->e.dev, rx_bad_icrc);
 	size_t n = build(f, p, &h, 32, 2, 0);
 
 	p[n - 1] ^= 0x80; /* the ICRC itself */
@@ -179,8 +170,8 @@ static void test_bad_icrc_dropped(void **state)
 	inject(f, p, n);
 	marker(f, 4, NULL);
 	t_assert_cq_empty(f->r.cq);
-	assert_int_equal(T_CNT(f->dev, rx_bad_icrc), bad0 + 2);
-	assert_int_equal(T_CNT(f->dev, rx_delivered), f->deliv0 + 1);
+	assert_int_equal(T_CNT(f->e.dev, rx_bad_icrc), bad0 + 2);
+	assert_int_equal(T_CNT(f->e.dev, rx_delivered), f->deliv0 + 1);
 }
 
 static void test_pkey(void **state)
@@ -188,7 +179,7 @@ static void test_pkey(void **state)
 	struct fx *f = *state;
 	uint8_t p[256];
 	struct umc_ud_hdr h = ud_hdr(8);
-	unsigned long viol0 = T_CNT(f->dev, rx_pkey_viol);
+	unsigned long viol0 = T_CNT(f->e.dev, rx_pkey_viol);
 	struct ibv_wc wc;
 
 	/* Limited-member form of the default partition: matches. */
@@ -202,7 +193,7 @@ static void test_pkey(void **state)
 	inject(f, p, build(f, p, &h, 8, 6, 0));
 	marker(f, 7, NULL);
 	t_assert_cq_empty(f->r.cq);
-	assert_int_equal(T_CNT(f->dev, rx_pkey_viol), viol0 + 1);
+	assert_int_equal(T_CNT(f->e.dev, rx_pkey_viol), viol0 + 1);
 }
 
 static void test_malformed(void **state)
@@ -210,7 +201,7 @@ static void test_malformed(void **state)
 	struct fx *f = *state;
 	uint8_t p[256];
 	struct umc_ud_hdr h;
-	unsigned long mal0 = T_CNT(f->dev, rx_malformed);
+	unsigned long mal0 = T_CNT(f->e.dev, rx_malformed);
 	size_t n;
 	int k = 0;
 
@@ -226,7 +217,7 @@ static void test_malformed(void **state)
 	inject(f, p, n - 1), k++;     /* not a multiple of 4 */
 	marker(f, 14, NULL);
 	t_assert_cq_empty(f->r.cq);
-	assert_int_equal(T_CNT(f->dev, rx_malformed), mal0 + (unsigned long)k);
+	assert_int_equal(T_CNT(f->e.dev, rx_malformed), mal0 + (unsigned long)k);
 }
 
 /*
@@ -239,9 +230,9 @@ static void test_nonzero_ip_id_solved(void **state)
 	struct fx *f = *state;
 	uint8_t d[512], *udp;
 	struct umc_ud_hdr h = ud_hdr(24);
-	unsigned long solved0 = T_CNT(f->dev, rx_icrc_id_solved);
+	unsigned long solved0 = T_CNT(f->e.dev, rx_icrc_id_solved);
 	struct umc_ip_ctx c = inj_ctx(f, 0x1234);
-	struct ip_mreqn mr = {.imr_ifindex = (int)f->dev->ifindex};
+	struct ip_mreqn mr = {.imr_ifindex = (int)f->e.dev->ifindex};
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct ibv_wc wc;
 	size_t n;
@@ -256,7 +247,7 @@ static void test_nonzero_ip_id_solved(void **state)
 	n = build(f, udp, &h, 24, 20, 0x1234);
 	umc_ip_hdr_encode(d, &c, n);
 	umc_udp_hdr_encode(d + 20, &c, n, 0);
-	to.sin_addr.s_addr = htonl(f->gip);
+	to.sin_addr.s_addr = htonl(f->e.gip);
 	assert_int_equal(sendto(raw, d, 28 + n, 0, (struct sockaddr *)&to, sizeof(to)),
 			 (ssize_t)(28 + n));
 	close(raw);
@@ -264,7 +255,7 @@ static void test_nonzero_ip_id_solved(void **state)
 	assert_int_equal(t_wait_wc(f->r.cq, &wc, T_WAIT_MS), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.byte_len, 40 + 24);
-	assert_int_equal(T_CNT(f->dev, rx_icrc_id_solved), solved0 + 1);
+	assert_int_equal(T_CNT(f->e.dev, rx_icrc_id_solved), solved0 + 1);
 	const uint8_t *ip = f->r.buf + wc.wr_id * 2048 + 20;
 
 	assert_int_equal(ip[4] << 8 | ip[5], 0x1234);

@@ -30,26 +30,6 @@ static uint32_t qpn_base(void)
 	return 0x800000u + ((uint32_t)getpid() & 0x7fff) * 0x10u;
 }
 
-static bool read_full(int fd, void *buf, size_t n, int ms)
-{
-	uint64_t deadline = t_now_ms() + (uint64_t)ms;
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int left = (int)(deadline - t_now_ms());
-
-		if (left <= 0 || poll(&p, 1, left) != 1)
-			return false;
-		ssize_t r = read(fd, (char *)buf + got, n - got);
-
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /*
  * Own datagrams sent from a fallback source port: the library cannot bind
  * the QP's hash port (another socket holds it without SO_REUSEPORT, e.g.
@@ -59,19 +39,16 @@ static bool read_full(int fd, void *buf, size_t n, int ms)
  */
 static void test_own_datagrams_blocked_when_port_taken(void **state)
 {
-	struct ibv_context *ctx = t_open_lo();
-	struct umc_device *dev = ctx_dev(ctx);
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	uint32_t gip = t_group_ip(1);
-	union ibv_gid g = t_gid_v4(gip);
-	struct ibv_ah *ah = t_group_ah(pd, gip);
-	unsigned long blocked0 = T_CNT(dev, rx_self_blocked);
+	struct t_env e;
+	unsigned long blocked0;
 	struct t_qp blk, other;
 	struct ibv_wc wc;
 	int holder;
 
-	t_qp_make(&blk, pd, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, T_QKEY);
-	t_qp_make(&other, pd, 0, T_QKEY);
+	t_env_open(&e, t_group_ip(1), true);
+	blocked0 = T_CNT(e.dev, rx_self_blocked);
+	t_qp_make(&blk, e.pd, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, T_QKEY);
+	t_qp_make(&other, e.pd, 0, T_QKEY);
 	/* Take the block QP's preferred port before its first send. */
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
@@ -86,17 +63,17 @@ static void test_own_datagrams_blocked_when_port_taken(void **state)
 			      strerror(errno));
 	}
 
-	assert_int_equal(ibv_attach_mcast(blk.qp, &g, 0), 0);
-	assert_int_equal(umc_dev_member(dev, &g, +1), 0);
+	assert_int_equal(ibv_attach_mcast(blk.qp, &e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(e.dev, &e.mgid, +1), 0);
 	assert_int_equal(t_post_recv(&blk, 0, 2048, 1), 0);
 	assert_int_equal(t_post_recv(&blk, 2048, 2048, 2), 0);
-	int sn = t_sniff_open(gip);
+	int sn = t_sniff_open(e.gip);
 	uint8_t pkt[2048];
 
 	/* Own datagram, then a marker from another QP. */
-	assert_int_equal(t_send(&blk, ah, "own", 3, T_QKEY, false, 0, 0, 11), 0);
+	assert_int_equal(t_send(&blk, e.ah, "own", 3, T_QKEY, false, 0, 0, 11), 0);
 	t_wait_send(blk.cq, 11);
-	assert_int_equal(t_send(&other, ah, "marker", 6, T_QKEY, false, 0, 0, 12), 0);
+	assert_int_equal(t_send(&other, e.ah, "marker", 6, T_QKEY, false, 0, 0, 12), 0);
 	t_wait_send(other.cq, 12);
 	assert_true(t_sniff_recv(sn, pkt, sizeof(pkt), T_WAIT_MS) > 0); /* own went out */
 	assert_true(t_sniff_recv(sn, pkt, sizeof(pkt), T_WAIT_MS) > 0); /* marker */
@@ -107,17 +84,15 @@ static void test_own_datagrams_blocked_when_port_taken(void **state)
 	assert_int_equal(wc.src_qp, other.qp->qp_num);
 	assert_int_equal(wc.byte_len, 46);
 	t_assert_cq_empty(blk.cq);
-	assert_int_equal(T_CNT(dev, rx_self_blocked), blocked0 + 1);
+	assert_int_equal(T_CNT(e.dev, rx_self_blocked), blocked0 + 1);
 
 	close(sn);
 	close(holder);
-	assert_int_equal(ibv_detach_mcast(blk.qp, &g, 0), 0);
-	umc_dev_member(dev, &g, -1);
+	assert_int_equal(ibv_detach_mcast(blk.qp, &e.mgid, 0), 0);
+	umc_dev_member(e.dev, &e.mgid, -1);
 	t_qp_free(&blk);
 	t_qp_free(&other);
-	ibv_destroy_ah(ah);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
+	t_env_close(&e);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -134,19 +109,17 @@ struct rep {
 /* Receiver: BLOCK_SELF QP attached; "R" when ready; report after one message. */
 static int child_recv(uint32_t gip, int wfd)
 {
-	struct ibv_context *ctx = t_open_lo();
-	struct umc_device *dev = ctx_dev(ctx);
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	union ibv_gid g = t_gid_v4(gip);
+	struct t_env e;
 	struct rep r = {0};
 	struct ibv_wc wc;
 	struct t_qp q;
 
-	t_qp_make(&q, pd, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, T_QKEY);
+	t_env_open(&e, gip, false);
+	t_qp_make(&q, e.pd, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, T_QKEY);
 	r.qpn = q.qp->qp_num;
 	assert_int_equal(t_post_recv(&q, 0, 2048, 1), 0);
-	assert_int_equal(ibv_attach_mcast(q.qp, &g, 0), 0);
-	assert_int_equal(umc_dev_member(dev, &g, +1), 0);
+	assert_int_equal(ibv_attach_mcast(q.qp, &e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(e.dev, &e.mgid, +1), 0);
 	if (write(wfd, "R", 1) != 1)
 		return 2;
 	if (t_wait_wc(q.cq, &wc, T_WAIT_MS) == 1) {
@@ -154,36 +127,32 @@ static int child_recv(uint32_t gip, int wfd)
 		r.src_qp = wc.src_qp;
 		r.byte_len = wc.byte_len;
 	}
-	r.blocked = T_CNT(dev, rx_self_blocked);
+	r.blocked = T_CNT(e.dev, rx_self_blocked);
 	if (write(wfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		return 2;
-	ibv_detach_mcast(q.qp, &g, 0);
-	umc_dev_member(dev, &g, -1);
+	ibv_detach_mcast(q.qp, &e.mgid, 0);
+	umc_dev_member(e.dev, &e.mgid, -1);
 	t_qp_free(&q);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
+	t_env_close(&e);
 	return 0;
 }
 
 /* Sender: one ordinary QP, one 9-byte message; reports its QPN. */
 static int child_send(uint32_t gip, int wfd)
 {
-	struct ibv_context *ctx = t_open_lo();
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_ah *ah = t_group_ah(pd, gip);
+	struct t_env e;
 	struct t_qp q;
 	uint32_t qpn;
 
-	t_qp_make(&q, pd, 0, T_QKEY);
+	t_env_open(&e, gip, true);
+	t_qp_make(&q, e.pd, 0, T_QKEY);
 	qpn = q.qp->qp_num;
-	assert_int_equal(t_send(&q, ah, "123456789", 9, T_QKEY, false, 0, 0, 1), 0);
+	assert_int_equal(t_send(&q, e.ah, "123456789", 9, T_QKEY, false, 0, 0, 1), 0);
 	t_wait_send(q.cq, 1);
 	if (write(wfd, &qpn, sizeof(qpn)) != (ssize_t)sizeof(qpn))
 		return 2;
 	t_qp_free(&q);
-	ibv_destroy_ah(ah);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
+	t_env_close(&e);
 	return 0;
 }
 
@@ -210,22 +179,6 @@ static pid_t spawn(const char *role, uint32_t gip, uint32_t base, int *rfd)
 	return pid;
 }
 
-static int reap(pid_t pid)
-{
-	uint64_t deadline = t_now_ms() + 10u * T_WAIT_MS;
-	int st;
-
-	while (waitpid(pid, &st, WNOHANG) != pid) {
-		if (t_now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		poll(NULL, 0, 5);
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /*
  * Two processes numbering their QPs from the same UMC_QPN_BASE: the
  * receiver's BLOCK_SELF QP and the sender's QP have the same QPN, hence
@@ -240,13 +193,13 @@ static void test_other_process_same_qpn_not_blocked(void **state)
 	char c = 0;
 	pid_t rp = spawn("--recv", gip, base, &rfd), sp;
 
-	assert_true(read_full(rfd, &c, 1, 10 * T_WAIT_MS));
+	assert_true(t_read_full(rfd, &c, 1, 10 * T_WAIT_MS));
 	assert_int_equal(c, 'R');
 	sp = spawn("--send", gip, base, &sfd);
-	assert_true(read_full(sfd, &sqpn, sizeof(sqpn), 10 * T_WAIT_MS));
-	assert_true(read_full(rfd, &r, sizeof(r), 10 * T_WAIT_MS));
-	assert_int_equal(reap(sp), 0);
-	assert_int_equal(reap(rp), 0);
+	assert_true(t_read_full(sfd, &sqpn, sizeof(sqpn), 10 * T_WAIT_MS));
+	assert_true(t_read_full(rfd, &r, sizeof(r), 10 * T_WAIT_MS));
+	assert_int_equal(t_reap(sp, 10 * T_WAIT_MS), 0);
+	assert_int_equal(t_reap(rp, 10 * T_WAIT_MS), 0);
 	close(rfd);
 	close(sfd);
 	print_message("receiver QPN 0x%x, sender QPN 0x%x; received %d, rx_self_blocked %lu\n",
