@@ -681,6 +681,31 @@ static bool ready(struct agent *a)
 }
 
 /*
+ * What fanout and leave begin with: R1 (one id) and R2 (two ids) full
+ * members, S send-only with receives posted; S sends messages 0..@n-1 and
+ * every receiver QP gets them all, in order.  *@qpn: S's QPN.  False if
+ * an agent did not start or S could not send.
+ */
+static bool fan_out(struct agent *r1, struct agent *r2, struct agent *s, int n,
+		    unsigned long *qpn)
+{
+	spawn(r1, "R1", 1, 0);
+	spawn(r2, "R2", 2, 0);
+	if (!ready(r1) || !ready(r2))
+		return false;
+	spawn(s, "S", 1, AG_SENDONLY);
+	if (!ready(s))
+		return false;
+	*qpn = field(s, "qpn");
+	if (!cmd(s, "send %d 0", n))
+		return false;
+	cmd(r1, "recv 0 %d 0 %lx", n, *qpn);
+	cmd(r2, "recv 0 %d 0 %lx", n, *qpn);
+	cmd(r2, "recv 1 %d 0 %lx", n, *qpn);
+	return true;
+}
+
+/*
  * fanout: R1 (one id) and R2 (two ids) full members, S send-only with
  * receives posted.  N messages: every receiver QP gets all N, in order;
  * S gets none, has no group socket and has read no datagram at all.
@@ -691,19 +716,8 @@ static void scenario_fanout(void)
 	struct agent r1, r2, s;
 	unsigned long qpn;
 
-	spawn(&r1, "R1", 1, 0);
-	spawn(&r2, "R2", 2, 0);
-	if (!ready(&r1) || !ready(&r2))
+	if (!fan_out(&r1, &r2, &s, N, &qpn))
 		return;
-	spawn(&s, "S", 1, AG_SENDONLY);
-	if (!ready(&s))
-		return;
-	qpn = field(&s, "qpn");
-	if (!cmd(&s, "send %d 0", N))
-		return;
-	cmd(&r1, "recv 0 %d 0 %lx", N, qpn);
-	cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
-	cmd(&r2, "recv 1 %d 0 %lx", N, qpn);
 	/* Every receiver has processed everything; the sender has had its chance. */
 	cmd(&s, "quiet 0 300");
 	if (cmd(&s, "counters")) {
@@ -735,19 +749,8 @@ static void scenario_leave(void)
 	struct agent r1, r2, s;
 	unsigned long qpn, rx_before;
 
-	spawn(&r1, "R1", 1, 0);
-	spawn(&r2, "R2", 2, 0);
-	if (!ready(&r1) || !ready(&r2))
+	if (!fan_out(&r1, &r2, &s, N1, &qpn))
 		return;
-	spawn(&s, "S", 1, AG_SENDONLY);
-	if (!ready(&s))
-		return;
-	qpn = field(&s, "qpn");
-	if (!cmd(&s, "send %d 0", N1))
-		return;
-	cmd(&r1, "recv 0 %d 0 %lx", N1, qpn);
-	cmd(&r2, "recv 0 %d 0 %lx", N1, qpn);
-	cmd(&r2, "recv 1 %d 0 %lx", N1, qpn);
 
 	cmd(&r1, "leave 0");
 	cmd(&r2, "leave 0");
