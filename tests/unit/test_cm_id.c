@@ -192,10 +192,7 @@ static void test_create_qp(void **state)
 
 	/* No device yet: EINVAL. */
 	assert_int_equal(rdma_create_id(ch, &unbound, NULL, RDMA_PS_UDP), 0);
-	memset(&attr, 0, sizeof(attr));
-	attr.cap.max_send_wr = attr.cap.max_recv_wr = 2;
-	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-	attr.qp_type = IBV_QPT_UD;
+	attr = tcm_ud_attr(2);
 	errno = 0;
 	assert_int_equal(rdma_create_qp(unbound, NULL, &attr), -1);
 	assert_int_equal(errno, EINVAL);
@@ -289,10 +286,7 @@ static void test_ipoib_on_roce(void **state)
 	struct ibv_qp_init_attr attr;
 	struct rdma_cm_event *ev;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.cap.max_send_wr = attr.cap.max_recv_wr = 2;
-	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-	attr.qp_type = IBV_QPT_UD;
+	attr = tcm_ud_attr(2);
 	errno = 0;
 	assert_int_equal(rdma_create_qp(id, NULL, &attr), -1);
 	assert_int_equal(errno, ENODEV);

@@ -139,17 +139,23 @@ static inline bool tcm_attached(struct ibv_qp *ibqp, const char *ip)
 	return found;
 }
 
-/* A UD QP made by the CM (CM-created CQs). */
-static inline void tcm_create_qp(struct rdma_cm_id *id)
+/* A UD QP's init attributes: @wr send and @wr receive WRs, one SGE each. */
+static inline struct ibv_qp_init_attr tcm_ud_attr(uint32_t wr)
 {
 	struct ibv_qp_init_attr attr;
 
 	memset(&attr, 0, sizeof(attr));
-	attr.cap.max_send_wr = 4;
-	attr.cap.max_recv_wr = 4;
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
+	attr.cap.max_send_wr = attr.cap.max_recv_wr = wr;
+	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.qp_type = IBV_QPT_UD;
+	return attr;
+}
+
+/* A UD QP made by the CM (CM-created CQs). */
+static inline void tcm_create_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr attr = tcm_ud_attr(4);
+
 	assert_int_equal(rdma_create_qp(id, NULL, &attr), 0);
 	assert_non_null(id->qp);
 }
