@@ -26,7 +26,9 @@
  * channel.  Nothing runs in the background: the main loop polls the CM
  * channel's fd together with the completion channels' fds.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
