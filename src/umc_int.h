@@ -24,8 +24,8 @@
  * recvmmsg() and deliver to the attached QPs, so a busy-polling program
  * needs no other thread.  A background receive thread per device stands in
  * for the NIC only while no application thread is receiving (progress.c).
- * Completion channel fds are epoll fds that include the device's receive
- * sockets, so poll(2) on them wakes up when a datagram arrives.
+ * A completion channel's fd is readable exactly when a CQ event is queued
+ * on it, as with libibverbs.
  */
 #ifndef UMC_INT_H
 #define UMC_INT_H
@@ -184,6 +184,7 @@ struct umc_device {
 	struct umc_qp *qp_list;
 
 	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	atomic_int cq_armed; /* CQs armed with a channel: someone waits for an event */
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
@@ -235,6 +236,14 @@ int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **dev, int *gid
 int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src);
 
 /*
+ * umc_dev_mcast_route - can the kernel send to group @mgid out of @dev's
+ * interface?  (A UDP connect() with the interface as multicast interface:
+ * nothing is sent.)  Linux gives IPv6 multicast no route on loopback, for
+ * instance.  Returns 0, or -ENODEV when it cannot.
+ */
+int umc_dev_mcast_route(struct umc_device *dev, const union ibv_gid *mgid);
+
+/*
  * umc_dev_cm_context - the device's shared context and default PD, opened
  * on first use and kept for the life of the process (ucma_get_device).
  */
@@ -272,6 +281,27 @@ static inline struct umc_device *ctx_dev(struct ibv_context *c)
 	return to_uctx(c)->dev;
 }
 
+/* A PD counts the QPs, MRs and AHs made on it: ibv_dealloc_pd is EBUSY until they go. */
+struct umc_pd {
+	struct ibv_pd ibpd;
+	atomic_int usecnt;
+};
+
+static inline struct umc_pd *to_upd(struct ibv_pd *p)
+{
+	return container_of(p, struct umc_pd, ibpd);
+}
+
+static inline void umc_pd_get(struct ibv_pd *pd)
+{
+	atomic_fetch_add_explicit(&to_upd(pd)->usecnt, 1, memory_order_relaxed);
+}
+
+static inline void umc_pd_put(struct ibv_pd *pd)
+{
+	atomic_fetch_sub_explicit(&to_upd(pd)->usecnt, 1, memory_order_release);
+}
+
 /* MRs live in one process-wide table; the lkey is the index plus a key byte. */
 struct umc_mr {
 	struct ibv_mr ibmr;
@@ -297,6 +327,7 @@ struct umc_cq {
 	uint32_t head, tail; /* consumer, producer */
 	int armed;	     /* 0 or enum umc_cq_arm */
 	atomic_int usecnt;   /* QPs using this CQ */
+	unsigned events;     /* CQ events handed out by ibv_get_cq_event (under ibcq.mutex) */
 	bool notify_pending; /* queued on the channel */
 	struct umc_cq *notify_next;
 	struct umc_device *dev;
@@ -321,8 +352,9 @@ int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
 
 struct umc_comp_channel {
-	struct ibv_comp_channel ch; /* ch.fd: epoll(notify socket, dev->rx_epfd) */
+	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */
 	int notify[2];		   /* socketpair: one byte per queued CQ event */
+	int epfd;		   /* epoll(notify[0], dev->rx_epfd), for ibv_get_cq_event */
 	pthread_mutex_t lock;
 	struct umc_cq *pending, **pending_tail;
 	struct umc_device *dev;

@@ -8,12 +8,13 @@
  * itself when the ring is empty, so a busy-polling program needs no other
  * thread.
  *
- * A completion channel's fd is an epoll fd watching two things: a
- * socketpair that holds one byte per CQ event queued on the channel, and
- * the device's receive epoll (every group socket).  poll(2) on it therefore
- * wakes both when a CQ event is ready and when a datagram arrives that may
- * produce one; ibv_get_cq_event runs the progress engine and waits again if
- * the datagram produced no event for this channel.
+ * A completion channel's fd is one end of a socketpair holding one byte
+ * per CQ event queued on the channel, so poll(2) on it says exactly what
+ * libibverbs' does: an event is ready.  ibv_get_cq_event waits on an
+ * internal epoll of that socket and the device's group sockets, running
+ * the receive engine when datagrams arrive; while the application waits
+ * elsewhere (poll on the fd), the background receive thread delivers as
+ * soon as data arrives for as long as a CQ is armed (progress.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,33 +34,36 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	struct umc_comp_channel *ch = calloc(1, sizeof(*ch));
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct umc_device *dev = ctx_dev(context);
+	int saved;
 
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	ch->notify[0] = ch->notify[1] = -1;
-	ch->ch.fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ch->ch.fd < 0 ||
+	ch->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ch->epfd < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ch->notify))
 		goto err;
+	/* The user's fd blocks unless the user sets O_NONBLOCK on it. */
+	if (fcntl(ch->notify[0], F_SETFL, 0))
+		goto err;
 	ev.data.fd = ch->notify[0];
-	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->notify[0], &ev))
+	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
 		goto err;
 	ev.data.fd = dev->rx_epfd;
-	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
+	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
 		goto err;
+	ch->ch.fd = ch->notify[0];
 	ch->ch.context = context;
 	ch->dev = dev;
 	ch->pending_tail = &ch->pending;
 	pthread_mutex_init(&ch->lock, NULL);
 	return &ch->ch;
 err:
-	errno = errno ? errno : ENOMEM;
-	int saved = errno;
-
-	if (ch->ch.fd >= 0)
-		close(ch->ch.fd);
+	saved = errno ? errno : ENOMEM;
+	if (ch->epfd >= 0)
+		close(ch->epfd);
 	if (ch->notify[0] >= 0) {
 		close(ch->notify[0]);
 		close(ch->notify[1]);
@@ -76,7 +80,7 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	close(ch->ch.fd);
+	close(ch->epfd);
 	close(ch->notify[0]);
 	close(ch->notify[1]);
 	pthread_mutex_destroy(&ch->lock);
@@ -141,6 +145,9 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			ucq->notify_pending = false;
 			(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
 			pthread_mutex_unlock(&ch->lock);
+			pthread_mutex_lock(&ucq->ibcq.mutex);
+			ucq->events++;
+			pthread_mutex_unlock(&ucq->ibcq.mutex);
 			*cq = &ucq->ibcq;
 			*cq_context = ucq->ibcq.cq_context;
 			return 0;
@@ -155,11 +162,11 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 		pthread_mutex_unlock(&ch->lock);
 		if (ready)
 			continue;
-		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) {
+		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) { /* the user's flag */
 			errno = EAGAIN;
 			return -1;
 		}
-		if (epoll_wait(ch->ch.fd, &ev, 1, -1) < 0 && errno != EINTR)
+		if (epoll_wait(ch->epfd, &ev, 1, -1) < 0 && errno != EINTR)
 			return -1;
 	}
 }
@@ -211,12 +218,20 @@ UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 	return &cq->ibcq;
 }
 
-/* ibv_destroy_cq(3): EBUSY while a QP still uses the CQ. */
+/*
+ * ibv_destroy_cq(3): EBUSY while a QP still uses the CQ, or while a CQ
+ * event ibv_get_cq_event returned is not acked yet (libibverbs waits for
+ * the ack instead; umcast never blocks a destroy: see umcast(7)).
+ */
 UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct umc_cq *cq = to_ucq(ibcq);
+	bool unacked;
 
-	if (atomic_load(&cq->usecnt))
+	pthread_mutex_lock(&ibcq->mutex);
+	unacked = cq->events != ibcq->comp_events_completed;
+	pthread_mutex_unlock(&ibcq->mutex);
+	if (atomic_load(&cq->usecnt) || unacked)
 		return EBUSY;
 	if (ibcq->channel) {
 		struct umc_comp_channel *ch = to_uchan(ibcq->channel);
@@ -226,6 +241,8 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		pthread_mutex_unlock(&ch->lock);
 		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
 	}
+	if (cq->armed)
+		atomic_fetch_sub(&cq->dev->cq_armed, 1);
 	pthread_spin_destroy(&cq->lock);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
@@ -247,6 +264,7 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
 	cq->ring[cq->tail++ & cq->mask] = *wc;
 	if (cq->armed == UMC_CQ_ARM_ANY || (cq->armed == UMC_CQ_ARM_SOLICITED && solicited)) {
 		cq->armed = 0;
+		atomic_fetch_sub_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
 		raise = true;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -291,6 +309,8 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	if (!ibcq->channel)
 		return EINVAL;
 	pthread_spin_lock(&cq->lock);
+	if (!cq->armed)
+		atomic_fetch_add_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
 	/* "any" wins over "solicited only" until the event fires. */
 	if (cq->armed != UMC_CQ_ARM_ANY)
 		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;

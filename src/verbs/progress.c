@@ -11,9 +11,9 @@
  * engine within UMC_RX_IDLE_US, runs it itself.  While the application is
  * receiving, the thread does not wait on the sockets at all and looks again
  * only every UMC_RX_IDLE_MAX_US, so it never wakes up per datagram on a
- * busy-polling program's CPU, and it runs at SCHED_IDLE priority, so it
- * never takes a CPU from the application.  UMC_RX_THREAD=0 in the
- * environment disables it.
+ * busy-polling program's CPU.  While a CQ is armed (someone waits for a
+ * completion event, perhaps in poll(2) on the channel fd) it delivers as
+ * soon as data arrives.  UMC_RX_THREAD=0 in the environment disables it.
  *
  * The engine reads the device's group sockets in batches (link rx_burst:
  * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
@@ -35,7 +35,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
 
@@ -286,11 +285,19 @@ static void umc_sleep_us(long us)
 		;
 }
 
-/* Did an application thread run the engine during the next @us microseconds? */
+/*
+ * Is the application receiving by itself?  Not if a CQ is armed: then it
+ * waits for an event (in poll(2) on a channel fd, perhaps) and the thread
+ * must deliver at once.  Otherwise, yes if one of its threads runs the
+ * engine during the next @us microseconds.
+ */
 static bool umc_app_receiving(struct umc_device *dev, long us)
 {
-	unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
+	unsigned long gen;
 
+	if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0)
+		return false;
+	gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
 	umc_sleep_us(us);
 	return atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen;
 }
@@ -299,19 +306,16 @@ static bool umc_app_receiving(struct umc_device *dev, long us)
  * The background receiver.  While an application thread is receiving it
  * only looks every UMC_RX_IDLE_MAX_US and never waits on the sockets, so it
  * does not wake up (on the application's CPU) for each datagram.  Once the
- * application has been idle for UMC_RX_IDLE_US, it waits for data and, if
- * the application still does not take it within UMC_RX_IDLE_US, delivers it
- * itself.  Lives as long as the process.
+ * application has been idle for UMC_RX_IDLE_US (or at once while a CQ is
+ * armed), it waits for data, and delivers it unless the application takes
+ * it within UMC_RX_IDLE_US; then it keeps draining for as long as data
+ * comes and the application stays away.  Lives as long as the process.
  */
 static void *umc_rx_thread(void *arg)
 {
 	struct umc_device *dev = arg;
 	long idle = UMC_RX_IDLE_US;
-	struct sched_param sp = {0};
 	struct epoll_event ev;
-
-	/* Run only on a CPU nobody else wants: never preempt the application. */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 
 	for (;;) {
 		if (umc_app_receiving(dev, idle)) {
@@ -321,9 +325,17 @@ static void *umc_rx_thread(void *arg)
 		idle = UMC_RX_IDLE_US;
 		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0 || umc_app_receiving(dev, idle))
 			continue;
-		pthread_mutex_lock(&dev->rx_lock);
-		__umc_progress(dev);
-		pthread_mutex_unlock(&dev->rx_lock);
+		for (;;) {
+			unsigned long gen = atomic_load_explicit(&dev->rx_app_gen,
+								 memory_order_relaxed);
+			int n;
+
+			pthread_mutex_lock(&dev->rx_lock);
+			n = __umc_progress(dev);
+			pthread_mutex_unlock(&dev->rx_lock);
+			if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
+				break;
+		}
 	}
 	return NULL;
 }

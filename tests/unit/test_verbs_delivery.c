@@ -968,6 +968,84 @@ static void test_channel_nonblock_eagain(void **state)
 	ch_free(f, &c);
 }
 
+/*
+ * The channel fd is readable exactly when an event is queued on that
+ * channel (libibverbs): a datagram that raises no event on it - its CQ is
+ * armed for solicited events only, or the datagram completes on another
+ * channel's CQ - leaves it quiet, so "poll, then a blocking
+ * ibv_get_cq_event" never blocks.  Another channel's armed CQ gets its
+ * event at once, from the background receiver, while nobody polls a CQ.
+ */
+static void test_channel_fd_only_for_events(void **state)
+{
+	struct fx *f = *state;
+	struct chfx c, d;
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+
+	ch_make(f, &c);
+	ch_make(f, &d);
+	assert_int_equal(ibv_req_notify_cq(c.cq, 1), 0); /* solicited only */
+	assert_int_equal(ibv_req_notify_cq(d.cq, 0), 0); /* any completion */
+
+	/* Unsolicited: C stays quiet (the datagram is there), D's event comes. */
+	send_msg(f, &f->s, 16, 1, T_QKEY, false, 0, 0);
+	assert_int_equal(poll_in(c.ch->fd, 200), 0);
+	assert_int_equal(poll_in(d.ch->fd, T_WAIT_MS), 1);
+	alarm(10);
+	assert_int_equal(ibv_get_cq_event(d.ch, &ev_cq, &ev_ctx), 0);
+	alarm(0);
+	assert_ptr_equal(ev_cq, d.cq);
+	ibv_ack_cq_events(ev_cq, 1);
+	/* D is not armed any more: the next datagram leaves its fd quiet too. */
+	send_msg(f, &f->s, 17, 2, T_QKEY, true, htonl(5), IBV_SEND_SOLICITED);
+	assert_int_equal(poll_in(c.ch->fd, T_WAIT_MS), 1); /* solicited: C's event */
+	assert_int_equal(poll_in(d.ch->fd, 200), 0);
+	alarm(10);
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), 0);
+	alarm(0);
+	assert_ptr_equal(ev_cq, c.cq);
+	ibv_ack_cq_events(ev_cq, 1);
+
+	/* Both QPs got both datagrams. */
+	struct ibv_wc wc[4];
+
+	assert_int_equal(t_wait_wc(c.cq, &wc[0], T_WAIT_MS), 1);
+	assert_int_equal(t_wait_wc(c.cq, &wc[1], T_WAIT_MS), 1);
+	assert_int_equal(t_wait_wc(d.cq, &wc[2], T_WAIT_MS), 1);
+	assert_int_equal(t_wait_wc(d.cq, &wc[3], T_WAIT_MS), 1);
+	assert_int_equal(wc[0].byte_len, 56);
+	assert_int_equal(wc[1].byte_len, 57);
+	assert_int_equal(wc[2].byte_len, 56);
+	assert_int_equal(wc[3].byte_len, 57);
+	ch_free(f, &c);
+	ch_free(f, &d);
+}
+
+/* ibv_destroy_cq is EBUSY while an event it returned is not acked (umcast(7)). */
+static void test_destroy_cq_with_unacked_event(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	struct ibv_wc wc;
+	struct chfx c;
+
+	ch_make(f, &c);
+	assert_int_equal(ibv_req_notify_cq(c.cq, 0), 0);
+	send_msg(f, &f->s, 8, 1, T_QKEY, false, 0, 0);
+	alarm(10);
+	assert_int_equal(ibv_get_cq_event(c.ch, &ev_cq, &ev_ctx), 0);
+	alarm(0);
+	assert_int_equal(ibv_poll_cq(c.cq, 1, &wc), 1);
+	assert_int_equal(ibv_detach_mcast(c.qp, &f->e.mgid, 0), 0);
+	assert_int_equal(ibv_destroy_qp(c.qp), 0);
+	assert_int_equal(ibv_destroy_cq(c.cq), EBUSY);
+	ibv_ack_cq_events(ev_cq, 1);
+	assert_int_equal(ibv_destroy_cq(c.cq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(c.ch), 0);
+}
+
 static void test_solicited_only(void **state)
 {
 	struct fx *f = *state;
@@ -1035,6 +1113,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_block_self_mcast_lb, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_channel_wakes_on_datagram, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_channel_nonblock_eagain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_channel_fd_only_for_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_destroy_cq_with_unacked_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_solicited_only, setup, teardown),
 	};
 

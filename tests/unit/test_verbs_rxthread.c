@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs_rxthread.c - posted receives fill while the program is not
+ * receiving, as on a NIC: the background receive thread (progress.c).
+ *
+ * The receiver posts 16000 receives, joins, and then sleeps - on purpose:
+ * that is the scenario (rdma-core's mckey sleeps 3 s after joining).  A
+ * sender in another process sends 16000 datagrams as fast as it can, far
+ * more than the group socket's buffer holds.  Before the receiver polls
+ * anything, the device's counters must show all 16000 delivered; then the
+ * CQ must hold them all, each sequence number once.
+ */
+#include "test_verbs_common.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+
+enum { N = 16000, SIZE = 64, SLOT = 40 + SIZE, BATCH = 64 };
+
+/* The sender, in a child process: its own HCA, started before the parent opens anything. */
+static int sender(int ready_fd, uint32_t gip)
+{
+	struct t_env e;
+	struct t_qp s;
+	char c;
+
+	if (read(ready_fd, &c, 1) != 1)
+		return 2;
+	t_env_open(&e, gip, true);
+	t_qp_make(&s, e.pd, 0, T_QKEY);
+	for (uint32_t i = 0; i < N; i += BATCH) {
+		struct ibv_sge sge[BATCH];
+		struct ibv_send_wr wr[BATCH], *bad;
+
+		for (int k = 0; k < BATCH; k++) {
+			uint32_t *p = (uint32_t *)(s.buf + (size_t)k * SIZE);
+
+			*p = i + (uint32_t)k;
+			sge[k] = (struct ibv_sge){(uintptr_t)p, SIZE, s.mr->lkey};
+			wr[k] = (struct ibv_send_wr){
+				.wr_id = i + (uint32_t)k, .sg_list = &sge[k], .num_sge = 1,
+				.opcode = IBV_WR_SEND, .next = k + 1 < BATCH ? &wr[k + 1] : NULL,
+				.wr.ud = {.ah = e.ah, .remote_qpn = 0xffffff, .remote_qkey = T_QKEY},
+			};
+		}
+		if (ibv_post_send(s.qp, wr, &bad))
+			return 3;
+		struct ibv_wc wc[BATCH];
+
+		for (int got = 0; got < BATCH;) /* sq_sig_all: one completion per send */
+			got += ibv_poll_cq(s.cq, BATCH, wc);
+	}
+	t_qp_free(&s);
+	t_env_close(&e);
+	return 0;
+}
+
+static void test_receives_fill_while_sleeping(void **state)
+{
+	uint32_t gip = t_group_ip(200);
+	int pipefd[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pipefd[1]);
+		_exit(sender(pipefd[0], gip));
+	}
+	close(pipefd[0]);
+
+	struct t_env e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf = calloc(N, SLOT);
+	struct ibv_mr *mr;
+
+	t_env_open(&e, gip, false);
+	cq = ibv_create_cq(e.ctx, N, NULL, NULL, 0);
+	assert_non_null(cq);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 1, .max_recv_wr = N, .max_send_sge = 1, .max_recv_sge = 1},
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = e.pd,
+	};
+	qp = ibv_create_qp_ex(e.ctx, &a);
+	assert_non_null(qp);
+	assert_int_equal(t_qp_rts(qp, T_QKEY, 0), 0);
+	assert_non_null(buf);
+	mr = ibv_reg_mr(e.pd, buf, (size_t)N * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	for (uint32_t i = 0; i < N; i++) {
+		struct ibv_sge sge = {(uintptr_t)(buf + (size_t)i * SLOT), SLOT, mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+		assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
+	}
+	assert_int_equal(umc_dev_member(e.dev, &e.mgid, +1), 0);
+	assert_int_equal(ibv_attach_mcast(qp, &e.mgid, 0), 0);
+	/* Plain loads: T_CNT would run the engine, i.e. receive. */
+	atomic_ulong *delivered = &e.dev->cnt.rx_delivered;
+	unsigned long delivered0 = atomic_load(delivered);
+
+	/* Go: the sender blasts while this process does not touch the verbs. */
+	assert_int_equal(write(pipefd[1], "g", 1), 1);
+	assert_int_equal(t_reap(pid, 30000), 0);
+	for (int ms = 0; ms < 5000 && atomic_load(delivered) - delivered0 < N; ms += 10) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+
+		nanosleep(&ts, NULL); /* still not receiving: only the thread may deliver */
+	}
+	print_message("delivered by the background thread: %lu of %d\n",
+		      atomic_load(delivered) - delivered0, N);
+	assert_int_equal(atomic_load(delivered) - delivered0, N);
+
+	/* Every message once, with its payload. */
+	static uint8_t seen[N];
+	struct ibv_wc wc[64];
+	int total = 0;
+
+	for (int spins = 0; total < N && spins < 1000000; spins++) {
+		int n = ibv_poll_cq(cq, 64, wc);
+
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			assert_int_equal(wc[i].byte_len, SLOT);
+			uint32_t seq;
+
+			memcpy(&seq, buf + wc[i].wr_id * SLOT + 40, sizeof(seq));
+			assert_true(seq < N);
+			assert_int_equal(seen[seq], 0);
+			seen[seq] = 1;
+		}
+		total += n;
+	}
+	assert_int_equal(total, N);
+
+	close(pipefd[1]);
+	assert_int_equal(ibv_detach_mcast(qp, &e.mgid, 0), 0);
+	umc_dev_member(e.dev, &e.mgid, -1);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	free(buf);
+	t_env_close(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_receives_fill_while_sleeping),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
