@@ -93,11 +93,13 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	}
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;
+	umc_pd_get(pd);
 	return &ah->ibah;
 }
 
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	umc_pd_put(ah->pd);
 	free(to_uah(ah));
 	return 0;
 }

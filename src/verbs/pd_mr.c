@@ -21,19 +21,22 @@ static uint8_t umc_mr_key;    /* rolls so a stale lkey does not match a new MR *
 
 UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+	struct umc_pd *pd = calloc(1, sizeof(*pd));
 
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	pd->context = context;
-	return pd;
+	pd->ibpd.context = context;
+	return &pd->ibpd;
 }
 
+/* ibv_dealloc_pd(3): EBUSY while a QP, MR or AH still uses the PD. */
 UMC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	free(pd);
+	if (atomic_load_explicit(&to_upd(pd)->usecnt, memory_order_acquire))
+		return EBUSY;
+	free(to_upd(pd));
 	return 0;
 }
 
@@ -79,6 +82,7 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 		mr->ibmr.handle = slot;
 		atomic_store_explicit(&umc_mr_table[slot], mr, memory_order_release);
 		pthread_mutex_unlock(&umc_mr_lock);
+		umc_pd_get(pd);
 		return &mr->ibmr;
 	}
 	pthread_mutex_unlock(&umc_mr_lock);
@@ -95,6 +99,7 @@ UMC_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (slot >= UMC_MAX_MR || atomic_load(&umc_mr_table[slot]) != mr)
 		return EINVAL;
 	atomic_store_explicit(&umc_mr_table[slot], NULL, memory_order_release);
+	umc_pd_put(ibmr->pd);
 	free(mr);
 	return 0;
 }

@@ -164,6 +164,7 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
 	pthread_cond_init(&ib->cond, NULL);
 	atomic_fetch_add(&to_ucq(ib->send_cq)->usecnt, 1);
 	atomic_fetch_add(&to_ucq(ib->recv_cq)->usecnt, 1);
+	umc_pd_get(ib->pd);
 
 	/* The receive engine walks qp_list: take its lock too. */
 	pthread_mutex_lock(&dev->rx_lock);
@@ -236,6 +237,7 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dev->link->qp_cleanup(qp);
 	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->usecnt, 1);
 	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->usecnt, 1);
+	umc_pd_put(ibqp->pd);
 	pthread_spin_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&ibqp->mutex);

@@ -41,6 +41,37 @@ static int to_state(struct ibv_qp *qp, enum ibv_qp_state s, int extra_mask, stru
 
 enum { INIT_MASK = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY };
 
+/* ibv_dealloc_pd(3): EBUSY while a QP, an MR or an AH still uses the PD. */
+static void test_dealloc_pd_busy(void **state)
+{
+	struct ibv_context *ctx = t_open_lo();
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	static uint8_t buf[64];
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+
+	assert_non_null(pd);
+	assert_non_null(cq);
+	qp = t_create_qp(pd, cq, 0);
+	assert_non_null(qp);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	ah = t_group_ah(pd, t_group_ip(77));
+	assert_non_null(ah);
+
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY); /* the MR and the AH */
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY); /* the AH */
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 static void test_create_defaults(void **state)
 {
 	struct t_fx *f = *state;
@@ -514,6 +545,7 @@ static void test_cq_busy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dealloc_pd_busy),
 		cmocka_unit_test_setup_teardown(test_create_defaults, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_valid_path, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_missing_attrs, setup, t_fx_teardown),
