@@ -30,6 +30,9 @@ enum umc_param {
 	UMC_MAX_GIDS = 16,
 	UMC_MAX_INLINE_DATA = 160,
 
+	/* Devices: one per network interface with an address. */
+	UMC_MAX_DEVICES = 64,
+
 	/* Port: one port per device, as rxe. */
 	UMC_PORT_NUM = 1,
 	/* rxe derives the IB MTU from the netdev MTU minus this overhead. */

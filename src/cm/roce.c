@@ -57,6 +57,12 @@ static int roce_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (dev->netdev_mtu < CM_ROCE_HDR_MAX + CM_IB_MTU_MIN)
 		return -EINVAL;
 	umc_gid_from_sockaddr(&mgid, sa); /* ::ffff:a.b.c.d or the IPv6 address */
+	/*
+	 * An interface that cannot send to the group cannot join it (ENODEV,
+	 * as cma_igmp_send's): Linux routes no IPv6 multicast on loopback.
+	 */
+	if (umc_gid_is_multicast(&mgid) && umc_dev_mcast_route(dev, &mgid))
+		return -ENODEV;
 	if (!idp->qkey)
 		(void)roce_default_qkey(idp, &idp->qkey); /* failure ignored, as cma */
 

@@ -7,7 +7,10 @@
  * "umc_<ifname>", with one port (port 1).  Its GID table lists the
  * interface's IPv4 addresses (as ::ffff:a.b.c.d) first, then its IPv6
  * addresses, so GID index 0 is the IPv4-mapped address when there is one.
- * The list is built once, on first use, and lives as long as the process.
+ * The list is built on first use and lives as long as the process.  It
+ * only grows: when an address is not found (an interface or address that
+ * appeared later), the interfaces are read again and new devices and GIDs
+ * are appended, so existing GID indices never move, as in a GID cache.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -19,9 +22,11 @@
 
 #include "umc_int.h"
 
-static struct umc_device **umc_devs;
-static int umc_ndevs;
+/* Fixed storage: readers walk it without a lock while it grows (append only). */
+static struct umc_device *umc_devs[UMC_MAX_DEVICES];
+static _Atomic int umc_ndevs;
 static pthread_once_t umc_devs_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t umc_devs_lock = PTHREAD_MUTEX_INITIALIZER; /* writers */
 
 /* rxe: the IB MTU is the netdev MTU less the RoCE headers, rounded down. */
 enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
@@ -57,22 +62,16 @@ static unsigned umc_netdev_mtu(const char *ifname)
 
 static struct umc_device *umc_dev_get(const char *ifname, bool create)
 {
-	struct umc_device *dev, **grown;
+	struct umc_device *dev;
 
 	for (int i = 0; i < umc_ndevs; i++)
 		if (strcmp(umc_devs[i]->ifname, ifname) == 0)
 			return umc_devs[i];
-	if (!create)
+	if (!create || umc_ndevs == UMC_MAX_DEVICES)
 		return NULL;
 	dev = calloc(1, sizeof(*dev));
-	grown = realloc(umc_devs, (umc_ndevs + 1) * sizeof(*grown));
-	if (!dev || !grown) {
-		free(dev);
-		if (grown)
-			umc_devs = grown;
+	if (!dev)
 		return NULL;
-	}
-	umc_devs = grown;
 	snprintf(dev->ifname, sizeof(dev->ifname), "%s", ifname);
 	dev->ifindex = if_nametoindex(ifname);
 	dev->link = &umc_roce_link_ops;
@@ -92,7 +91,8 @@ static struct umc_device *umc_dev_get(const char *ifname, bool create)
 	snprintf(ib->dev_name, sizeof(ib->dev_name), "uverbs_%s", ifname);
 	snprintf(ib->dev_path, sizeof(ib->dev_path), "/sys/class/net/%s", ifname);
 	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/net/%s", ifname);
-	umc_devs[umc_ndevs++] = dev;
+	umc_devs[umc_ndevs] = dev;
+	atomic_fetch_add(&umc_ndevs, 1); /* published once complete */
 	return dev;
 }
 
@@ -101,12 +101,19 @@ static void umc_dev_add_gid(struct umc_device *dev, const struct sockaddr *sa)
 	socklen_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 						 : sizeof(struct sockaddr_in6);
 
+	union ibv_gid gid;
+
+	umc_gid_from_sockaddr(&gid, sa);
+	for (int i = 0; i < dev->gid_count; i++)
+		if (memcmp(&dev->gids[i].gid, &gid, sizeof(gid)) == 0)
+			return;
 	if (dev->gid_count == UMC_MAX_GIDS)
 		return;
-	struct umc_gid_entry *e = &dev->gids[dev->gid_count++];
+	struct umc_gid_entry *e = &dev->gids[dev->gid_count];
 
-	umc_gid_from_sockaddr(&e->gid, sa);
+	e->gid = gid;
 	memcpy(&e->addr, sa, len);
+	__atomic_store_n(&dev->gid_count, dev->gid_count + 1, __ATOMIC_RELEASE);
 }
 
 /* UMC_STATS=1 in the environment: every device's counters on stderr at exit. */
@@ -123,7 +130,8 @@ static void umc_stats_dump(void)
 	}
 }
 
-static void umc_devices_init(void)
+/* Read the interfaces and append what is new; caller holds umc_devs_lock. */
+static void umc_devices_scan(void)
 {
 	struct ifaddrs *ifa_list, *ifa;
 
@@ -142,6 +150,13 @@ static void umc_devices_init(void)
 		}
 	}
 	freeifaddrs(ifa_list);
+}
+
+static void umc_devices_init(void)
+{
+	pthread_mutex_lock(&umc_devs_lock);
+	umc_devices_scan();
+	pthread_mutex_unlock(&umc_devs_lock);
 	if (getenv("UMC_STATS"))
 		atexit(umc_stats_dump);
 }
@@ -150,7 +165,7 @@ int umc_devices(struct umc_device ***list)
 {
 	pthread_once(&umc_devs_once, umc_devices_init);
 	*list = umc_devs;
-	return umc_ndevs;
+	return atomic_load(&umc_ndevs);
 }
 
 static bool umc_same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
@@ -162,11 +177,29 @@ static bool umc_same_addr(const struct sockaddr *a, const struct sockaddr_storag
 	return memcmp(&ga, &gb, sizeof(ga)) == 0;
 }
 
-int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
+static int umc_dev_find_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
 {
 	struct umc_device **devs;
-	struct sockaddr_in v4;
 	int n = umc_devices(&devs);
+
+	for (int d = 0; d < n; d++) {
+		int count = __atomic_load_n(&devs[d]->gid_count, __ATOMIC_ACQUIRE);
+
+		for (int i = 0; i < count; i++) {
+			if (devs[d]->gids[i].addr.ss_family == sa->sa_family &&
+			    umc_same_addr(sa, &devs[d]->gids[i].addr)) {
+				*devp = devs[d];
+				*gid_index = i;
+				return 0;
+			}
+		}
+	}
+	return -EADDRNOTAVAIL;
+}
+
+int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
+{
+	struct sockaddr_in v4;
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
@@ -180,17 +213,13 @@ int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **devp, int *gi
 			sa = (const struct sockaddr *)&v4;
 		}
 	}
-	for (int d = 0; d < n; d++) {
-		for (int i = 0; i < devs[d]->gid_count; i++) {
-			if (devs[d]->gids[i].addr.ss_family == sa->sa_family &&
-			    umc_same_addr(sa, &devs[d]->gids[i].addr)) {
-				*devp = devs[d];
-				*gid_index = i;
-				return 0;
-			}
-		}
-	}
-	return -EADDRNOTAVAIL;
+	if (!umc_dev_find_addr(sa, devp, gid_index))
+		return 0;
+	/* Perhaps an address that appeared since: read the interfaces again. */
+	pthread_mutex_lock(&umc_devs_lock);
+	umc_devices_scan();
+	pthread_mutex_unlock(&umc_devs_lock);
+	return umc_dev_find_addr(sa, devp, gid_index);
 }
 
 int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
@@ -215,6 +244,31 @@ int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
 	if (!ret)
 		((struct sockaddr_in *)src)->sin_port = 0;
 	return ret;
+}
+
+int umc_dev_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
+{
+	bool v4 = umc_gid_is_v4mapped(mgid);
+	struct sockaddr_storage to;
+	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &to);
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (v4) {
+		struct ip_mreqn mr = {.imr_ifindex = (int)dev->ifindex};
+
+		ret = setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr));
+	} else {
+		int ifindex = (int)dev->ifindex;
+
+		((struct sockaddr_in6 *)&to)->sin6_scope_id = dev->ifindex;
+		ret = setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
+	}
+	if (!ret)
+		ret = connect(fd, (struct sockaddr *)&to, len);
+	close(fd);
+	return ret ? -ENODEV : 0;
 }
 
 /* ------------------------------------------------------------------------- */
