@@ -307,11 +307,14 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 /*
  * rdma_create_qp - create the id's QP on @pd (NULL: the device's default
  * PD, id->pd) and bring it to RTS; a UD QP gets qkey RDMA_UDP_QKEY (the
- * IPoIB broadcast Q_Key for RDMA_PS_IPOIB).  NULL send_cq/recv_cq in @attr
- * make the CM create CQs and completion channels (cq_context = id), stored
- * in the id.  @attr->cap is updated with the granted sizes.
+ * IPoIB broadcast group's Q_Key for RDMA_PS_IPOIB, which exists on
+ * InfiniBand only).  NULL send_cq/recv_cq in @attr make the CM create CQs
+ * and completion channels (cq_context = id), stored in the id.  @attr->cap
+ * is updated with the granted sizes.
  * Returns 0, or -1 with errno set (EINVAL: id not bound to a device, id
- * already has a QP, PD or CQ of another device; ENOMEM).  rdma_create_qp(3)
+ * already has a QP, PD or CQ of another device; ENODEV: RDMA_PS_IPOIB on a
+ * RoCE device, which has no IPoIB broadcast group, as on Linux; ENOMEM).
+ * rdma_create_qp(3)
  */
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
 
