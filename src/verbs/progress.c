@@ -24,8 +24,11 @@
  *   - the BTH P_Key must match the default partition (0xFFFF or 0x7FFF);
  *   - the DETH Q_Key must equal the QP's Q_Key;
  *   - the QP must have a receive posted whose buffer holds the 40-byte GRH
- *     and the payload; a smaller buffer completes with IBV_WC_LOC_LEN_ERR
- *     and moves the QP to the error state (what rxe does);
+ *     and the payload; a smaller buffer completes with IBV_WC_LOC_LEN_ERR,
+ *     the QP goes to the error state and its other receives are flushed,
+ *     which is what rxe did when measured (kernel 6.1, rocev2-wire.md
+ *     section 8; a reading of newer rxe source, section 1.9, says the
+ *     datagram is dropped instead);
  *   - there is no sender exclusion, except for packets sent by a QP of this
  *     device that was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.
  *
