@@ -73,15 +73,15 @@ enum umc_param {
 #define UMC_RX_SLOT 9216
 #endif
 /*
- * The background receive thread waits this long (microseconds) after data
- * arrives before it takes over, and backs off up to the maximum while an
- * application thread is receiving (progress.c).
+ * The background receive thread takes over after the application has not
+ * received for this long (microseconds); the period doubles up to the
+ * maximum each time it sees the application receiving (progress.c).
  */
 #ifndef UMC_RX_IDLE_US
 #define UMC_RX_IDLE_US 50
 #endif
 #ifndef UMC_RX_IDLE_MAX_US
-#define UMC_RX_IDLE_MAX_US 2000
+#define UMC_RX_IDLE_MAX_US 10000
 #endif
 /* Receive socket buffer asked for (the kernel caps it at net.core.rmem_max). */
 #ifndef UMC_RX_SOCKBUF

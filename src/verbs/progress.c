@@ -7,10 +7,12 @@
  * receives on its own thread, with no hand-off.  A program that posted
  * receives and then does something else must still get them filled, as a
  * NIC would: a background thread per device (started with the device's
- * first group socket) waits for data and, if no application thread ran the
- * engine within UMC_RX_IDLE_US, runs it itself.  While the application is
- * receiving, the thread does not wait on the sockets at all and looks again
- * only every UMC_RX_IDLE_MAX_US, so it never wakes up per datagram on a
+ * first group socket) runs the engine itself when no application thread
+ * has run it for a while: UMC_RX_IDLE_US at first, growing to
+ * UMC_RX_IDLE_MAX_US once the application has been seen receiving (a
+ * receiver that shares its CPU with others looks idle for whole time
+ * slices).  While the application is receiving, the thread does not wait
+ * on the sockets at all, so it never wakes up per datagram on a
  * busy-polling program's CPU.  While a CQ is armed (someone waits for a
  * completion event, perhaps in poll(2) on the channel fd) it delivers as
  * soon as data arrives.  UMC_RX_THREAD=0 in the environment disables it.
@@ -307,12 +309,13 @@ static bool umc_app_receiving(struct umc_device *dev, long us)
 
 /*
  * The background receiver.  While an application thread is receiving it
- * only looks every UMC_RX_IDLE_MAX_US and never waits on the sockets, so it
- * does not wake up (on the application's CPU) for each datagram.  Once the
- * application has been idle for UMC_RX_IDLE_US (or at once while a CQ is
- * armed), it waits for data, and delivers it unless the application takes
- * it within UMC_RX_IDLE_US; then it keeps draining for as long as data
- * comes and the application stays away.  Lives as long as the process.
+ * only looks every idle period (doubling up to UMC_RX_IDLE_MAX_US) and
+ * never waits on the sockets, so it does not wake up (on the application's
+ * CPU) for each datagram.  Once the application has been idle for a whole
+ * period (or at once while a CQ is armed), it waits for data, and delivers
+ * it unless the application takes it within another period; then it keeps
+ * draining for as long as data comes and the application stays away.
+ * Lives as long as the process.
  */
 static void *umc_rx_thread(void *arg)
 {
@@ -325,7 +328,11 @@ static void *umc_rx_thread(void *arg)
 			idle = idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
 			continue;
 		}
-		idle = UMC_RX_IDLE_US;
+		/*
+		 * idle stays where it is: an application that received before
+		 * may only be descheduled (receivers sharing a CPU look idle
+		 * for whole time slices), so keep giving it long windows.
+		 */
 		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0 || umc_app_receiving(dev, idle))
 			continue;
 		for (;;) {
