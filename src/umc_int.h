@@ -185,6 +185,7 @@ struct umc_device {
 
 	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	atomic_int cq_armed; /* CQs armed with a channel: someone waits for an event */
+	int rx_wake_fd;	     /* eventfd: a CQ got armed, the receive thread must look now */
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -308,12 +309,17 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!ibcq->channel)
 		return EINVAL;
+	bool first = false;
+
 	pthread_spin_lock(&cq->lock);
 	if (!cq->armed)
-		atomic_fetch_add_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
+		first = atomic_fetch_add_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed) == 0;
 	/* "any" wins over "solicited only" until the event fires. */
 	if (cq->armed != UMC_CQ_ARM_ANY)
 		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;
 	pthread_spin_unlock(&cq->lock);
+	/* The receive thread may be asleep for milliseconds: now it must deliver at once. */
+	if (first)
+		eventfd_write(cq->dev->rx_wake_fd, 1);
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "umc_int.h"
@@ -313,9 +314,13 @@ static int umc_dev_rx_init(struct umc_device *dev)
 
 	pthread_mutex_lock(&dev->rx_lock);
 	if (dev->rx_epfd < 0) {
-		dev->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (dev->rx_epfd < 0)
+		dev->rx_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		dev->rx_epfd = dev->rx_wake_fd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
+		if (dev->rx_epfd < 0) {
 			ret = -errno;
+			if (dev->rx_wake_fd >= 0)
+				close(dev->rx_wake_fd);
+		}
 	}
 	pthread_mutex_unlock(&dev->rx_lock);
 	return ret;

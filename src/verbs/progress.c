@@ -40,7 +40,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "umc_int.h"
@@ -282,14 +284,6 @@ int umc_progress(struct umc_device *dev, bool wait)
 	return n;
 }
 
-static void umc_sleep_us(long us)
-{
-	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /*
  * Is the application receiving by itself?  Not if a CQ is armed: then it
  * waits for an event (in poll(2) on a channel fd, perhaps) and the thread
@@ -300,10 +294,18 @@ static bool umc_app_receiving(struct umc_device *dev, long us)
 {
 	unsigned long gen;
 
+	struct pollfd wake = {.fd = dev->rx_wake_fd, .events = POLLIN};
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+	eventfd_t n;
+
 	if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0)
 		return false;
 	gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
-	umc_sleep_us(us);
+	/* Sleep, unless a CQ gets armed meanwhile (ibv_req_notify_cq wakes us). */
+	if (ppoll(&wake, 1, &ts, NULL) > 0) {
+		eventfd_read(dev->rx_wake_fd, &n);
+		return false;
+	}
 	return atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen;
 }
 

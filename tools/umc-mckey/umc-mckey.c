@@ -136,6 +136,16 @@ static int64_t deadline_after(int ms)
  * the deadline passed), -EINTR when interrupted (look again), or another
  * -errno after saying so.
  */
+
+/* perror(@what), then -errno as it was before perror (which may change it), or -1. */
+static int perror_ret(const char *what)
+{
+	int err = errno;
+
+	perror(what);
+	return err ? -err : -1;
+}
+
 static int poll_until(struct pollfd *pfd, int nfds, int64_t deadline)
 {
 	int n = poll(pfd, (nfds_t)nfds, remaining_ms(deadline));
@@ -144,8 +154,7 @@ static int poll_until(struct pollfd *pfd, int nfds, int64_t deadline)
 		return n;
 	if (errno == EINTR)
 		return -EINTR;
-	perror("mckey: poll");
-	return -errno;
+	return perror_ret("mckey: poll");
 }
 
 /* The payload of message `index`: byte i is (index + i) mod 256. */
@@ -301,8 +310,7 @@ static int init_node(struct node *node)
 	}
 	flags = fcntl(node->chan->fd, F_GETFL);
 	if (flags < 0 || fcntl(node->chan->fd, F_SETFL, flags | O_NONBLOCK)) {
-		perror("mckey: completion channel fd");
-		return -errno;
+		return perror_ret("mckey: completion channel fd");
 	}
 
 	node->cq = ibv_create_cq(verbs, node->depth * 2, node, node->chan, 0);
@@ -312,8 +320,7 @@ static int init_node(struct node *node)
 	}
 
 	if (create_qp(node)) {
-		perror("mckey: unable to create QP");
-		return -errno ? -errno : -1;
+		return perror_ret("mckey: unable to create QP");
 	}
 
 	ret = create_message(node);
@@ -508,8 +515,7 @@ static int take_cq_events(struct node *node)
 		ibv_ack_cq_events(cq, 1);
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 		return 0;
-	perror("mckey: ibv_get_cq_event");
-	return -errno;
+	return perror_ret("mckey: ibv_get_cq_event");
 }
 
 /* Events that arrive after the joins (mckey's background thread). */
@@ -518,9 +524,10 @@ static void handle_async_event(void)
 	struct rdma_cm_event *event;
 
 	if (rdma_get_cm_event(test.channel, &event)) {
-		perror("rdma_get_cm_event");
+		int err = perror_ret("rdma_get_cm_event");
+
 		if (!test.cm_error)
-			test.cm_error = errno ? -errno : -EIO;
+			test.cm_error = err == -1 ? -EIO : err;
 		return;
 	}
 	switch (event->event) {
@@ -683,8 +690,7 @@ static int addr_handler(struct node *node)
 				       : RDMA_MC_JOIN_FLAG_FULLMEMBER;
 	ret = rdma_join_multicast_ex(node->cma_id, &mc_attr, node);
 	if (ret) {
-		perror("mckey: failure joining");
-		ret = errno ? -errno : -1;
+		ret = perror_ret("mckey: failure joining");
 		goto err;
 	}
 	node->join_requested = true;
@@ -758,8 +764,7 @@ static int connect_events(void)
 			return -ETIMEDOUT;
 		}
 		if (rdma_get_cm_event(test.channel, &event)) {
-			perror("rdma_get_cm_event");
-			return errno ? -errno : -1;
+			return perror_ret("rdma_get_cm_event");
 		}
 		ret = cma_handler(event);
 		rdma_ack_cm_event(event);
