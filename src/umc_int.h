@@ -237,6 +237,13 @@ int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **dev, int *gid
 int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src);
 
 /*
+ * umc_dev_gid_live - is the address behind GID @gid_index still on the
+ * device's interface?  (GIDs are never removed from the table, so that
+ * indices stay put; this asks the interfaces.)
+ */
+bool umc_dev_gid_live(struct umc_device *dev, int gid_index);
+
+/*
  * umc_dev_mcast_route - can the kernel send to group @mgid out of @dev's
  * interface?  (A UDP connect() with the interface as multicast interface:
  * nothing is sent.)  Linux gives IPv6 multicast no route on loopback, for

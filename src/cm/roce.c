@@ -86,6 +86,16 @@ static int roce_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	mc->mgid = mgid;
 	mc->mlid = 0;
 
+	/*
+	 * ib_init_ah_from_mcmember: a source address that left the interface
+	 * has no GID to build the AH from, and the event becomes
+	 * MULTICAST_ERROR with status 0 (kernel-behaviour 2.5, 7.24).
+	 */
+	if (!umc_dev_gid_live(dev, idp->gid_index)) {
+		evt->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+		umc_cm_event_queue(evt);
+		return 0;
+	}
 	ud = &evt->ev.param.ud;
 	ud->private_data_len = 0;
 	ud->qp_num = UMC_MCAST_QPN;

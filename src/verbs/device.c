@@ -247,6 +247,22 @@ int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
 	return ret;
 }
 
+bool umc_dev_gid_live(struct umc_device *dev, int gid_index)
+{
+	const struct sockaddr_storage *want = &dev->gids[gid_index].addr;
+	struct ifaddrs *ifa_list, *ifa;
+	bool live = false;
+
+	if (getifaddrs(&ifa_list))
+		return true; /* cannot tell: as before */
+	for (ifa = ifa_list; ifa && !live; ifa = ifa->ifa_next)
+		live = ifa->ifa_addr && ifa->ifa_addr->sa_family == want->ss_family &&
+		       strcmp(ifa->ifa_name, dev->ifname) == 0 &&
+		       umc_same_addr(ifa->ifa_addr, want);
+	freeifaddrs(ifa_list);
+	return live;
+}
+
 int umc_dev_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
 {
 	bool v4 = umc_gid_is_v4mapped(mgid);
