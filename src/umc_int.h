@@ -266,6 +266,10 @@ int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta)
 
 /* GID helpers. */
 void umc_gid_from_sockaddr(union ibv_gid *gid, const struct sockaddr *sa);
+/* From/to raw address bytes: 4 (IPv4, as ::ffff:a.b.c.d) when @v4, else 16. */
+void umc_gid_from_ip(union ibv_gid *gid, bool v4, const void *addr);
+/* Writes 4 bytes for an IPv4-mapped GID, else 16; returns 4 or 6 (the family). */
+int umc_gid_to_ip(const union ibv_gid *gid, uint8_t *addr);
 bool umc_gid_is_v4mapped(const union ibv_gid *gid);
 bool umc_gid_is_multicast(const union ibv_gid *gid); /* ff.. or ::ffff:224/4 */
 /* Returns the socklen written; @port in host order. */

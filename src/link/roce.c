@@ -207,10 +207,7 @@ static unsigned roce_rx_ctx(struct umc_device *dev, const struct umc_mcg *mcg, s
 	memset(ip, 0, sizeof(*ip));
 	ip->dport = UMC_ROCEV2_UDP_PORT;
 	/* ... and to the group address (IP_PKTINFO, when asked for, says the same). */
-	if (umc_gid_is_v4mapped(&mcg->mgid))
-		memcpy(ip->dst, mcg->mgid.raw + 12, 4);
-	else
-		memcpy(ip->dst, mcg->mgid.raw, 16);
+	umc_gid_to_ip(&mcg->mgid, ip->dst);
 	if (from->ss_family == AF_INET) {
 		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
 

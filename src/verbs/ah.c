@@ -47,17 +47,10 @@ static int umc_ah_resolve(struct umc_device *dev, const struct ibv_ah_attr *attr
 	struct umc_ip_ctx *ip = &ah->ip;
 
 	memset(ip, 0, sizeof(*ip));
-	ip->family = v4 ? 4 : 6;
-	if (v4) {
-		memcpy(ip->src, dev->gids[sgid].gid.raw + 12, 4);
-		memcpy(ip->dst, grh->dgid.raw + 12, 4);
-		ip->df = true;
-	} else {
-		memcpy(ip->src, dev->gids[sgid].gid.raw, 16);
-		memcpy(ip->dst, grh->dgid.raw, 16);
-		/* rxe sends flow label 0 whatever the AH says (rocev2-wire 1.3). */
-		ip->flow_label = 0;
-	}
+	ip->family = (uint8_t)umc_gid_to_ip(&grh->dgid, ip->dst);
+	umc_gid_to_ip(&dev->gids[sgid].gid, ip->src); /* same family, checked above */
+	/* IPv4: DF, as rxe.  IPv6: flow label 0 whatever the AH says (rocev2-wire 1.3). */
+	ip->df = v4;
 	ip->dport = UMC_ROCEV2_UDP_PORT;
 	ip->tclass = grh->traffic_class;
 	ip->hop_limit = grh->hop_limit;
@@ -131,21 +124,18 @@ UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 	ah_attr->is_global = 1;
 	ah_attr->grh.hop_limit = UMC_ROCEV2_HOP_LIMIT;
 	v4 = (raw[0] >> 4) != 6 && (raw[20] >> 4) == 4;
-	memset(&local, 0, sizeof(local));
 	if (v4) {
 		const uint8_t *ip = raw + 20;
 
-		memset(ah_attr->grh.dgid.raw + 10, 0xff, 2);
-		memcpy(ah_attr->grh.dgid.raw + 12, ip + 12, 4);
+		umc_gid_from_ip(&ah_attr->grh.dgid, true, ip + 12);
 		ah_attr->grh.traffic_class = ip[1];
-		memset(local.raw + 10, 0xff, 2);
-		memcpy(local.raw + 12, ip + 16, 4);
+		umc_gid_from_ip(&local, true, ip + 16);
 	} else {
-		memcpy(ah_attr->grh.dgid.raw, raw + 8, 16);
+		umc_gid_from_ip(&ah_attr->grh.dgid, false, raw + 8);
 		ah_attr->grh.traffic_class = (uint8_t)((raw[0] << 4) | (raw[1] >> 4));
 		ah_attr->grh.flow_label =
 			((uint32_t)(raw[1] & 0x0f) << 16) | (uint32_t)raw[2] << 8 | raw[3];
-		memcpy(local.raw, raw + 24, 16);
+		umc_gid_from_ip(&local, false, raw + 24);
 	}
 	int idx = -1;
 

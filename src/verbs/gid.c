@@ -24,15 +24,33 @@ bool umc_gid_is_multicast(const union ibv_gid *gid)
 	return umc_gid_is_v4mapped(gid) && (gid->raw[12] & 0xf0) == 0xe0;
 }
 
+void umc_gid_from_ip(union ibv_gid *gid, bool v4, const void *addr)
+{
+	if (v4) {
+		memcpy(gid->raw, v4mapped_prefix, sizeof(v4mapped_prefix));
+		memcpy(gid->raw + 12, addr, 4);
+	} else {
+		memcpy(gid->raw, addr, 16);
+	}
+}
+
+int umc_gid_to_ip(const union ibv_gid *gid, uint8_t *addr)
+{
+	if (umc_gid_is_v4mapped(gid)) {
+		memcpy(addr, gid->raw + 12, 4);
+		return 4;
+	}
+	memcpy(addr, gid->raw, 16);
+	return 6;
+}
+
 void umc_gid_from_sockaddr(union ibv_gid *gid, const struct sockaddr *sa)
 {
 	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET) {
-		memcpy(gid->raw, v4mapped_prefix, sizeof(v4mapped_prefix));
-		memcpy(gid->raw + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	}
+	if (sa->sa_family == AF_INET)
+		umc_gid_from_ip(gid, true, &((const struct sockaddr_in *)sa)->sin_addr);
+	else if (sa->sa_family == AF_INET6)
+		umc_gid_from_ip(gid, false, &((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
 socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct sockaddr_storage *ss)

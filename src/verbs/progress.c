@@ -181,13 +181,7 @@ static bool umc_from_blocked_self(struct umc_device *dev, const struct umc_rx_pk
 	union ibv_gid src;
 	int gi;
 
-	memset(&src, 0, sizeof(src));
-	if (pkt->ip.family == 4) {
-		src.raw[10] = src.raw[11] = 0xff;
-		memcpy(src.raw + 12, pkt->ip.src, 4);
-	} else {
-		memcpy(src.raw, pkt->ip.src, 16);
-	}
+	umc_gid_from_ip(&src, pkt->ip.family == 4, pkt->ip.src);
 	for (gi = 0; gi < dev->gid_count; gi++)
 		if (memcmp(&dev->gids[gi].gid, &src, sizeof(src)) == 0)
 			break;
