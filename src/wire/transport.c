@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * ud.c - the transport headers of a RoCEv2 UD SEND: BTH, DETH and ImmDt.
+ * transport.c - the transport headers of a UD SEND: BTH, DETH and ImmDt.
  *
  * Layouts (all fields big-endian; IBA Vol 1 9.2 BTH, 9.3.3 DETH, 9.3.4
  * ImmDt; shared/reference/rocev2-wire.md sections 1.5-1.7):
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "wire/be.h"
-#include "wire/wire.h"
+#include "wire/transport.h"
 
 enum {
 	BTH_SE = 0x80,

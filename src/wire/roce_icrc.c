@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * icrc.c - the RoCEv2 Invariant CRC, and recovering the IPv4 ID from it.
+ * roce_icrc.c - the RoCEv2 Invariant CRC, and recovering the IPv4 ID from it.
  *
  * The ICRC is the standard CRC-32 (IEEE 802.3, reflected 0xEDB88320, as
  * zlib) of: 8 bytes of 0xFF standing for the absent LRH, the IP header,
@@ -28,7 +28,7 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
-#include "wire/wire.h"
+#include "wire/roce.h"
 
 enum {
 	LRH_STANDIN_LEN = 8, /* the 8 bytes of 0xFF in place of the LRH */
@@ -114,22 +114,6 @@ uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_
 	pre[n + 4] = 0xff;
 	n += hdr_len;
 	return crc32_gzip_refl(0, pre, n);
-}
-
-/**
- * umc_icrc_update - continue a CRC-32 over @len more bytes.
- * @reg: value from umc_icrc_start() or a previous update
- * @buf: bytes; not read when @len is 0
- * @len: byte count
- *
- * Context: pure, any context.
- * Returns: the CRC-32 of everything fed so far (zlib convention).
- */
-uint32_t umc_icrc_update(uint32_t reg, const void *buf, size_t len)
-{
-	if (len == 0)
-		return reg;
-	return crc32_gzip_refl(reg, buf, len);
 }
 
 /**

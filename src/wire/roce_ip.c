@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * ip.c - the IPv4/IPv6 and UDP headers of a RoCEv2 datagram, and the
+ * roce_ip.c - the IPv4/IPv6 and UDP headers of a RoCEv2 datagram, and the
  * 40-byte GRH a UD receive buffer starts with.
  *
  * umcast sends through UDP sockets, so the kernel writes these headers on
  * the wire.  They are built here for two readers: the ICRC, which covers
- * most of their fields (icrc.c), and the receiver, which is shown the
+ * most of their fields (roce_icrc.c), and the receiver, which is shown the
  * IP header in front of the payload as rxe shows it
  * (shared/reference/rocev2-wire.md sections 1.2-1.4 and 1.10).
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "wire/be.h"
-#include "wire/wire.h"
+#include "wire/roce.h"
 
 enum {
 	IPV4_VER_IHL = 0x45, /* version 4, 5 words, no options */

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * roce.h - the RoCEv2 part of a UD packet: the IP/UDP context, the RoCEv2
+ * ICRC and the 40-byte GRH area rxe shows a receiver (IBA Vol 1 Annex A17;
+ * shared/reference/rocev2-wire.md).  Pure codecs: no I/O, no global state,
+ * so every function is tested against shared/vectors/rocev2_vectors.txt.
+ *
+ * Packet:
+ *
+ *   IPv4 (20) | UDP (8, dport 4791) | BTH (12) | DETH (8) | [ImmDt (4)] |
+ *   payload | pad (0-3, zero) | ICRC (4, least significant byte first)
+ *
+ * "UDP payload" below always means BTH through ICRC inclusive, and every
+ * @udp_len parameter is that length (the UDP header's 8 bytes excluded).
+ */
+#ifndef UMC_WIRE_ROCE_H
+#define UMC_WIRE_ROCE_H
+
+#include "wire/crc.h"
+#include "wire/transport.h"
+
+enum {
+	UMC_IPV4_HLEN = 20,
+	UMC_IPV6_HLEN = 40,
+	UMC_UDP_HLEN = 8,
+};
+
+/*
+ * The IP and UDP context of a packet: what the ICRC pseudo-header covers
+ * and what the receive GRH shows.  Addresses are in network order; an IPv4
+ * address sits in the first 4 bytes of src/dst.
+ */
+struct umc_ip_ctx {
+	uint8_t family; /* 4 or 6 */
+	uint8_t src[16];
+	uint8_t dst[16];
+	uint16_t sport, dport;
+	uint16_t ip_id;	    /* IPv4 identification (0 from umcast senders) */
+	bool df;	    /* IPv4 don't-fragment */
+	uint8_t tclass;	    /* IPv4 TOS / IPv6 traffic class */
+	uint8_t hop_limit;  /* IPv4 TTL / IPv6 hop limit */
+	uint32_t flow_label; /* IPv6, 20 bits */
+};
+
+/**
+ * umc_roce_sport - UDP source port of a QP, as rxe chooses it:
+ * 0xC000 + (hash_32(qpn, 14) & 0x3fff), hash_32(v, 14) = (v * 0x61C88647) >> 18.
+ */
+static inline uint16_t umc_roce_sport(uint32_t qpn)
+{
+	return (uint16_t)(0xC000u + ((((uint32_t)(qpn * 0x61C88647u)) >> 18) & 0x3fffu));
+}
+
+/**
+ * umc_ip_hdr_encode - write the IPv4 (20 bytes, valid checksum, protocol
+ * UDP) or IPv6 (40 bytes, next header UDP) header of a datagram whose UDP
+ * payload is @udp_len bytes (total length = header + 8 + @udp_len).
+ *
+ * Returns: bytes written, 20 or 40.
+ */
+size_t umc_ip_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t udp_len);
+
+/** umc_udp_hdr_encode - write the 8-byte UDP header (length 8 + @udp_len) with checksum @csum. */
+void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, size_t udp_len,
+			uint16_t csum);
+
+/**
+ * umc_icrc_start - CRC register after the ICRC's fixed prefix and the
+ * transport headers: 8 bytes of 0xFF (the absent LRH), the masked IP
+ * header, the masked UDP header, then @hdr_len bytes of transport headers
+ * from the BTH on, BTH byte 4 masked (IBA A17.3.3; rocev2-wire.md
+ * section 2), fed in one CRC call.
+ * @c:       the datagram's IP/UDP context
+ * @udp_len: UDP payload length, BTH through ICRC
+ * @hdr:     the transport headers as sent (BTH, DETH, ImmDt)
+ * @hdr_len: UMC_BTH_LEN to UMC_UD_HDR_MAX bytes of them (more are ignored)
+ *
+ * Continue with umc_icrc_update() over what follows (payload and pad),
+ * then umc_icrc_final().
+ */
+uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *hdr,
+			size_t hdr_len);
+
+/**
+ * umc_icrc_compute - the ICRC of a whole UDP payload @p of @len bytes (BTH
+ * through ICRC; the last 4 bytes are not read).
+ *
+ * Returns: the ICRC value; umc_icrc_put() writes it in wire order.  A @len
+ * below UMC_BTH_LEN + UMC_ICRC_LEN reads nothing and returns 0.
+ */
+uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t len);
+
+/**
+ * umc_icrc_solve_ipv4_id - find the IPv4 identification a sender used.
+ * @c:        context of the received datagram, with ip_id as assumed when
+ *            @computed was calculated
+ * @udp_len:  UDP payload length (BTH through ICRC)
+ * @computed: ICRC computed with c->ip_id
+ * @received: ICRC found in the packet
+ * @id:       the identification that makes both agree
+ *
+ * A UDP socket never sees the IPv4 ID, which the ICRC covers.  The ICRC is
+ * affine in the 16 ID bits, so the ID is found by solving a 32x16 linear
+ * system over GF(2); the 16 remaining equations are the integrity check.
+ *
+ * Returns: 0 and *@id, or -EBADMSG if no ID explains the difference.
+ */
+int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t computed,
+			   uint32_t received, uint16_t *id);
+
+/**
+ * umc_grh_synth - the 40 bytes rxe writes in front of a UD receive buffer:
+ * for IPv4, 20 zero bytes then the IPv4 header (valid checksum); for IPv6,
+ * the IPv6 header (rocev2-wire.md section 1.10).
+ * @udp_len: UDP payload length as received (BTH through ICRC)
+ */
+void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len);
+
+#endif /* UMC_WIRE_ROCE_H */
