@@ -9,7 +9,8 @@
  *   verbs/  devices, PD, MR, CQ, QP, AH, multicast attach; the receive
  *           progress engine (progress.c) that turns datagrams into
  *           completions.
- *   link/   one struct umc_link_ops per link layer (roce.c); sockets only.
+ *   link/   one struct umc_link_ops per link layer (link/link.h): ports,
+ *           address handles, group reception, packets; sockets only there.
  *   wire/   pure codecs (wire.h).
  *
  * Conventions:
@@ -39,6 +40,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "link/link.h"
 #include "umc_param.h"
 #include "wire/wire.h"
 
@@ -89,93 +91,22 @@ struct umc_counters {
 };
 
 /* ------------------------------------------------------------------------- */
-/* Packets between the link layer and the core.                              */
+/* Devices: one per port a link layer found (link/link.h).                   */
 
-/* A datagram the link read, checked and decoded (valid until the next rx_burst). */
-struct umc_rx_pkt {
-	struct umc_ud_hdr hdr;
-	const uint8_t *payload;
-	uint32_t len;		 /* payload bytes, pad excluded */
-	struct umc_ip_ctx ip;	 /* as received: source of the 40-byte GRH */
-	uint32_t udp_len;	 /* UDP payload length (BTH..ICRC) */
-};
-
-/* One UD SEND the core validated, handed to the link to encode and send. */
-struct umc_tx_pkt {
-	struct umc_ah *ah;
-	const struct ibv_sge *sge;
-	int num_sge;
-	uint32_t len; /* payload bytes */
-	struct umc_ud_hdr hdr;
-};
-
-/* ------------------------------------------------------------------------- */
-/* Link layer ops.  One table per link layer; the core never tests for NULL. */
-
-struct umc_link_ops {
-	const char *name;
-	enum ibv_transport_type transport;
-	uint8_t link_layer; /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
-
-	/*
-	 * mcg_open - create the receive endpoint of a group on @dev: a
-	 * non-blocking socket that gets a copy of the group's datagrams
-	 * whenever the host is a member.  Does not join the group.
-	 * Returns the fd, or a negative errno.
-	 */
-	int (*mcg_open)(struct umc_device *dev, const union ibv_gid *mgid);
-
-	/*
-	 * membership - join (@join true) or leave the group at the IP level
-	 * on the device's interface (IGMP/MLD), on the group's socket @fd.
-	 * Refcounting is the caller's.  Returns 0 or -errno (-ENODEV when the
-	 * interface cannot join).
-	 */
-	int (*membership)(struct umc_device *dev, int fd, const union ibv_gid *mgid, bool join);
-
-	/*
-	 * rx_burst - read up to @max datagrams waiting on the socket of group
-	 * @mcg, check and decode them into @pkts.  Malformed or corrupt
-	 * datagrams are dropped and counted in dev->cnt, never returned.  Does
-	 * not block.  Caller holds dev->rx_lock; @pkts point into link-owned
-	 * buffers valid until the next call.  Returns the number of packets
-	 * in @pkts and sets *@more when the socket may hold more.
-	 */
-	int (*rx_burst)(struct umc_device *dev, struct umc_mcg *mcg, struct umc_rx_pkt *pkts,
-			int max, bool *more);
-
-	/*
-	 * xmit - encode and send @n packets of @qp (one sendmmsg batch).
-	 * Caller holds qp->sq_lock.  A datagram the kernel refuses is counted
-	 * (tx_errors) and not retried: UD is unreliable.  Returns 0 or a
-	 * negative errno when the QP cannot send at all (no socket).
-	 */
-	int (*xmit)(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
-
-	/* qp_cleanup - release the link's per-QP resources (send sockets). */
-	void (*qp_cleanup)(struct umc_qp *qp);
-};
-
-extern const struct umc_link_ops umc_roce_link_ops;
-
-/* ------------------------------------------------------------------------- */
-/* Devices: one per network interface that is up and has an address.         */
-
-struct umc_gid_entry {
-	union ibv_gid gid;
-	struct sockaddr_storage addr; /* the interface address behind the GID */
-};
-
+/*
+ * The core's part of a device.  A link layer embeds it first in its own
+ * port struct, fills the identity, GID and P_Key tables, and registers it
+ * (umc_dev_register); the core serves the queries from these tables.
+ */
 struct umc_device {
 	struct ibv_device ibdev;
-	const struct umc_link_ops *link;
-	char ifname[IF_NAMESIZE];
-	unsigned ifindex;
-	unsigned netdev_mtu;
-	enum ibv_mtu active_mtu;
-	uint64_t guid;
-	int gid_count;
-	struct umc_gid_entry gids[UMC_MAX_GIDS];
+	const struct umc_link_ops *link; /* completed: no NULL ops */
+	enum ibv_mtu active_mtu;	  /* the port's: the longest UD message */
+	uint64_t guid;			  /* node GUID, host order */
+	int gid_count;			  /* GIDs only append: indices never move */
+	union ibv_gid gids[UMC_MAX_GIDS];
+	int pkey_count;
+	uint16_t pkeys[UMC_MAX_PKEYS];
 
 	pthread_mutex_t lock; /* groups, QP list, attachments */
 	struct umc_mcg *mcg_hash[256];
@@ -189,13 +120,12 @@ struct umc_device {
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
-	int rx_epfd;		  /* epoll of every group socket; nested in comp channels */
-	int rx_nmcg;		  /* groups with a socket */
-	struct umc_mcg **rx_mcgs; /* those groups, for the progress loop */
+	int rx_epfd;		    /* epoll of every receive endpoint; nested in comp channels */
+	int rx_nep;		    /* endpoints the link registered */
+	struct umc_rx_ep **rx_eps; /* those endpoints, for the progress loop */
 	int rx_cap;
-	void *link_priv;	  /* the link's receive buffers */
-	atomic_ulong rx_app_gen;  /* bumped by every progress run of an application thread */
-	bool rx_thread;		  /* the background receive thread is running */
+	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
+	bool rx_thread;		    /* the background receive thread is running */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;
@@ -210,22 +140,32 @@ static inline struct umc_device *to_udev(struct ibv_device *d)
 }
 
 /*
- * umc_mtu_from_netdev - a RoCE port's active MTU as rxe derives it: the
- * interface MTU less UMC_ROCE_MTU_OVERHEAD, rounded down to an IB MTU
- * (1500 -> IBV_MTU_1024, 4176 and above -> IBV_MTU_4096).
- */
-enum ibv_mtu umc_mtu_from_netdev(unsigned netdev_mtu);
-
-/*
- * umc_devices - the process-wide device list, built once on first use.
- * Returns the number of devices; *@list points at a static array.
+ * umc_devices - the process-wide device list, built once on first use by
+ * every link layer's probe.  Returns the number of devices; *@list points
+ * at a static array.
  */
 int umc_devices(struct umc_device ***list);
 
 /*
- * umc_dev_by_addr - the device and GID index that own a local address
- * (AF_INET, AF_INET6; IPv4-mapped IPv6 counts as IPv4).
- * Returns 0, -EADDRNOTAVAIL (no device has it) or -EAFNOSUPPORT.
+ * umc_dev_register - add a device a link layer made: initialise the core's
+ * fields (locks, receive engine) and publish it.  @ops is the link's table
+ * (completed here).  Context: the device list lock held (inside probe).
+ * Returns 0, or -ENOSPC when UMC_MAX_DEVICES devices exist.
+ */
+int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops);
+
+/* The devices registered so far; for probe, with the device list lock held. */
+int __umc_dev_list(struct umc_device ***list);
+
+/* Append @gid to the device's GID table unless it is there or full. */
+void umc_dev_add_gid(struct umc_device *dev, const union ibv_gid *gid);
+
+/*
+ * umc_dev_by_addr - the device and GID index a local address selects
+ * (AF_INET, AF_INET6; IPv4-mapped IPv6 counts as IPv4): the first device
+ * whose link's addr_gid accepts it.  An unknown address makes every link
+ * probe again.  Returns 0, -EADDRNOTAVAIL (no device has it) or
+ * -EAFNOSUPPORT.
  */
 int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **dev, int *gid_index);
 
@@ -237,32 +177,27 @@ int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **dev, int *gid
 int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src);
 
 /*
- * umc_dev_gid_live - is the address behind GID @gid_index still on the
- * device's interface?  (GIDs are never removed from the table, so that
- * indices stay put; this asks the interfaces.)
- */
-bool umc_dev_gid_live(struct umc_device *dev, int gid_index);
-
-/*
- * umc_dev_mcast_route - can the kernel send to group @mgid out of @dev's
- * interface?  (A UDP connect() with the interface as multicast interface:
- * nothing is sent.)  Linux gives IPv6 multicast no route on loopback, for
- * instance.  Returns 0, or -ENODEV when it cannot.
- */
-int umc_dev_mcast_route(struct umc_device *dev, const union ibv_gid *mgid);
-
-/*
  * umc_dev_cm_context - the device's shared context and default PD, opened
  * on first use and kept for the life of the process (ucma_get_device).
  */
 int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct ibv_pd **pd);
 
 /*
- * umc_dev_member - add (+1) or drop (-1) one full-member reference to the
- * IP group @mgid on @dev.  The first reference joins (IGMP/MLD), the last
- * drop leaves.  Returns 0 or -errno (-ENODEV: the interface cannot join).
+ * umc_dev_member - add (+1) or drop (-1) one full-member reference to group
+ * @mgid on @dev.  The first reference makes the port a member (link
+ * membership: IGMP/MLD on RoCE), the last drop leaves.  Returns 0 or -errno
+ * (-ENODEV: the port cannot join).
  */
 int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta);
+
+/*
+ * umc_pkey_match - do two P_Keys let packets through (IBA 10.9.3): the
+ * same 15-bit base and at least one of them a full member (bit 15).
+ */
+static inline bool umc_pkey_match(uint16_t a, uint16_t b)
+{
+	return ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000);
+}
 
 /* GID helpers. */
 void umc_gid_from_sockaddr(union ibv_gid *gid, const struct sockaddr *sa);
@@ -399,11 +334,6 @@ struct umc_qp {
 	uint16_t pkey_index;
 	uint8_t port_num;
 	uint32_t sq_psn;	/* next PSN */
-	uint16_t sport;	/* preferred UDP source port (umc_roce_sport) */
-	/* The port each send socket is bound to, per source GID index (0: none
-	 * yet).  Bound exclusively, so (address, port) names this QP on the
-	 * host: how IBV_QP_CREATE_BLOCK_SELF_MCAST_LB recognises its packets. */
-	uint16_t tx_sport[UMC_MAX_GIDS];
 
 	/* Receive queue: ring of WQEs of fixed stride. */
 	pthread_spinlock_t rq_lock;
@@ -413,7 +343,6 @@ struct umc_qp {
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
-	void *link_priv; /* the link's per-QP state (send sockets, batch arrays) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
 	struct umc_qp *next;	     /* dev->qp_list */
@@ -427,13 +356,13 @@ static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 /* Move a QP to the error state, flushing its receives; caller holds rq_lock. */
 void __umc_qp_to_err(struct umc_qp *qp);
 
+/* The QP of @dev numbered @qpn, or NULL; caller holds dev->rx_lock or dev->lock. */
+struct umc_qp *__umc_qp_by_num(struct umc_device *dev, uint32_t qpn);
+
+/* The core's part of an AH; the link's part follows (link ah_size). */
 struct umc_ah {
 	struct ibv_ah ibah;
 	struct ibv_ah_attr attr;
-	struct sockaddr_storage dst; /* group:4791 */
-	socklen_t dst_len;
-	struct umc_ip_ctx ip;	     /* pseudo-header template; ports filled per QP */
-	int sgid_index;		     /* source GID actually used (same family as the DGID) */
 };
 
 static inline struct umc_ah *to_uah(struct ibv_ah *a)
@@ -446,7 +375,7 @@ static inline struct umc_ah *to_uah(struct ibv_ah *a)
 
 struct umc_mcg {
 	union ibv_gid mgid;
-	int fd;		/* receive socket, -1 if none */
+	void *link_priv; /* the link's receive endpoint(s) (mcg_open) */
 	int members;	/* full-member references (umc_dev_member) */
 	int nqp;
 	struct umc_qp *qps[UMC_MAX_MCAST_QP_ATTACH];
@@ -471,8 +400,12 @@ int umc_progress(struct umc_device *dev, bool wait);
 /* The same with dev->rx_lock already held. */
 int __umc_progress(struct umc_device *dev);
 
-/* Register / unregister a group socket with the receive engine; caller holds rx_lock. */
-int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg);
-void umc_rx_del(struct umc_device *dev, struct umc_mcg *mcg);
+/*
+ * umc_rx_add / umc_rx_del - register / unregister a link's receive
+ * endpoint with the engine (the first one starts the background receive
+ * thread).  Context: dev->rx_lock held.  umc_rx_add returns 0 or -errno.
+ */
+int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep);
+void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep);
 
 #endif /* UMC_INT_H */

@@ -78,7 +78,8 @@ void umc_cm_event_free_list(struct umc_cm_event *list);
 int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err);
 
 /* ------------------------------------------------------------------------- */
-/* Link-layer specific CM operations (roce.c; IB/SA later).                  */
+/* Link-layer specific CM operations, reached as dev->link->cm (link/link.h):
+ * roce.c, and link.c's default for a link without CM multicast.             */
 
 struct umc_cm_link_ops {
 	const char *name;
@@ -108,8 +109,6 @@ struct umc_cm_link_ops {
 	 */
 	void (*leave)(struct umc_cm_id *idp, struct umc_cm_mc *mc);
 };
-
-extern const struct umc_cm_link_ops umc_cm_roce_ops;
 
 /* ------------------------------------------------------------------------- */
 /* Ids (id.c).                                                               */
@@ -142,7 +141,7 @@ struct umc_cm_id {
 	 * id->port_num and id->route.addr by bind (at once) or by the
 	 * ADDR_RESOLVED event (when it is retrieved). */
 	struct umc_device *dev;
-	const struct umc_cm_link_ops *lops;
+	const struct umc_cm_link_ops *lops; /* dev->link->cm */
 	int gid_index;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;

@@ -43,14 +43,6 @@ void umc_cm_id_put(struct umc_cm_id *idp)
 	free(idp);
 }
 
-/* The CM operations of a device's link layer; NULL when the CM has none. */
-static const struct umc_cm_link_ops *cm_link_ops(struct umc_device *dev)
-{
-	if (dev->link && dev->link->link_layer == IBV_LINK_LAYER_ETHERNET)
-		return &umc_cm_roce_ops;
-	return NULL;
-}
-
 /*
  * Bind @idp to the device that owns local address @addr (kernel
  * cma_acquire_dev_by_src_ip).  Caller holds idp->lock.
@@ -71,7 +63,7 @@ static int __cm_bind_dev(struct umc_cm_id *idp, const struct sockaddr *addr, soc
 	if (ret)
 		return ret;
 	idp->dev = dev;
-	idp->lops = cm_link_ops(dev);
+	idp->lops = dev->link->cm;
 	idp->gid_index = gid_index;
 	idp->ctx = ctx;
 	idp->pd = pd;
@@ -97,7 +89,7 @@ static void __cm_publish(struct umc_cm_id *idp)
 	if (!id->qp)
 		id->pd = idp->pd;
 	id->port_num = UMC_PORT_NUM;
-	id->route.addr.addr.ibaddr.sgid = idp->dev->gids[idp->gid_index].gid;
+	id->route.addr.addr.ibaddr.sgid = idp->dev->gids[idp->gid_index];
 	id->route.addr.addr.ibaddr.pkey = htobe16(UMC_DEFAULT_PKEY);
 }
 

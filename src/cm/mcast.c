@@ -160,8 +160,6 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 		ret = -EINVAL;
 	else if (idp->id.qp_type != IBV_QPT_UD) /* kernel-behaviour 2.1 item 3 */
 		ret = -EINVAL;
-	else if (!idp->lops) /* neither RoCE nor IB multicast */
-		ret = -ENOSYS;
 	else {
 		mc->next = idp->mc_list;
 		idp->mc_list = mc;

@@ -80,7 +80,7 @@ static int __cm_init_ud_qp(struct umc_cm_id *idp, struct ibv_qp *qp)
 	int ret;
 
 	if (!idp->qkey) {
-		ret = idp->lops ? idp->lops->default_qkey(idp, &idp->qkey) : -ENOSYS;
+		ret = idp->lops->default_qkey(idp, &idp->qkey);
 		if (ret)
 			return -ret;
 	}

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * device.c - devices, contexts and their queries.
+ * device.c - the device list, contexts and the queries.
  *
- * Each process is its own HCA.  umcast shows one RoCE device per network
- * interface that is up and has an IP address, loopback included, named
- * "umc_<ifname>", with one port (port 1).  Its GID table lists the
- * interface's IPv4 addresses (as ::ffff:a.b.c.d) first, then its IPv6
- * addresses, so GID index 0 is the IPv4-mapped address when there is one.
- * The list is built on first use and lives as long as the process.  It
- * only grows: when an address is not found (an interface or address that
- * appeared later), the interfaces are read again and new devices and GIDs
- * are appended, so existing GID indices never move, as in a GID cache.
+ * Each process is its own HCA.  Every link layer's probe registers one
+ * device per port it finds (RoCE: one per network interface that is up
+ * and has an address, link/roce/port.c), each with one port (port 1).  The
+ * list is built on first use and lives as long as the process.  It only
+ * grows: when an address is not found (an interface or address that
+ * appeared later), every link probes again and new devices and GIDs are
+ * appended, so existing GID indices never move, as in a GID cache.
  */
 #include <errno.h>
-#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,91 +26,37 @@ static _Atomic int umc_ndevs;
 static pthread_once_t umc_devs_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t umc_devs_lock = PTHREAD_MUTEX_INITIALIZER; /* writers */
 
-/* rxe: the IB MTU is the netdev MTU less the RoCE headers, rounded down. */
-enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
+int __umc_dev_list(struct umc_device ***list)
 {
-	unsigned room = mtu > UMC_ROCE_MTU_OVERHEAD ? mtu - UMC_ROCE_MTU_OVERHEAD : 0;
-
-	if (room >= 4096)
-		return IBV_MTU_4096;
-	if (room >= 2048)
-		return IBV_MTU_2048;
-	if (room >= 1024)
-		return IBV_MTU_1024;
-	if (room >= 512)
-		return IBV_MTU_512;
-	return IBV_MTU_256;
+	*list = umc_devs;
+	return atomic_load(&umc_ndevs);
 }
 
-static unsigned umc_netdev_mtu(const char *ifname)
+int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 {
-	char path[64 + IF_NAMESIZE];
-	unsigned mtu = 1500;
-	FILE *f;
+	int n = atomic_load(&umc_ndevs);
 
-	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", ifname);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%u", &mtu) != 1)
-			mtu = 1500;
-		fclose(f);
-	}
-	return mtu;
-}
-
-static struct umc_device *umc_dev_get(const char *ifname, bool create)
-{
-	struct umc_device *dev;
-
-	for (int i = 0; i < umc_ndevs; i++)
-		if (strcmp(umc_devs[i]->ifname, ifname) == 0)
-			return umc_devs[i];
-	if (!create || umc_ndevs == UMC_MAX_DEVICES)
-		return NULL;
-	dev = calloc(1, sizeof(*dev));
-	if (!dev)
-		return NULL;
-	snprintf(dev->ifname, sizeof(dev->ifname), "%s", ifname);
-	dev->ifindex = if_nametoindex(ifname);
-	dev->link = &umc_roce_link_ops;
-	dev->netdev_mtu = umc_netdev_mtu(ifname);
-	dev->active_mtu = umc_mtu_from_netdev(dev->netdev_mtu);
-	/* Locally administered EUI-64 made of the pid and the interface index. */
-	dev->guid = 0x0200000000000000ull | ((uint64_t)getpid() << 16) | dev->ifindex;
+	if (n == UMC_MAX_DEVICES)
+		return -ENOSPC;
+	dev->link = umc_link_complete(ops);
+	dev->ibdev.node_type = IBV_NODE_CA;
+	dev->ibdev.transport_type = dev->link->transport;
 	dev->rx_epfd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->rx_lock, NULL);
-
-	struct ibv_device *ib = &dev->ibdev;
-
-	ib->node_type = IBV_NODE_CA;
-	ib->transport_type = dev->link->transport;
-	snprintf(ib->name, sizeof(ib->name), "umc_%s", ifname);
-	snprintf(ib->dev_name, sizeof(ib->dev_name), "uverbs_%s", ifname);
-	snprintf(ib->dev_path, sizeof(ib->dev_path), "/sys/class/net/%s", ifname);
-	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/net/%s", ifname);
-	umc_devs[umc_ndevs] = dev;
-	atomic_fetch_add(&umc_ndevs, 1); /* published once complete */
-	return dev;
+	umc_devs[n] = dev;
+	atomic_store(&umc_ndevs, n + 1); /* published once complete */
+	return 0;
 }
 
-static void umc_dev_add_gid(struct umc_device *dev, const struct sockaddr *sa)
+void umc_dev_add_gid(struct umc_device *dev, const union ibv_gid *gid)
 {
-	socklen_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-						 : sizeof(struct sockaddr_in6);
-
-	union ibv_gid gid;
-
-	umc_gid_from_sockaddr(&gid, sa);
 	for (int i = 0; i < dev->gid_count; i++)
-		if (memcmp(&dev->gids[i].gid, &gid, sizeof(gid)) == 0)
+		if (memcmp(&dev->gids[i], gid, sizeof(*gid)) == 0)
 			return;
 	if (dev->gid_count == UMC_MAX_GIDS)
 		return;
-	struct umc_gid_entry *e = &dev->gids[dev->gid_count];
-
-	e->gid = gid;
-	memcpy(&e->addr, sa, len);
+	dev->gids[dev->gid_count] = *gid;
 	__atomic_store_n(&dev->gid_count, dev->gid_count + 1, __ATOMIC_RELEASE);
 }
 
@@ -131,33 +74,21 @@ static void umc_stats_dump(void)
 	}
 }
 
-/* Read the interfaces and append what is new; caller holds umc_devs_lock. */
-static void umc_devices_scan(void)
+/* Every link layer looks for new ports and addresses. */
+static void umc_devices_probe(void)
 {
-	struct ifaddrs *ifa_list, *ifa;
+	const struct umc_link_ops *const *links;
+	int n = umc_links(&links);
 
-	if (getifaddrs(&ifa_list))
-		return;
-	/* Two passes so that every device lists its IPv4 GIDs first. */
-	for (int family = AF_INET; family; family = family == AF_INET ? AF_INET6 : 0) {
-		for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
-			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != family ||
-			    !(ifa->ifa_flags & IFF_UP))
-				continue;
-			struct umc_device *dev = umc_dev_get(ifa->ifa_name, true);
-
-			if (dev)
-				umc_dev_add_gid(dev, ifa->ifa_addr);
-		}
-	}
-	freeifaddrs(ifa_list);
+	pthread_mutex_lock(&umc_devs_lock);
+	for (int i = 0; i < n; i++)
+		links[i]->probe();
+	pthread_mutex_unlock(&umc_devs_lock);
 }
 
 static void umc_devices_init(void)
 {
-	pthread_mutex_lock(&umc_devs_lock);
-	umc_devices_scan();
-	pthread_mutex_unlock(&umc_devs_lock);
+	umc_devices_probe();
 	if (getenv("UMC_STATS"))
 		atexit(umc_stats_dump);
 }
@@ -169,30 +100,18 @@ int umc_devices(struct umc_device ***list)
 	return atomic_load(&umc_ndevs);
 }
 
-static bool umc_same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
-{
-	union ibv_gid ga, gb;
-
-	umc_gid_from_sockaddr(&ga, a);
-	umc_gid_from_sockaddr(&gb, (const struct sockaddr *)b);
-	return memcmp(&ga, &gb, sizeof(ga)) == 0;
-}
-
 static int umc_dev_find_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
 {
 	struct umc_device **devs;
 	int n = umc_devices(&devs);
 
 	for (int d = 0; d < n; d++) {
-		int count = __atomic_load_n(&devs[d]->gid_count, __ATOMIC_ACQUIRE);
+		int gi = devs[d]->link->addr_gid(devs[d], sa);
 
-		for (int i = 0; i < count; i++) {
-			if (devs[d]->gids[i].addr.ss_family == sa->sa_family &&
-			    umc_same_addr(sa, &devs[d]->gids[i].addr)) {
-				*devp = devs[d];
-				*gid_index = i;
-				return 0;
-			}
+		if (gi >= 0) {
+			*devp = devs[d];
+			*gid_index = gi;
+			return 0;
 		}
 	}
 	return -EADDRNOTAVAIL;
@@ -216,10 +135,8 @@ int umc_dev_by_addr(const struct sockaddr *sa, struct umc_device **devp, int *gi
 	}
 	if (!umc_dev_find_addr(sa, devp, gid_index))
 		return 0;
-	/* Perhaps an address that appeared since: read the interfaces again. */
-	pthread_mutex_lock(&umc_devs_lock);
-	umc_devices_scan();
-	pthread_mutex_unlock(&umc_devs_lock);
+	/* Perhaps an address that appeared since: probe again. */
+	umc_devices_probe();
 	return umc_dev_find_addr(sa, devp, gid_index);
 }
 
@@ -245,47 +162,6 @@ int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
 	if (!ret)
 		((struct sockaddr_in *)src)->sin_port = 0;
 	return ret;
-}
-
-bool umc_dev_gid_live(struct umc_device *dev, int gid_index)
-{
-	const struct sockaddr_storage *want = &dev->gids[gid_index].addr;
-	struct ifaddrs *ifa_list, *ifa;
-	bool live = false;
-
-	if (getifaddrs(&ifa_list))
-		return true; /* cannot tell: as before */
-	for (ifa = ifa_list; ifa && !live; ifa = ifa->ifa_next)
-		live = ifa->ifa_addr && ifa->ifa_addr->sa_family == want->ss_family &&
-		       strcmp(ifa->ifa_name, dev->ifname) == 0 &&
-		       umc_same_addr(ifa->ifa_addr, want);
-	freeifaddrs(ifa_list);
-	return live;
-}
-
-int umc_dev_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
-{
-	bool v4 = umc_gid_is_v4mapped(mgid);
-	struct sockaddr_storage to;
-	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &to);
-	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (v4) {
-		struct ip_mreqn mr = {.imr_ifindex = (int)dev->ifindex};
-
-		ret = setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr));
-	} else {
-		int ifindex = (int)dev->ifindex;
-
-		((struct sockaddr_in6 *)&to)->sin6_scope_id = dev->ifindex;
-		ret = setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
-	}
-	if (!ret)
-		ret = connect(fd, (struct sockaddr *)&to, len);
-	close(fd);
-	return ret ? -ENODEV : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -454,18 +330,7 @@ UMC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	if (port_num != UMC_PORT_NUM)
 		return EINVAL;
 	memset(attr, 0, sizeof(*attr));
-	attr->state = IBV_PORT_ACTIVE;
-	attr->max_mtu = IBV_MTU_4096;
-	attr->active_mtu = dev->active_mtu;
-	attr->gid_tbl_len = UMC_MAX_GIDS;
-	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
-	attr->max_msg_sz = 1u << 31;
-	attr->pkey_tbl_len = UMC_MAX_PKEYS;
-	attr->max_vl_num = 1;
-	attr->active_width = 1;	 /* 1X */
-	attr->active_speed = 1;	 /* SDR */
-	attr->phys_state = 5;	 /* LinkUp */
-	attr->link_layer = dev->link->link_layer;
+	dev->link->query_port(dev, attr);
 	return 0;
 }
 
@@ -476,31 +341,37 @@ UMC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int 
 
 	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_GIDS)
 		return -1;
-	if (index < dev->gid_count)
-		*gid = dev->gids[index].gid;
+	if (index < __atomic_load_n(&dev->gid_count, __ATOMIC_ACQUIRE))
+		*gid = dev->gids[index];
 	else
 		memset(gid, 0, sizeof(*gid));
 	return 0;
 }
 
-/* One P_Key table entry, the default full-member partition (rxe does the same). */
+/* The port's P_Key table; entries past the link's are 0 (invalid), as on rxe. */
 UMC_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
 			      __be16 *pkey)
 {
+	struct umc_device *dev = ctx_dev(context);
+
 	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS)
 		return -1;
-	*pkey = index == 0 ? htobe16(UMC_DEFAULT_PKEY) : 0;
+	*pkey = index < dev->pkey_count ? htobe16(dev->pkeys[index]) : 0;
 	return 0;
 }
 
+/* ibv_get_pkey_index(3): the index of @pkey (exactly, membership bit included), ENOENT if none. */
 UMC_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
 {
+	struct umc_device *dev = ctx_dev(context);
+
 	if (port_num != UMC_PORT_NUM) {
 		errno = EINVAL;
 		return -1;
 	}
-	if ((be16toh(pkey) & 0x7fff) == (UMC_DEFAULT_PKEY & 0x7fff))
-		return 0;
+	for (int i = 0; i < dev->pkey_count; i++)
+		if (dev->pkeys[i] == be16toh(pkey))
+			return i;
 	errno = ENOENT;
 	return -1;
 }

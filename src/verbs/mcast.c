@@ -3,16 +3,17 @@
  * mcast.c - a device's multicast groups: QP attachments and IP membership.
  *
  * A group ("mcg", as in rxe) is keyed by its MGID and exists while a QP is
- * attached to it or a CM full-member join holds it.  It owns the group's
- * receive socket (link mcg_open), so the process gets the group's traffic
- * exactly when the host is an IP member of the group on the interface, as
- * an rxe device does.  Two counts live on it:
+ * attached to it or a CM full-member join holds it.  While it exists the
+ * link keeps it receivable (mcg_open: on RoCE a socket that gets the
+ * group's traffic exactly when the host is an IP member of the group on the
+ * interface, as an rxe device does).  Two counts live on it:
  *
  *   nqp/qps[]  QPs attached (ibv_attach_mcast); the progress engine
  *              delivers a copy to each.  Limits as rxe: 8192 groups with a
  *              QP, 56 QPs per group, 458752 attachments in all (ENOMEM).
- *   members    CM full-member joins (umc_dev_member); the first joins the
- *              IP group (IGMP/MLD), the last leaves it.
+ *   members    CM full-member joins (umc_dev_member); the first makes the
+ *              port a member (link membership: IGMP/MLD on RoCE), the last
+ *              leaves.
  *
  * Each QP also keeps the (GID, MLID) pairs it was attached with, as the
  * kernel's uverbs layer does: a duplicate attach is a no-op returning 0,
@@ -46,8 +47,11 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
 	return NULL;
 }
 
-/* Find or create a group with its socket; caller holds rx_lock and dev->lock. */
-static int __umc_mcg_get(struct umc_device *dev, const union ibv_gid *mgid,
+/*
+ * Find or create a group, receivable on the port (link mcg_open, with the
+ * MLID of the first attach); caller holds rx_lock and dev->lock.
+ */
+static int __umc_mcg_get(struct umc_device *dev, const union ibv_gid *mgid, uint16_t mlid,
 			 struct umc_mcg **out)
 {
 	struct umc_mcg *g = __umc_mcg_find(dev, mgid);
@@ -61,15 +65,8 @@ static int __umc_mcg_get(struct umc_device *dev, const union ibv_gid *mgid,
 	if (!g)
 		return -ENOMEM;
 	g->mgid = *mgid;
-	g->fd = dev->link->mcg_open(dev, mgid);
-	if (g->fd < 0) {
-		ret = g->fd;
-		free(g);
-		return ret;
-	}
-	ret = umc_rx_add(dev, g);
+	ret = dev->link->mcg_open(dev, g, mlid);
 	if (ret) {
-		close(g->fd);
 		free(g);
 		return ret;
 	}
@@ -93,8 +90,7 @@ static void __umc_mcg_put(struct umc_device *dev, struct umc_mcg *g)
 			break;
 		}
 	}
-	umc_rx_del(dev, g);
-	close(g->fd);
+	dev->link->mcg_close(dev, g);
 	free(g);
 }
 
@@ -126,11 +122,11 @@ int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta)
 		return 0;
 	umc_dev_lock(dev);
 	if (delta > 0) {
-		ret = __umc_mcg_get(dev, mgid, &g);
+		ret = __umc_mcg_get(dev, mgid, 0, &g);
 		if (ret)
 			goto out;
 		if (g->members == 0)
-			ret = dev->link->membership(dev, g->fd, mgid, true);
+			ret = dev->link->membership(dev, g, true);
 		if (ret)
 			__umc_mcg_put(dev, g);
 		else
@@ -138,7 +134,7 @@ int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta)
 	} else {
 		g = __umc_mcg_find(dev, mgid);
 		if (g && g->members > 0 && --g->members == 0) {
-			dev->link->membership(dev, g->fd, mgid, false);
+			dev->link->membership(dev, g, false);
 			__umc_mcg_put(dev, g);
 		}
 	}
@@ -200,7 +196,7 @@ static int __umc_attach(struct umc_device *dev, struct umc_qp *qp, const union i
 	if ((g && g->nqp >= UMC_MAX_MCAST_QP_ATTACH) ||
 	    dev->total_attach >= UMC_MAX_TOT_MCAST_QP_ATTACH)
 		goto enomem;
-	ret = __umc_mcg_get(dev, gid, &g);
+	ret = __umc_mcg_get(dev, gid, lid, &g);
 	if (ret) {
 		free(a);
 		return ret;

@@ -7,7 +7,7 @@
  * receives on its own thread, with no hand-off.  A program that posted
  * receives and then does something else must still get them filled, as a
  * NIC would: a background thread per device (started with the device's
- * first group socket) runs the engine itself when no application thread
+ * first receive endpoint) runs the engine itself when no application thread
  * has run it for a while: UMC_RX_IDLE_US at first, growing to
  * UMC_RX_IDLE_MAX_US once the application has been seen receiving (a
  * receiver that shares its CPU with others looks idle for whole time
@@ -17,13 +17,15 @@
  * completion event, perhaps in poll(2) on the channel fd) it delivers as
  * soon as data arrives.  UMC_RX_THREAD=0 in the environment disables it.
  *
- * The engine reads the device's group sockets in batches (link rx_burst:
- * recvmmsg, decode, ICRC) and hands every packet to every QP attached to
- * the group, as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
+ * The engine reads the receive endpoints the link registered in batches
+ * (link rx_burst: on RoCE recvmmsg, decode, ICRC) and hands every packet to
+ * every QP attached to its group, as rxe's rxe_rcv_mcast_pkt does
+ * (kernel-behaviour 5.2, 7.30):
  *
  *   - a packet to DestQP 0xFFFFFF gives each attached QP in RTR or RTS its
  *     own copy; another DestQP goes to that QP of this device, if any;
- *   - the BTH P_Key must match the default partition (0xFFFF or 0x7FFF);
+ *   - the BTH P_Key must match the QP's (IBA 10.9.3: the same base, one of
+ *     them a full member, so 0xFFFF and 0x7FFF pass the default one);
  *   - the DETH Q_Key must equal the QP's Q_Key;
  *   - the QP must have a receive posted whose buffer holds the 40-byte GRH
  *     and the payload; a smaller buffer completes with IBV_WC_LOC_LEN_ERR,
@@ -49,33 +51,33 @@
 
 static void umc_rx_thread_start(struct umc_device *dev);
 
-int umc_rx_add(struct umc_device *dev, struct umc_mcg *mcg)
+int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = mcg};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
 
-	if (dev->rx_nmcg == dev->rx_cap) {
+	if (dev->rx_nep == dev->rx_cap) {
 		int cap = dev->rx_cap ? 2 * dev->rx_cap : 8;
-		struct umc_mcg **grown = realloc(dev->rx_mcgs, cap * sizeof(*grown));
+		struct umc_rx_ep **grown = realloc(dev->rx_eps, cap * sizeof(*grown));
 
 		if (!grown)
 			return -ENOMEM;
-		dev->rx_mcgs = grown;
+		dev->rx_eps = grown;
 		dev->rx_cap = cap;
 	}
-	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, mcg->fd, &ev))
+	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, ep->fd, &ev))
 		return -errno;
-	dev->rx_mcgs[dev->rx_nmcg++] = mcg;
+	dev->rx_eps[dev->rx_nep++] = ep;
 	if (!dev->rx_thread)
 		umc_rx_thread_start(dev);
 	return 0;
 }
 
-void umc_rx_del(struct umc_device *dev, struct umc_mcg *mcg)
+void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 {
-	epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, mcg->fd, NULL);
-	for (int i = 0; i < dev->rx_nmcg; i++) {
-		if (dev->rx_mcgs[i] == mcg) {
-			dev->rx_mcgs[i] = dev->rx_mcgs[--dev->rx_nmcg];
+	epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+	for (int i = 0; i < dev->rx_nep; i++) {
+		if (dev->rx_eps[i] == ep) {
+			dev->rx_eps[i] = dev->rx_eps[--dev->rx_nep];
 			break;
 		}
 	}
@@ -116,7 +118,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_bad_state);
 		return;
 	}
-	if (umc_unlikely((pkt->hdr.bth.pkey & 0x7fff) != (UMC_DEFAULT_PKEY & 0x7fff))) {
+	if (umc_unlikely(!umc_pkey_match(pkt->hdr.bth.pkey, dev->pkeys[qp->pkey_index]))) {
 		CNT(dev, rx_pkey_viol);
 		return;
 	}
@@ -153,15 +155,15 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	pthread_spin_unlock(&qp->rq_lock);
 
 	/* The buffer is ours until the completion is pushed. */
-	uint8_t grh[UMC_GRH_LEN];
-
-	umc_grh_synth(grh, &pkt->ip, pkt->udp_len);
-	umc_scatter(sge, nsge, 0, grh, sizeof(grh));
+	umc_scatter(sge, nsge, 0, pkt->grh, sizeof(pkt->grh));
 	umc_scatter(sge, nsge, UMC_GRH_LEN, pkt->payload, pkt->len);
 
 	wc.status = IBV_WC_SUCCESS;
 	wc.byte_len = UMC_GRH_LEN + pkt->len;
 	wc.src_qp = pkt->hdr.deth.src_qpn;
+	wc.slid = pkt->slid;
+	wc.sl = pkt->sl;
+	wc.pkey_index = qp->pkey_index;
 	wc.wc_flags = IBV_WC_GRH;
 	if (pkt->hdr.bth.opcode == UMC_OP_UD_SEND_ONLY_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
@@ -172,42 +174,17 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 }
 
 /*
- * Was @pkt sent by a QP of this device created with
- * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB?  Send sockets are bound exclusively,
- * so the source address and port name the sending QP's socket.
+ * Hand @pkt to its QPs: DestQP 0xFFFFFF to every QP attached to its group
+ * (none: counted), another DestQP to that QP of this device (rxe
+ * hdr_check).  A group packet sent by a local QP created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB goes to no QP of this device.
  */
-static bool umc_from_blocked_self(struct umc_device *dev, const struct umc_rx_pkt *pkt)
+static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 {
-	union ibv_gid src;
-	int gi;
+	struct umc_mcg *mcg = pkt->mcg;
 
-	umc_gid_from_ip(&src, pkt->ip.family == 4, pkt->ip.src);
-	for (gi = 0; gi < dev->gid_count; gi++)
-		if (memcmp(&dev->gids[gi].gid, &src, sizeof(src)) == 0)
-			break;
-	if (gi == dev->gid_count)
-		return false;
-	for (struct umc_qp *qp = dev->qp_list; qp; qp = qp->next)
-		if ((qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) &&
-		    qp->tx_sport[gi] == pkt->ip.sport)
-			return true;
-	return false;
-}
-
-/* A DestQP other than 0xFFFFFF is a unicast QP lookup (rxe hdr_check). */
-static struct umc_qp *umc_qp_by_num(struct umc_device *dev, uint32_t qpn)
-{
-	for (struct umc_qp *qp = dev->qp_list; qp; qp = qp->next)
-		if (qp->ibqp.qp_num == qpn)
-			return qp;
-	return NULL;
-}
-
-static void umc_mcg_deliver(struct umc_device *dev, struct umc_mcg *mcg,
-			    const struct umc_rx_pkt *pkt)
-{
 	if (umc_unlikely(pkt->hdr.bth.dest_qpn != UMC_MCAST_QPN)) {
-		struct umc_qp *qp = umc_qp_by_num(dev, pkt->hdr.bth.dest_qpn);
+		struct umc_qp *qp = __umc_qp_by_num(dev, pkt->hdr.bth.dest_qpn);
 
 		if (qp)
 			umc_qp_recv(qp, pkt);
@@ -215,11 +192,12 @@ static void umc_mcg_deliver(struct umc_device *dev, struct umc_mcg *mcg,
 			CNT(dev, rx_no_qp);
 		return;
 	}
-	if (umc_unlikely(mcg->nqp == 0)) {
+	if (umc_unlikely(!mcg || mcg->nqp == 0)) {
 		CNT(dev, rx_no_group);
 		return;
 	}
-	if (umc_unlikely(dev->block_self_qps && umc_from_blocked_self(dev, pkt))) {
+	if (umc_unlikely(pkt->sender &&
+			 (pkt->sender->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))) {
 		CNT(dev, rx_self_blocked);
 		return;
 	}
@@ -227,20 +205,20 @@ static void umc_mcg_deliver(struct umc_device *dev, struct umc_mcg *mcg,
 		umc_qp_recv(mcg->qps[i], pkt);
 }
 
-/* At most this many batches per group socket per call, so no group starves the rest. */
+/* At most this many batches per endpoint per call, so no endpoint starves the rest. */
 enum { UMC_RX_BURSTS = 4 };
 
-static int umc_mcg_drain(struct umc_device *dev, struct umc_mcg *mcg)
+static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
 {
 	struct umc_rx_pkt pkts[UMC_RX_BATCH];
 	bool more = true;
 	int total = 0;
 
 	for (int b = 0; b < UMC_RX_BURSTS && more; b++) {
-		int n = dev->link->rx_burst(dev, mcg, pkts, UMC_RX_BATCH, &more);
+		int n = dev->link->rx_burst(dev, ep, pkts, UMC_RX_BATCH, &more);
 
 		for (int i = 0; i < n; i++)
-			umc_mcg_deliver(dev, mcg, &pkts[i]);
+			umc_deliver(dev, &pkts[i]);
 		total += n;
 	}
 	return total;
@@ -251,15 +229,15 @@ int __umc_progress(struct umc_device *dev)
 	struct epoll_event ev[UMC_RX_BATCH];
 	int total = 0, n;
 
-	/* Few groups: try each socket (one syscall each); many: ask epoll first. */
-	if (dev->rx_nmcg <= 4) {
-		for (int i = 0; i < dev->rx_nmcg; i++)
-			total += umc_mcg_drain(dev, dev->rx_mcgs[i]);
+	/* Few endpoints: try each (one syscall each); many: ask epoll first. */
+	if (dev->rx_nep <= 4) {
+		for (int i = 0; i < dev->rx_nep; i++)
+			total += umc_ep_drain(dev, dev->rx_eps[i]);
 		return total;
 	}
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
 	for (int i = 0; i < n; i++)
-		total += umc_mcg_drain(dev, ev[i].data.ptr);
+		total += umc_ep_drain(dev, ev[i].data.ptr);
 	return total;
 }
 

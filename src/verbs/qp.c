@@ -49,12 +49,12 @@ static uint32_t umc_qpn_base(void)
 	return UMC_QPN_FIRST + ((uint32_t)getpid() % 0x3fff) * UMC_QPN_STRIDE;
 }
 
-static bool __umc_qpn_in_use(struct umc_device *dev, uint32_t qpn)
+struct umc_qp *__umc_qp_by_num(struct umc_device *dev, uint32_t qpn)
 {
 	for (struct umc_qp *qp = dev->qp_list; qp; qp = qp->next)
 		if (qp->ibqp.qp_num == qpn)
-			return true;
-	return false;
+			return qp;
+	return NULL;
 }
 
 /* QPNs are unique per device (HCA), as on hardware; caller holds dev->lock. */
@@ -71,7 +71,7 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 		umc_qpn_next = (umc_qpn_next + 1) & 0xffffff;
 		if (umc_qpn_next < UMC_QPN_FIRST || umc_qpn_next == UMC_MCAST_QPN)
 			umc_qpn_next = UMC_QPN_FIRST;
-	} while (qpn < UMC_QPN_FIRST || qpn == UMC_MCAST_QPN || __umc_qpn_in_use(dev, qpn));
+	} while (qpn < UMC_QPN_FIRST || qpn == UMC_MCAST_QPN || __umc_qp_by_num(dev, qpn));
 	pthread_mutex_unlock(&umc_qpn_lock);
 	return qpn;
 }
@@ -116,6 +116,23 @@ static int umc_qp_rq_init(struct umc_qp *qp)
 	return 0;
 }
 
+/* Release a QP that is not (or no longer) on the device's list. */
+static void umc_qp_free(struct umc_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ibqp;
+
+	qp->dev->link->qp_cleanup(qp);
+	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->usecnt, 1);
+	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->usecnt, 1);
+	umc_pd_put(ibqp->pd);
+	pthread_spin_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	free(qp->rq);
+	free(qp);
+}
+
 UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
 					   struct ibv_qp_init_attr_ex *attr)
 {
@@ -127,7 +144,7 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
 		errno = -ret;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = calloc(1, dev->link->qp_size);
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
@@ -170,14 +187,20 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	ib->qp_num = ib->handle = __umc_qpn_alloc(dev);
-	qp->sport = umc_roce_sport(ib->qp_num);
-	qp->next = dev->qp_list;
-	dev->qp_list = qp;
-	if (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
-		dev->block_self_qps++;
+	ret = dev->link->qp_init(qp);
+	if (!ret) {
+		qp->next = dev->qp_list;
+		dev->qp_list = qp;
+		if (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
+			dev->block_self_qps++;
+	}
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&dev->rx_lock);
-
+	if (ret) {
+		umc_qp_free(qp);
+		errno = -ret;
+		return NULL;
+	}
 	attr->cap = qp->cap;
 	return ib;
 }
@@ -234,16 +257,7 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&dev->rx_lock);
 
-	dev->link->qp_cleanup(qp);
-	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->usecnt, 1);
-	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->usecnt, 1);
-	umc_pd_put(ibqp->pd);
-	pthread_spin_destroy(&qp->rq_lock);
-	pthread_mutex_destroy(&qp->sq_lock);
-	pthread_mutex_destroy(&ibqp->mutex);
-	pthread_cond_destroy(&ibqp->cond);
-	free(qp->rq);
-	free(qp);
+	umc_qp_free(qp);
 	return 0;
 }
 

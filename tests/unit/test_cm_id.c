@@ -75,7 +75,7 @@ static void test_bind(void **state)
 	assert_ptr_equal(id->pd->context, id->verbs);
 	assert_int_equal(id->port_num, 1);
 	assert_memory_equal(&id->route.addr.src_sin, &lo, sizeof(lo));
-	assert_memory_equal(id->route.addr.addr.ibaddr.sgid.raw, dev->gids[gi].gid.raw, 16);
+	assert_memory_equal(id->route.addr.addr.ibaddr.sgid.raw, dev->gids[gi].raw, 16);
 	assert_int_equal(id->route.addr.addr.ibaddr.pkey, 0xffff);
 	assert_false(tcm_readable(ch, 0)); /* bind is synchronous: no event */
 	/* Twice: EINVAL (kernel: not IDLE). */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "test_cm_util.h"
+#include "link/roce/roce.h"
 
 struct fixture {
 	struct rdma_event_channel *ch;
@@ -156,17 +157,17 @@ static void test_join_bad_groups(void **state)
 
 	/* Netdev MTU too small for RoCE headers + IB MTU 256 (iboe_get_mtu): EINVAL. */
 	struct umc_device *dev = tcm_lo_dev(NULL);
-	unsigned mtu = dev->netdev_mtu;
+	unsigned mtu = to_roce_port(dev)->netdev_mtu;
 
-	dev->netdev_mtu = 351;
+	to_roce_port(dev)->netdev_mtu = 351;
 	errno = 0;
 	assert_int_equal(tcm_join(f->id, "239.2.0.13", RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER, NULL),
 			 -1);
 	assert_int_equal(errno, EINVAL);
-	dev->netdev_mtu = 352;
+	to_roce_port(dev)->netdev_mtu = 352;
 	assert_int_equal(tcm_join(f->id, "239.2.0.13", RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER, NULL),
 			 0);
-	dev->netdev_mtu = mtu;
+	to_roce_port(dev)->netdev_mtu = mtu;
 	assert_int_equal(rdma_ack_cm_event(tcm_expect(f->ch, RDMA_CM_EVENT_MULTICAST_JOIN)), 0);
 	assert_int_equal(tcm_leave(f->id, "239.2.0.13"), 0);
 
@@ -386,7 +387,7 @@ static void test_join_ipv6_extension(void **state)
 
 	memcpy(mgid.raw, &g6.sin6_addr, 16);
 	assert_int_equal(umc_dev_by_addr(SA(&lo), &dev, &gi), 0);
-	if (umc_dev_mcast_route(dev, &mgid)) {
+	if (umc_roce_mcast_route(dev, &mgid)) {
 		errno = 0;
 		assert_int_equal(rdma_join_multicast_ex(f->id, &attr, f), -1);
 		assert_int_equal(errno, ENODEV);

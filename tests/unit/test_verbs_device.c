@@ -10,6 +10,7 @@
  * DESIGN.md "Devices and addressing".
  */
 #include "test_verbs_common.h"
+#include "link/roce/roce.h"
 
 /* rxe's rule, computed independently of the library from /sys. */
 static enum ibv_mtu expected_lo_mtu(void)

@@ -20,6 +20,7 @@
 #include <netinet/ip.h>
 
 #include "test_verbs_common.h"
+#include "link/roce/roce.h"
 
 struct fx {
 	struct t_env e; /* the test's group */
@@ -51,7 +52,7 @@ static int setup(void **state)
 	/* As umcast and rxe send: ID 0 + DF (PMTUDISC_DO), TTL 64, out of lo. */
 	f->inj = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	assert_true(f->inj >= 0);
-	mr.imr_ifindex = (int)f->e.dev->ifindex;
+	mr.imr_ifindex = (int)to_roce_port(f->e.dev)->ifindex;
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)), 0);
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
 	assert_int_equal(setsockopt(f->inj, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)), 0);
@@ -232,7 +233,7 @@ static void test_nonzero_ip_id_solved(void **state)
 	struct umc_ud_hdr h = ud_hdr(24);
 	unsigned long solved0 = T_CNT(f->e.dev, rx_icrc_id_solved);
 	struct umc_ip_ctx c = inj_ctx(f, 0x1234);
-	struct ip_mreqn mr = {.imr_ifindex = (int)f->e.dev->ifindex};
+	struct ip_mreqn mr = {.imr_ifindex = (int)to_roce_port(f->e.dev)->ifindex};
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct ibv_wc wc;
 	size_t n;

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * link.h - the seam between the verbs core and a link layer: one table of
+ * port-level operations per link layer (RoCEv2 in link/roce/, simulated
+ * InfiniBand in link/ib/).
+ *
+ * Everything that differs between link layers sits behind these ops: which
+ * ports exist, their attributes, GID and P_Key tables, what an address
+ * handle turns into on the wire, the per-QP send state, how a multicast
+ * group is received and joined, and how packets are read and written.  The
+ * core (verbs/, cm/) never sees a socket, an IP header or an LRH: it hands
+ * the link checked work requests (struct umc_tx_pkt) and gets back decoded,
+ * checked packets with a link-neutral header (struct umc_rx_pkt).
+ *
+ * A link's table may leave any op NULL: umc_link_complete() fills it with
+ * a default (umc_link_default_ops in link.c) that returns -EOPNOTSUPP or
+ * does nothing, as rdma-core's dummy ops do, so the core never tests an op
+ * for NULL.  The objects a link extends (device, AH, QP) embed the core
+ * struct first and the link reaches its part with container_of().
+ *
+ * Conventions: ops return 0 or a negative errno; "Context" says which
+ * locks the caller holds.  Lock order (docs/design.md): dev->rx_lock, then
+ * dev->lock, then a QP's sq_lock / rq_lock, then a CQ's lock.
+ */
+#ifndef UMC_LINK_H
+#define UMC_LINK_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "umc_param.h"
+#include "wire/transport.h"
+
+struct umc_device;
+struct umc_qp;
+struct umc_ah;
+struct umc_mcg;
+struct umc_cm_link_ops;
+
+/* A descriptor the receive engine polls for a link; the link embeds it. */
+struct umc_rx_ep {
+	int fd;
+};
+
+/*
+ * A packet the link read, checked (length, ICRC, VCRC) and decoded: what
+ * every link layer gives the core.  Valid until the next rx_burst.
+ */
+struct umc_rx_pkt {
+	struct umc_ud_hdr hdr;
+	const uint8_t *payload;
+	uint32_t len;		/* payload bytes, pad excluded */
+	struct umc_mcg *mcg;	/* the destination group (DestQP 0xFFFFFF), or NULL */
+	struct umc_qp *sender;	/* the local QP that sent it; set only while
+				 * dev->block_self_qps (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) */
+	uint16_t slid;		/* LRH SLID on InfiniBand, 0 on RoCE */
+	uint8_t sl;		/* LRH SL on InfiniBand, 0 on RoCE */
+	uint8_t grh[UMC_GRH_LEN]; /* the 40 bytes in front of the receive buffer */
+};
+
+/* One UD SEND the core validated, handed to the link to encode and send. */
+struct umc_tx_pkt {
+	struct umc_ah *ah;
+	const struct ibv_sge *sge;
+	int num_sge;
+	uint32_t len; /* payload bytes */
+	struct umc_ud_hdr hdr;
+};
+
+struct umc_link_ops {
+	const char *name;
+	enum ibv_transport_type transport;
+	uint8_t link_layer;		   /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
+	const struct umc_cm_link_ops *cm; /* the CM's join/leave for this link (cm/) */
+	size_t ah_size;			   /* the link's AH: struct umc_ah first */
+	size_t qp_size;			   /* the link's QP: struct umc_qp first */
+
+	/*
+	 * probe - find this link's ports and umc_dev_register() a device for
+	 * each one not known yet; add GIDs that appeared to known ones (GID
+	 * indices never move).  Called at first use and again whenever an
+	 * address is not found.  Context: the device list lock held.
+	 */
+	void (*probe)(void);
+
+	/* query_port - fill @attr, which the caller zeroed (ibv_query_port(3)). */
+	void (*query_port)(struct umc_device *dev, struct ibv_port_attr *attr);
+
+	/*
+	 * addr_gid - does local address @sa (AF_INET or AF_INET6, IPv4-mapped
+	 * already turned into AF_INET) select @dev?  rdma_bind_addr and
+	 * rdma_resolve_addr use it.  Returns the GID index of the port's
+	 * source GID for it, or -EADDRNOTAVAIL.
+	 */
+	int (*addr_gid)(struct umc_device *dev, const struct sockaddr *sa);
+
+	/*
+	 * ah_init - check @attr (the core has checked the port number) and
+	 * prepare the link's part of @ah (a block of ah_size bytes) so that
+	 * xmit needs nothing else.  Returns 0 or -EINVAL.
+	 */
+	int (*ah_init)(struct umc_device *dev, const struct ibv_ah_attr *attr, struct umc_ah *ah);
+
+	/*
+	 * init_ah_from_wc - an ah_attr that answers the sender of received
+	 * completion @wc, from the GRH area @grh of its buffer
+	 * (ibv_init_ah_from_wc(3)).  Returns 0 or -EINVAL.
+	 */
+	int (*init_ah_from_wc)(struct umc_device *dev, const struct ibv_wc *wc,
+			       const uint8_t *grh, struct ibv_ah_attr *attr);
+
+	/*
+	 * qp_init - set up the link's part of a new QP (a block of qp_size
+	 * bytes; qp_num is assigned, the QP not yet on the device's list).
+	 * Must not block.  qp_cleanup releases what the QP holds, is safe
+	 * after a failed qp_init, and may block.  Context: qp_init with
+	 * dev->rx_lock and dev->lock held; qp_cleanup with none.
+	 */
+	int (*qp_init)(struct umc_qp *qp);
+	void (*qp_cleanup)(struct umc_qp *qp);
+
+	/*
+	 * mcg_open - make group @mcg receivable on the port: open its
+	 * endpoint(s) and register them with umc_rx_add().  Called once per
+	 * group, when the first QP attaches (@mlid as given to
+	 * ibv_attach_mcast) or the first membership is taken.  The port does
+	 * not become a member of the group.  mcg_close undoes it.
+	 * Context: dev->rx_lock and dev->lock held.  Returns 0 or -errno.
+	 */
+	int (*mcg_open)(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);
+	void (*mcg_close)(struct umc_device *dev, struct umc_mcg *mcg);
+
+	/*
+	 * membership - make the port a member of @mcg's group (@join) or not,
+	 * on RoCE by IP membership (IGMP/MLD).  Reference counting is the
+	 * core's (umc_dev_member).  Context: dev->rx_lock and dev->lock held.
+	 * Returns 0 or -errno (-ENODEV: the port cannot join).
+	 */
+	int (*membership)(struct umc_device *dev, struct umc_mcg *mcg, bool join);
+
+	/*
+	 * rx_burst - read up to @max packets waiting on endpoint @ep, check
+	 * and decode them into @pkts.  Malformed or corrupt packets are
+	 * dropped and counted in dev->cnt, never returned.  Never blocks.
+	 * Context: dev->rx_lock held.  @pkts point into link-owned buffers
+	 * valid until the next call.  Returns the number of packets in @pkts
+	 * and sets *@more when the endpoint may hold more.
+	 */
+	int (*rx_burst)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
+			int max, bool *more);
+
+	/*
+	 * xmit - encode and send @n packets of @qp in one batch.  A packet the
+	 * network refuses is counted (tx_errors) and not retried: UD is
+	 * unreliable.  Context: qp->sq_lock held.  Returns 0, or -errno when
+	 * the QP cannot send at all.
+	 */
+	int (*xmit)(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
+};
+
+/*
+ * The link layers, in the order their devices are listed.  Each table is
+ * completed with the defaults by umc_link_complete() before use.
+ */
+extern const struct umc_link_ops umc_roce_link_ops;
+
+/* The CM's operations per link layer (cm/roce.c, cm/link.c). */
+extern const struct umc_cm_link_ops umc_cm_roce_ops;
+extern const struct umc_cm_link_ops umc_cm_default_ops;
+
+/*
+ * umc_links - the completed ops table of every link layer.
+ * Returns their number; *@list points at a static array.
+ */
+int umc_links(const struct umc_link_ops *const **list);
+
+/*
+ * umc_link_complete - the completed copy of @ops (every NULL op replaced by
+ * its default), for dev->link.  @ops must be one of the link tables above.
+ */
+const struct umc_link_ops *umc_link_complete(const struct umc_link_ops *ops);
+
+#endif /* UMC_LINK_H */

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rx.c - receiving RoCEv2: group sockets, IP membership and the checks a
+ * datagram passes before the core sees it.
+ *
+ * Each group has a socket bound to group:4791 with SO_REUSEADDR, so every
+ * process of the host that attached a QP gets its own copy, and bound to
+ * the port's interface (SO_BINDTODEVICE), so it only sees what arrived
+ * there.  As on an rxe host, it gets the group's datagrams exactly while
+ * the host is a member of the group on that interface, whoever joined.  IP
+ * membership (IGMP/MLD) is taken on that socket only for full members.
+ * The destination and interface are known from the binding, so the kernel
+ * need not look them up per datagram (IP_PKTINFO is asked for only where
+ * SO_BINDTODEVICE is refused).
+ *
+ * The ICRC check: a UDP socket shows addresses, ports, TTL and TOS but
+ * never the IPv4 identification and flags, which the ICRC covers.  The
+ * check assumes DF and ID 0 (umcast's own packets); when that fails, the
+ * ID is solved from the ICRC (umc_icrc_solve_ipv4_id), which leaves a
+ * 16-bit integrity check for packets from senders with other IDs, such as
+ * rxe.  Such packets are counted in rx_icrc_id_solved and their GRH shows
+ * the solved ID.  IPv6 has no hidden invariant field: the check is the full
+ * 32 bits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "link/roce/roce.h"
+
+#ifndef UDP_NO_CHECK6_RX
+#define UDP_NO_CHECK6_RX 102
+#endif
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+
+/* A group's receive endpoint: the socket bound to group:4791. */
+struct roce_mcg {
+	struct umc_rx_ep ep;
+	struct umc_mcg *mcg;
+};
+
+static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
+{
+	struct roce_port *rp = to_roce_port(dev);
+	bool v4 = umc_gid_is_v4mapped(mgid);
+	struct sockaddr_storage ss;
+	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &ss);
+	int fd = roce_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int ret = 0, one = 1, buf = UMC_RX_SOCKBUF;
+
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	/* Without the device binding, filter by IP_PKTINFO's interface. */
+	bool pktinfo = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, rp->ifname,
+				  (socklen_t)strlen(rp->ifname)) != 0;
+
+	if (v4) {
+		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
+		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
+		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		if (IN6_IS_ADDR_MC_LINKLOCAL(&s6->sin6_addr) ||
+		    IN6_IS_ADDR_MC_NODELOCAL(&s6->sin6_addr))
+			s6->sin6_scope_id = rp->ifindex;
+		ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		ret = ret ?: pktinfo ? roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) : 0;
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
+		/* rxe and NICs send UDP checksum 0, which IPv6 drops by default. */
+		ret = ret ?: roce_setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	}
+	if (!ret && bind(fd, (struct sockaddr *)&ss, len))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
+{
+	struct roce_mcg *rm = calloc(1, sizeof(*rm));
+	int ret;
+
+	if (!rm)
+		return -ENOMEM;
+	rm->mcg = mcg;
+	rm->ep.fd = roce_mcg_socket(dev, &mcg->mgid);
+	if (rm->ep.fd < 0) {
+		ret = rm->ep.fd;
+		free(rm);
+		return ret;
+	}
+	ret = umc_rx_add(dev, &rm->ep);
+	if (ret) {
+		close(rm->ep.fd);
+		free(rm);
+		return ret;
+	}
+	mcg->link_priv = rm;
+	return 0;
+}
+
+void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
+{
+	struct roce_mcg *rm = mcg->link_priv;
+
+	umc_rx_del(dev, &rm->ep);
+	close(rm->ep.fd);
+	free(rm);
+	mcg->link_priv = NULL;
+}
+
+int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join)
+{
+	struct roce_mcg *rm = mcg->link_priv;
+	unsigned ifindex = to_roce_port(dev)->ifindex;
+	int ret;
+
+	if (umc_gid_is_v4mapped(&mcg->mgid)) {
+		struct ip_mreqn mr = {.imr_ifindex = (int)ifindex};
+
+		memcpy(&mr.imr_multiaddr, mcg->mgid.raw + 12, 4);
+		ret = setsockopt(rm->ep.fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP,
+				 &mr, sizeof(mr));
+	} else {
+		struct ipv6_mreq mr = {.ipv6mr_interface = ifindex};
+
+		memcpy(&mr.ipv6mr_multiaddr, mcg->mgid.raw, 16);
+		ret = setsockopt(rm->ep.fd, IPPROTO_IPV6,
+				 join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &mr, sizeof(mr));
+	}
+	if (!ret)
+		return 0;
+	/* cma_igmp_send: an interface that cannot join is ENODEV. */
+	return errno == EADDRNOTAVAIL || errno == ENODEV ? -ENODEV : -errno;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Receive.                                                                  */
+
+struct roce_rx {
+	struct mmsghdr msg[UMC_RX_BATCH];
+	struct iovec iov[UMC_RX_BATCH];
+	struct sockaddr_storage name[UMC_RX_BATCH];
+	uint64_t cmsg[UMC_RX_BATCH][16];
+	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
+};
+
+/* Make receive slots [0, n) ready for recvmmsg() again. */
+static void roce_rx_reset(struct roce_rx *rx, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &rx->msg[i].msg_hdr;
+
+		mh->msg_name = &rx->name[i];
+		mh->msg_namelen = sizeof(rx->name[i]);
+		mh->msg_control = rx->cmsg[i];
+		mh->msg_controllen = sizeof(rx->cmsg[i]);
+		mh->msg_flags = 0;
+	}
+}
+
+static struct roce_rx *roce_rx_get(struct roce_port *rp)
+{
+	struct roce_rx *rx = rp->rx;
+
+	if (umc_likely(rx))
+		return rx;
+	rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	for (int i = 0; i < UMC_RX_BATCH; i++) {
+		rx->iov[i] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
+		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
+		rx->msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	roce_rx_reset(rx, UMC_RX_BATCH);
+	rp->rx = rx;
+	return rx;
+}
+
+/*
+ * Fill the IP context of a datagram received on @mcg's socket from its name
+ * and control messages; returns the interface it arrived on.
+ */
+static unsigned roce_rx_ctx(struct roce_port *rp, const struct umc_mcg *mcg, struct msghdr *mh,
+			    struct umc_ip_ctx *ip)
+{
+	const struct sockaddr_storage *from = mh->msg_name;
+	unsigned ifindex = rp->ifindex; /* the socket is bound to it ... */
+
+	memset(ip, 0, sizeof(*ip));
+	ip->dport = UMC_ROCEV2_UDP_PORT;
+	/* ... and to the group address (IP_PKTINFO, when asked for, says the same). */
+	umc_gid_to_ip(&mcg->mgid, ip->dst);
+	if (from->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
+
+		ip->family = 4;
+		ip->df = true;
+		memcpy(ip->src, &s->sin_addr, 4);
+		ip->sport = ntohs(s->sin_port);
+	} else {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)from;
+
+		ip->family = 6;
+		memcpy(ip->src, &s->sin6_addr, 16);
+		ip->sport = ntohs(s->sin6_port);
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		const void *d = CMSG_DATA(c);
+		int v;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			const struct in_pktinfo *pi = d;
+
+			memcpy(ip->dst, &pi->ipi_addr, 4);
+			ifindex = (unsigned)pi->ipi_ifindex;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, d, sizeof(v));
+			ip->hop_limit = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			ip->tclass = *(const uint8_t *)d;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			const struct in6_pktinfo *pi = d;
+
+			memcpy(ip->dst, &pi->ipi6_addr, 16);
+			ifindex = pi->ipi6_ifindex;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+			memcpy(&v, d, sizeof(v));
+			ip->hop_limit = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, d, sizeof(v));
+			ip->tclass = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
+			uint32_t fi;
+
+			memcpy(&fi, d, sizeof(fi));
+			ip->flow_label = ntohl(fi) & 0xfffff;
+		}
+	}
+	return ifindex;
+}
+
+/*
+ * The QP of this port that sent a datagram from @ip, if any.  Send sockets
+ * are bound exclusively, so the source address and port name the sending
+ * QP's socket on the host (tx.c); the DETH names the QP.
+ */
+static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip_ctx *ip,
+				     uint32_t src_qpn)
+{
+	union ibv_gid src;
+	struct umc_qp *qp;
+	int gi;
+
+	umc_gid_from_ip(&src, ip->family == 4, ip->src);
+	for (gi = 0; gi < dev->gid_count; gi++)
+		if (memcmp(&dev->gids[gi], &src, sizeof(src)) == 0)
+			break;
+	if (gi == dev->gid_count)
+		return NULL;
+	qp = __umc_qp_by_num(dev, src_qpn);
+	return qp && to_roce_qp(qp)->tx_sport[gi] == ip->sport ? qp : NULL;
+}
+
+/* Check one datagram; fill @pkt and return true if it is to be delivered. */
+static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghdr *m,
+			struct umc_rx_pkt *pkt)
+{
+	struct umc_device *dev = &rp->dev;
+	const uint8_t *p = m->msg_hdr.msg_iov->iov_base;
+	size_t len = m->msg_len, off, plen;
+	struct umc_ip_ctx ip;
+	uint32_t icrc;
+
+	CNT(dev, rx_packets);
+	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
+		CNT(dev, rx_too_long);
+		return false;
+	}
+	if (umc_unlikely(roce_rx_ctx(rp, mcg, &m->msg_hdr, &ip) != rp->ifindex)) {
+		/* Another interface's copy: that interface's device takes it. */
+		CNT(dev, rx_other_if);
+		return false;
+	}
+	if (umc_unlikely(umc_ud_decode(p, len, &pkt->hdr, &off, &plen))) {
+		CNT(dev, rx_malformed);
+		return false;
+	}
+	icrc = umc_icrc_compute(&ip, p, len);
+	if (umc_unlikely(icrc != umc_icrc_get(p + len - UMC_ICRC_LEN))) {
+		uint16_t id;
+
+		if (ip.family != 4 ||
+		    umc_icrc_solve_ipv4_id(&ip, len, icrc, umc_icrc_get(p + len - UMC_ICRC_LEN),
+					   &id)) {
+			CNT(dev, rx_bad_icrc);
+			return false;
+		}
+		ip.ip_id = id;
+		CNT(dev, rx_icrc_id_solved);
+	}
+	pkt->payload = p + off;
+	pkt->len = (uint32_t)plen;
+	pkt->mcg = mcg;
+	pkt->sender = umc_unlikely(dev->block_self_qps)
+			      ? roce_rx_sender(dev, &ip, pkt->hdr.deth.src_qpn)
+			      : NULL;
+	pkt->slid = 0;
+	pkt->sl = 0;
+	umc_grh_synth(pkt->grh, &ip, len);
+	return true;
+}
+
+int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
+		  bool *more)
+{
+	struct roce_port *rp = to_roce_port(dev);
+	struct roce_mcg *rm = container_of(ep, struct roce_mcg, ep);
+	struct roce_rx *rx = roce_rx_get(rp);
+	int n, out = 0;
+
+	*more = false;
+	if (umc_unlikely(!rx))
+		return 0;
+	if (max > UMC_RX_BATCH)
+		max = UMC_RX_BATCH;
+	do
+		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	*more = n == max;
+	for (int i = 0; i < n; i++)
+		if (roce_rx_one(rp, rm->mcg, &rx->msg[i], &pkts[out]))
+			out++;
+	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
+	roce_rx_reset(rx, n);
+	return out;
+}

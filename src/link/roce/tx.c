@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tx.c - sending RoCEv2.
+ *
+ * Each QP has one unconnected UDP socket per source address, bound to that
+ * address and to the QP's rxe-style source port (0xC000 + hash of the QPN),
+ * with IP_PMTUDISC_DO so that Linux writes IPv4 ID 0 and DF, and UDP
+ * checksum 0 as rxe does.  The ICRC covers those fields, so it is computed
+ * here over exactly what the kernel will put on the wire (rocev2-wire.md
+ * section 8).  A batch goes out in one sendmmsg().
+ */
+#include <errno.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "link/roce/roce.h"
+
+#ifndef IPV6_AUTOFLOWLABEL
+#define IPV6_AUTOFLOWLABEL 70
+#endif
+#ifndef UDP_NO_CHECK6_TX
+#define UDP_NO_CHECK6_TX 101
+#endif
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+
+struct roce_tx_sock {
+	int fd;
+	uint16_t sport; /* as bound: the ICRC covers it */
+	int hop_limit, tclass;
+};
+
+struct roce_tx {
+	struct roce_tx_sock sock[UMC_MAX_GIDS];
+	struct mmsghdr msg[UMC_TX_BATCH];
+	struct iovec iov[UMC_TX_BATCH][UMC_MAX_SGE + 2];
+	uint8_t hdr[UMC_TX_BATCH][UMC_UD_HDR_MAX];
+	uint8_t tail[UMC_TX_BATCH][8]; /* pad (0-3 zero bytes) and ICRC */
+};
+
+static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgid,
+			     struct roce_tx_sock *ts)
+{
+	unsigned ifindex = to_roce_port(dev)->ifindex;
+	struct sockaddr_storage ss;
+	socklen_t len = roce_gid_sockaddr(dev, sgid, qp->sport, &ss);
+	bool v4 = ss.ss_family == AF_INET;
+	int fd = roce_socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	if (v4) {
+		struct ip_mreqn mr = {.imr_ifindex = (int)ifindex};
+
+		ret = roce_setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+		ret = ret ?: roce_setopt(fd, SOL_SOCKET, SO_NO_CHECK, 1);
+		if (!ret && setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)))
+			ret = -errno;
+	} else {
+		ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, (int)ifindex);
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		ret = ret ?: roce_setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1);
+		/* rxe sends flow label 0; Linux would make one up. */
+		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 0);
+	}
+	if (ret)
+		goto err;
+	/*
+	 * The port is bound exclusively (no SO_REUSEADDR/SO_REUSEPORT), so the
+	 * address and port name this QP's socket on the host.  It is only
+	 * entropy to receivers: when another process holds ours, take any.
+	 */
+	if (bind(fd, (struct sockaddr *)&ss, len)) {
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+		if (bind(fd, (struct sockaddr *)&ss, len)) {
+			ret = -errno;
+			goto err;
+		}
+	}
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		ret = -errno;
+		goto err;
+	}
+	ts->fd = fd;
+	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	qp->tx_sport[sgid] = ts->sport;
+	ts->hop_limit = ts->tclass = -1;
+	return 0;
+err:
+	close(fd);
+	return ret;
+}
+
+static struct roce_tx *roce_tx_get(struct roce_qp *qp)
+{
+	struct roce_tx *tx = qp->tx;
+
+	if (umc_likely(tx))
+		return tx;
+	tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return NULL;
+	for (int i = 0; i < UMC_MAX_GIDS; i++)
+		tx->sock[i].fd = -1;
+	qp->tx = tx;
+	return tx;
+}
+
+/* TTL/hop limit and TOS/traffic class come from the AH (rocev2-wire 1.2, 1.3). */
+static int roce_tx_set_ip(struct roce_tx_sock *ts, const struct roce_ah *ah)
+{
+	bool v4 = ah->ip.family == 4;
+	int ret = 0;
+
+	if (ts->hop_limit != ah->ip.hop_limit) {
+		ret = v4 ? roce_setopt(ts->fd, IPPROTO_IP, IP_MULTICAST_TTL, ah->ip.hop_limit)
+			 : roce_setopt(ts->fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, ah->ip.hop_limit);
+		ret = ret ?: v4 ? roce_setopt(ts->fd, IPPROTO_IP, IP_TTL, ah->ip.hop_limit ?: 1)
+				: roce_setopt(ts->fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS,
+					      ah->ip.hop_limit ?: 1);
+		if (!ret)
+			ts->hop_limit = ah->ip.hop_limit;
+	}
+	if (!ret && ts->tclass != ah->ip.tclass) {
+		ret = v4 ? roce_setopt(ts->fd, IPPROTO_IP, IP_TOS, ah->ip.tclass)
+			 : roce_setopt(ts->fd, IPPROTO_IPV6, IPV6_TCLASS, ah->ip.tclass);
+		if (!ret)
+			ts->tclass = ah->ip.tclass;
+	}
+	return ret;
+}
+
+/* Encode packet @p into slot @k: header, ICRC and the iovec list. */
+static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p, uint16_t sport)
+{
+	static const uint8_t zeros[4];
+	uint8_t *hdr = tx->hdr[k], *tail = tx->tail[k];
+	size_t hl = umc_ud_hdr_encode(hdr, &p->hdr);
+	unsigned pad = p->hdr.bth.pad_cnt;
+	size_t udp_len = hl + p->len + pad + UMC_ICRC_LEN;
+	const struct roce_ah *ah = to_roce_ah(p->ah);
+	struct umc_ip_ctx ip = ah->ip;
+	struct iovec *iov = tx->iov[k];
+	int niov = 0;
+	uint32_t crc;
+
+	ip.sport = sport;
+	crc = umc_icrc_start(&ip, udp_len, hdr, hl);
+	iov[niov++] = (struct iovec){hdr, hl};
+	for (int i = 0; i < p->num_sge; i++) {
+		void *a = (void *)(uintptr_t)p->sge[i].addr;
+
+		if (!p->sge[i].length)
+			continue;
+		crc = umc_icrc_update(crc, a, p->sge[i].length);
+		iov[niov++] = (struct iovec){a, p->sge[i].length};
+	}
+	crc = umc_icrc_update(crc, zeros, pad);
+	memset(tail, 0, pad);
+	umc_icrc_put(tail + pad, umc_icrc_final(crc));
+	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN};
+
+	struct msghdr *mh = &tx->msg[k].msg_hdr;
+
+	mh->msg_name = (void *)&ah->dst;
+	mh->msg_namelen = ah->dst_len;
+	mh->msg_iov = iov;
+	mh->msg_iovlen = (size_t)niov;
+	mh->msg_control = NULL;
+	mh->msg_controllen = 0;
+}
+
+/* sendmmsg() slots [from, to) on @fd; a datagram the kernel refuses is counted and skipped. */
+static void roce_tx_flush(struct umc_device *dev, struct roce_tx *tx, int fd, int from, int to)
+{
+	while (from < to) {
+		int n = sendmmsg(fd, &tx->msg[from], (unsigned)(to - from), 0);
+
+		if (n > 0) {
+			atomic_fetch_add_explicit(&dev->cnt.tx_packets, n, memory_order_relaxed);
+			from += n;
+		} else if (errno != EINTR) {
+			CNT(dev, tx_errors);
+			from++;
+		}
+	}
+}
+
+int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
+{
+	struct roce_qp *qp = to_roce_qp(uqp);
+	struct umc_device *dev = uqp->dev;
+	struct roce_tx *tx = roce_tx_get(qp);
+	int start = 0;
+
+	if (umc_unlikely(!tx)) {
+		atomic_fetch_add_explicit(&dev->cnt.tx_errors, n, memory_order_relaxed);
+		return -ENOMEM;
+	}
+	/* One sendmmsg per run of packets with the same socket and IP options. */
+	while (start < n) {
+		const struct roce_ah *ah = to_roce_ah(pkts[start].ah);
+		struct roce_tx_sock *ts = &tx->sock[ah->sgid_index];
+		int end = start;
+
+		if (umc_unlikely(ts->fd < 0) && roce_tx_sock_open(dev, qp, ah->sgid_index, ts)) {
+			CNT(dev, tx_errors);
+			start++;
+			continue;
+		}
+		if (umc_unlikely(roce_tx_set_ip(ts, ah))) {
+			CNT(dev, tx_errors);
+			start++;
+			continue;
+		}
+		while (end < n && to_roce_ah(pkts[end].ah)->sgid_index == ah->sgid_index &&
+		       to_roce_ah(pkts[end].ah)->ip.hop_limit == ah->ip.hop_limit &&
+		       to_roce_ah(pkts[end].ah)->ip.tclass == ah->ip.tclass) {
+			roce_tx_build(tx, end, &pkts[end], ts->sport);
+			end++;
+		}
+		roce_tx_flush(dev, tx, ts->fd, start, end);
+		start = end;
+	}
+	return 0;
+}
+
+int roce_qp_init(struct umc_qp *uqp)
+{
+	to_roce_qp(uqp)->sport = umc_roce_sport(uqp->ibqp.qp_num);
+	return 0;
+}
+
+void roce_qp_cleanup(struct umc_qp *uqp)
+{
+	struct roce_qp *qp = to_roce_qp(uqp);
+	struct roce_tx *tx = qp->tx;
+
+	if (!tx)
+		return;
+	for (int i = 0; i < UMC_MAX_GIDS; i++)
+		if (tx->sock[i].fd >= 0)
+			close(tx->sock[i].fd);
+	free(tx);
+	qp->tx = NULL;
+}
