@@ -26,12 +26,11 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
+#include "test_vectors.h"
 #include "wire/wire.h"
 
 enum {
 	ETH_HLEN = 14,
-	MAX_FIELDS = 4,
-	MAX_VECS = 32,
 	MAX_FRAME = 2048,
 	ROCE_PORT = 4791,
 };
@@ -40,95 +39,22 @@ enum {
  * Vector file
  */
 
-struct vec {
-	char *field[MAX_FIELDS]; /* into line */
-	char line[8192];
-	int nfield;
-	uint8_t bytes[MAX_FRAME]; /* last field, decoded from hex */
-	size_t len;
-};
-
-static struct vec vecs[MAX_VECS];
+static struct vec vecs[T_VEC_MAX];
 static int nvecs;
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static size_t unhex(const char *s, uint8_t *out, size_t max)
-{
-	size_t n = 0;
-
-	while (hexval(s[0]) >= 0 && hexval(s[1]) >= 0 && n < max) {
-		out[n++] = (uint8_t)(hexval(s[0]) << 4 | hexval(s[1]));
-		s += 2;
-	}
-	return n;
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
-}
 
 static int load_vectors(void **state)
 {
-	const char *dir = getenv("UMC_TEST_DATA");
-	char path[1024];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/rocev2_vectors.txt", dir ? dir : "tests/data");
-	f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "cannot open %s (set UMC_TEST_DATA)\n", path);
-		return -1;
-	}
-	while (nvecs < MAX_VECS && fgets(vecs[nvecs].line, sizeof(vecs[0].line), f)) {
-		struct vec *v = &vecs[nvecs];
-		char *p = v->line, *bar;
-
-		if (p[0] == '#' || p[0] == '\n')
-			continue;
-		v->nfield = 0;
-		while (v->nfield < MAX_FIELDS) {
-			bar = strstr(p, " | ");
-			if (bar)
-				*bar = '\0';
-			v->field[v->nfield++] = trim(p);
-			if (!bar)
-				break;
-			p = bar + 3;
-		}
-		v->len = unhex(v->field[v->nfield - 1], v->bytes, sizeof(v->bytes));
-		nvecs++;
-	}
-	fclose(f);
+	nvecs = t_vec_load("rocev2_vectors.txt", vecs);
 	return nvecs >= 14 ? 0 : -1; /* V1-V7, V1-GRH..V4-GRH, X1-X3 */
 }
 
 static const struct vec *vec(const char *name)
 {
-	int i;
+	const struct vec *v = t_vec_find(vecs, nvecs, name);
 
-	for (i = 0; i < nvecs; i++)
-		if (!strcmp(vecs[i].field[0], name))
-			return &vecs[i];
-	fail_msg("vector %s not in the vectors file", name);
-	return NULL;
+	if (!v)
+		fail_msg("vector %s not in the vectors file", name);
+	return v;
 }
 
 /* ---------------------------------------------------------------------------
@@ -426,7 +352,7 @@ static void test_vectors_encode(void **state)
 			fail_msg("%s differs at byte %zu: 0x%02x, vector 0x%02x", specs[i].name, k,
 				 frame[k], v->bytes[k]);
 		}
-		assert_int_equal(unhex(v->field[2], icrc, 4), 4);
+		assert_int_equal(t_unhex(v->field[2], icrc, 4), 4);
 		assert_memory_equal(frame + n - 4, icrc, 4);
 	}
 }
