@@ -68,10 +68,13 @@ struct umc_mcg;
 	X(tx_packets)	     /* datagrams handed to the kernel */                                  \
 	X(tx_too_long)	     /* UD send above the path MTU: completed, not sent */                 \
 	X(tx_errors)	     /* datagrams the kernel refused */                                    \
+	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
 	X(rx_packets)	     /* datagrams read from the group sockets */                           \
 	X(rx_delivered)	     /* receive completions generated */                                   \
 	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
-	X(rx_bad_icrc)	     /* ICRC wrong, and no IPv4 ID explains it */                          \
+	X(rx_bad_icrc)	     /* ICRC wrong (RoCE: and no IPv4 ID explains it) */                  \
+	X(rx_bad_vcrc)	     /* InfiniBand VCRC wrong */                                           \
+	X(rx_bad_dlid)	     /* InfiniBand DLID neither this port's LID nor the endpoint's MLID */ \
 	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
@@ -130,6 +133,7 @@ struct umc_device {
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;
 	struct ibv_pd *cm_pd;
+	void *cm_priv; /* the CM's per-port join state (cm/ib.c) */
 
 	struct umc_counters cnt;
 };

@@ -58,6 +58,7 @@ struct umc_rx_pkt {
 				 * dev->block_self_qps (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) */
 	uint16_t slid;		/* LRH SLID on InfiniBand, 0 on RoCE */
 	uint8_t sl;		/* LRH SL on InfiniBand, 0 on RoCE */
+	bool has_grh;		/* grh holds a GRH (always on RoCE; IBV_WC_GRH) */
 	uint8_t grh[UMC_GRH_LEN]; /* the 40 bytes in front of the receive buffer */
 };
 
@@ -166,10 +167,19 @@ struct umc_link_ops {
  * completed with the defaults by umc_link_complete() before use.
  */
 extern const struct umc_link_ops umc_roce_link_ops;
+extern const struct umc_link_ops umc_ib_link_ops;
 
-/* The CM's operations per link layer (cm/roce.c, cm/link.c). */
+/* The CM's operations per link layer (cm/roce.c, cm/ib.c, cm/link.c). */
 extern const struct umc_cm_link_ops umc_cm_roce_ops;
+extern const struct umc_cm_link_ops umc_cm_ib_ops;
 extern const struct umc_cm_link_ops umc_cm_default_ops;
+
+/*
+ * umc_cm_port_event - a link tells the CM that @dev's port was registered
+ * anew and its multicast memberships are gone (dev->link->cm's port_event;
+ * cm/link.c).  Context: no lock held.
+ */
+void umc_cm_port_event(struct umc_device *dev);
 
 /*
  * umc_links - the completed ops table of every link layer.

@@ -164,7 +164,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	wc.slid = pkt->slid;
 	wc.sl = pkt->sl;
 	wc.pkey_index = qp->pkey_index;
-	wc.wc_flags = IBV_WC_GRH;
+	wc.wc_flags = pkt->has_grh ? IBV_WC_GRH : 0;
 	if (pkt->hdr.bth.opcode == UMC_OP_UD_SEND_ONLY_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->hdr.imm_be;

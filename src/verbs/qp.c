@@ -570,7 +570,7 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 							  : UMC_OP_UD_SEND_ONLY,
 					.se = !!(wr->send_flags & IBV_SEND_SOLICITED),
 					.pad_cnt = umc_ud_pad(len),
-					.pkey = UMC_DEFAULT_PKEY,
+					.pkey = dev->pkeys[qp->pkey_index],
 					.dest_qpn = wr->wr.ud.remote_qpn & 0xffffff,
 					.psn = psn,
 				},

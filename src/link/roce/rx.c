@@ -323,6 +323,7 @@ static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghd
 			      : NULL;
 	pkt->slid = 0;
 	pkt->sl = 0;
+	pkt->has_grh = true;
 	umc_grh_synth(pkt->grh, &ip, len);
 	return true;
 }
