@@ -365,7 +365,7 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
 
 struct umc_comp_channel {
 	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */
-	int notify[2];		   /* socketpair: one byte per queued CQ event */
+	int notify[2];		   /* socketpair: one byte while @pending is not empty */
 	int epfd;		   /* epoll(notify[0], dev->rx_epfd), for ibv_get_cq_event */
 	pthread_mutex_t lock;
 	struct umc_cq *pending, **pending_tail;

@@ -8,9 +8,11 @@
  * itself when the ring is empty, so a busy-polling program needs no other
  * thread.
  *
- * A completion channel's fd is one end of a socketpair holding one byte
- * per CQ event queued on the channel, so poll(2) on it says exactly what
- * libibverbs' does: an event is ready.  ibv_get_cq_event waits on an
+ * A completion channel's fd is one end of a socketpair that holds one byte
+ * exactly while at least one CQ event is queued on the channel (the byte
+ * is written when the queue becomes non-empty and read when it becomes
+ * empty), so poll(2) on it says exactly what libibverbs' does, an event is
+ * ready, for any number of events.  ibv_get_cq_event waits on an
  * internal epoll of that socket and the device's group sockets, running
  * the receive engine when datagrams arrive; while the application waits
  * elsewhere (poll on the fd), the background receive thread delivers as
@@ -89,19 +91,35 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-/* Queue @cq's event on its channel: one list entry and one byte. */
-static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
+/*
+ * The fd's byte: written when the pending list becomes non-empty, read
+ * when it becomes empty, so the socketpair never holds more than one byte
+ * and never fills.  Caller holds ch->lock.
+ */
+static void __umc_chan_ready(struct umc_comp_channel *ch, bool ready)
 {
 	static const char one = 1;
+	char byte;
 
+	if (ready)
+		(void)!write(ch->notify[1], &one, 1);
+	else
+		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+}
+
+/* Queue @cq's event on its channel. */
+static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
+{
 	pthread_mutex_lock(&ch->lock);
 	if (!cq->notify_pending) {
+		bool was_empty = !ch->pending;
+
 		cq->notify_pending = true;
 		cq->notify_next = NULL;
 		*ch->pending_tail = cq;
 		ch->pending_tail = &cq->notify_next;
-		/* The socketpair holds far more bytes than there are CQs. */
-		(void)!write(ch->notify[1], &one, 1);
+		if (was_empty)
+			__umc_chan_ready(ch, true);
 	}
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -109,8 +127,6 @@ static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 /* Take @cq off its channel's list (destroy); caller holds ch->lock. */
 static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 {
-	char byte;
-
 	for (struct umc_cq **p = &ch->pending; *p; p = &(*p)->notify_next) {
 		if (*p != cq)
 			continue;
@@ -118,7 +134,8 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 		if (ch->pending_tail == &cq->notify_next)
 			ch->pending_tail = p;
 		cq->notify_pending = false;
-		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+		if (!ch->pending)
+			__umc_chan_ready(ch, false);
 		return;
 	}
 }
@@ -133,7 +150,6 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
 	struct epoll_event ev;
-	char byte;
 
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
@@ -141,10 +157,11 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 
 		if (ucq) {
 			ch->pending = ucq->notify_next;
-			if (!ch->pending)
+			if (!ch->pending) {
 				ch->pending_tail = &ch->pending;
+				__umc_chan_ready(ch, false);
+			}
 			ucq->notify_pending = false;
-			(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
 			pthread_mutex_unlock(&ch->lock);
 			pthread_mutex_lock(&ucq->ibcq.mutex);
 			ucq->events++;
