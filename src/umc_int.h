@@ -340,6 +340,8 @@ struct umc_cq {
 	int armed;	     /* 0 or enum umc_cq_arm */
 	atomic_int usecnt;   /* QPs using this CQ */
 	unsigned events;     /* CQ events handed out by ibv_get_cq_event (under ibcq.mutex) */
+	bool release;	     /* destroy when the last event is acked (umc_cq_release) */
+	struct ibv_comp_channel *release_ch; /* and then this channel, if not NULL */
 	bool notify_pending; /* queued on the channel */
 	struct umc_cq *notify_next;
 	struct umc_device *dev;
@@ -362,6 +364,14 @@ int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
  * Returns false (and counts cq_overflow) when the CQ is full.
  */
 bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/*
+ * umc_cq_release - destroy @cq, and then @ch if not NULL, for the CM's
+ * rdma_destroy_qp: at once if no CQ event ibv_get_cq_event handed out is
+ * unacked, otherwise when ibv_ack_cq_events acks the last of them.
+ * @cq must have no QP left.
+ */
+void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 
 struct umc_comp_channel {
 	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */

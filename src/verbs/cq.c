@@ -189,12 +189,50 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	}
 }
 
+/* Destroy a released CQ (umc_cq_release), then its channel. */
+static void umc_cq_release_now(struct ibv_cq *cq, struct ibv_comp_channel *ch)
+{
+	if (ibv_destroy_cq(cq) == 0 && ch)
+		(void)ibv_destroy_comp_channel(ch);
+}
+
+/*
+ * ibv_ack_cq_events(3).  Acking the last event of a CQ that
+ * rdma_destroy_qp released destroys it (umc_cq_release).
+ */
 UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
+	struct umc_cq *ucq = to_ucq(cq);
+	struct ibv_comp_channel *ch = NULL;
+	bool release = false;
+
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
+	if (ucq->release && cq->comp_events_completed == ucq->events) {
+		ucq->release = false;
+		release = true;
+		ch = ucq->release_ch;
+	}
 	pthread_cond_signal(&cq->cond);
 	pthread_mutex_unlock(&cq->mutex);
+	if (release)
+		umc_cq_release_now(cq, ch);
+}
+
+void umc_cq_release(struct ibv_cq *ibcq, struct ibv_comp_channel *ch)
+{
+	struct umc_cq *cq = to_ucq(ibcq);
+	bool now;
+
+	pthread_mutex_lock(&ibcq->mutex);
+	now = cq->events == ibcq->comp_events_completed;
+	if (!now) {
+		cq->release = true;
+		cq->release_ch = ch;
+	}
+	pthread_mutex_unlock(&ibcq->mutex);
+	if (now)
+		umc_cq_release_now(ibcq, ch);
 }
 
 /* ------------------------------------------------------------------------- */
