@@ -399,13 +399,19 @@ struct umc_attach {
 	struct umc_attach *next;
 };
 
+/*
+ * A UD QP.  ibqp.state and qkey are written by ibv_modify_qp (under sq_lock
+ * and rq_lock) and by the receive path when a receive fails (under rq_lock:
+ * __umc_qp_to_err), and read without a lock by the receive path: they are
+ * accessed atomically only (umc_qp_state, umc_qp_set_state).
+ */
 struct umc_qp {
 	struct ibv_qp ibqp;
 	struct umc_device *dev;
 	uint32_t create_flags;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
-	uint32_t qkey;
+	_Atomic uint32_t qkey;
 	uint16_t pkey_index;
 	uint8_t port_num;
 	uint32_t sq_psn;	/* next PSN */
@@ -428,6 +434,21 @@ struct umc_qp {
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
 	struct umc_qp *next;	     /* dev->qp_list */
 };
+
+/*
+ * The QP state, read without a lock.  Acquire: attributes ibv_modify_qp
+ * set before the state (the Q_Key) are seen with it.
+ */
+static inline enum ibv_qp_state umc_qp_state(struct umc_qp *qp)
+{
+	return __atomic_load_n(&qp->ibqp.state, __ATOMIC_ACQUIRE);
+}
+
+/* Publish a new state; release pairs with umc_qp_state().  Caller holds rq_lock. */
+static inline void umc_qp_set_state(struct umc_qp *qp, enum ibv_qp_state state)
+{
+	__atomic_store_n(&qp->ibqp.state, state, __ATOMIC_RELEASE);
+}
 
 static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 {

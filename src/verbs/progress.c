@@ -106,13 +106,13 @@ static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void
 static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = qp->dev;
+	enum ibv_qp_state state = umc_qp_state(qp);
 	struct ibv_sge sge[UMC_MAX_SGE];
 	struct umc_rwqe *w;
 	uint64_t room = 0;
 	int nsge;
 
-	if (umc_unlikely(qp->ibqp.state != IBV_QPS_RTR && qp->ibqp.state != IBV_QPS_RTS &&
-			 qp->ibqp.state != IBV_QPS_SQE)) {
+	if (umc_unlikely(state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQE)) {
 		CNT(dev, rx_bad_state);
 		return;
 	}
@@ -120,7 +120,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_pkey_viol);
 		return;
 	}
-	if (umc_unlikely(pkt->hdr.deth.qkey != qp->qkey)) {
+	/* Read after the state (acquire): a Q_Key set with the state is seen. */
+	if (umc_unlikely(pkt->hdr.deth.qkey !=
+			 atomic_load_explicit(&qp->qkey, memory_order_relaxed))) {
 		CNT(dev, rx_qkey_viol);
 		return;
 	}

@@ -323,13 +323,13 @@ static void __umc_qp_flush_rq(struct umc_qp *qp)
 /* Move @qp to the error state and flush its receives; caller holds rq_lock. */
 void __umc_qp_to_err(struct umc_qp *qp)
 {
-	qp->ibqp.state = IBV_QPS_ERR;
+	umc_qp_set_state(qp, IBV_QPS_ERR);
 	__umc_qp_flush_rq(qp);
 }
 
 static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, int mask)
 {
-	enum ibv_qp_state cur = qp->ibqp.state, next = cur;
+	enum ibv_qp_state cur = umc_qp_state(qp), next = cur;
 	const struct umc_qp_transition *t;
 
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
@@ -354,7 +354,9 @@ static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, in
 /*
  * ibv_modify_qp(3): EINVAL for a transition UD does not have, a missing
  * required attribute or an attribute the transition does not take
- * (IBA 10.3.1), a bad port or P_Key index.
+ * (IBA 10.3.1), a bad port or P_Key index.  The Q_Key is stored before the
+ * state is published (release), so the receive path, which reads both
+ * without a lock, never sees the new state with the old Q_Key.
  */
 UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
@@ -367,7 +369,7 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (ret)
 		goto out;
 	if (attr_mask & IBV_QP_QKEY)
-		qp->qkey = attr->qkey;
+		atomic_store_explicit(&qp->qkey, attr->qkey, memory_order_relaxed);
 	if (attr_mask & IBV_QP_PKEY_INDEX)
 		qp->pkey_index = attr->pkey_index;
 	if (attr_mask & IBV_QP_PORT)
@@ -380,7 +382,7 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		} else {
 			if (attr->qp_state == IBV_QPS_RESET)
 				qp->rq_head = qp->rq_tail; /* discarded, no completions */
-			ibqp->state = attr->qp_state;
+			umc_qp_set_state(qp, attr->qp_state);
 		}
 	}
 out:
@@ -395,8 +397,8 @@ UMC_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 	struct umc_qp *qp = to_uqp(ibqp);
 
 	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = attr->cur_qp_state = ibqp->state;
-	attr->qkey = qp->qkey;
+	attr->qp_state = attr->cur_qp_state = umc_qp_state(qp);
+	attr->qkey = atomic_load_explicit(&qp->qkey, memory_order_relaxed);
 	attr->pkey_index = qp->pkey_index;
 	attr->port_num = qp->port_num;
 	attr->sq_psn = qp->sq_psn;
@@ -437,12 +439,14 @@ static bool umc_sges_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int
 int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
+	enum ibv_qp_state state;
 	uint64_t total;
 	int ret = 0;
 
 	pthread_spin_lock(&qp->rq_lock);
+	state = umc_qp_state(qp);
 	for (; wr; wr = wr->next) {
-		if (umc_unlikely(ibqp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
+		if (umc_unlikely(state == IBV_QPS_RESET || wr->num_sge < 0 ||
 				 (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
 				 !umc_sges_ok(ibqp->pd, wr->sg_list, wr->num_sge,
 					      IBV_ACCESS_LOCAL_WRITE, &total))) {
@@ -461,7 +465,7 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		w->num_sge = wr->num_sge;
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 	}
-	if (umc_unlikely(ibqp->state == IBV_QPS_ERR))
+	if (umc_unlikely(state == IBV_QPS_ERR))
 		__umc_qp_flush_rq(qp);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (ret)
@@ -529,7 +533,7 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 
 	pthread_mutex_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		if (umc_unlikely(ibqp->state != IBV_QPS_RTS)) {
+		if (umc_unlikely(umc_qp_state(qp) != IBV_QPS_RTS)) {
 			ret = EINVAL;
 			break;
 		}
@@ -561,7 +565,10 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 					.psn = psn,
 				},
 				.deth = {
-					.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey,
+					.qkey = (qkey & 0x80000000u)
+							? atomic_load_explicit(&qp->qkey,
+									       memory_order_relaxed)
+							: qkey,
 					.src_qpn = ibqp->qp_num,
 				},
 				.imm_be = wr->imm_data,
