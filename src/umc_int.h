@@ -72,6 +72,7 @@ struct umc_mcg;
 	X(rx_bad_icrc)	     /* ICRC wrong, and no IPv4 ID explains it */                          \
 	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
 	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP of this device */                \
@@ -314,7 +315,7 @@ static inline void umc_pd_put(struct ibv_pd *pd)
 	atomic_fetch_sub_explicit(&to_upd(pd)->usecnt, 1, memory_order_release);
 }
 
-/* MRs live in one process-wide table; the lkey is the index plus a key byte. */
+/* An MR as the application sees it; its L_Key names a slot of pd_mr.c's table. */
 struct umc_mr {
 	struct ibv_mr ibmr;
 	int access;
@@ -322,9 +323,22 @@ struct umc_mr {
 
 /*
  * umc_mr_check - is [addr, addr+len) inside a live MR @lkey of @pd with
- * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  Hot path: no lock.
+ * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  The check made when a
+ * work request is posted.  Hot path: no lock.
  */
 bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access);
+
+/*
+ * umc_mr_get - take a hold on MR @lkey if [addr, addr+len) is inside it
+ * and it is live, of @pd, with @access.  While the hold is kept the range
+ * stays registered: ibv_dereg_mr of that MR waits for umc_mr_put().  For
+ * the receive path, which writes into the range under the hold.
+ * Context: any; no lock, never blocks.  Returns true with the hold taken.
+ */
+bool umc_mr_get(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len, int access);
+
+/* umc_mr_put - drop a hold umc_mr_get() took on MR @lkey. */
+void umc_mr_put(uint32_t lkey);
 
 enum umc_cq_arm {
 	UMC_CQ_ARM_ANY = 1,
