@@ -345,10 +345,22 @@ enum umc_cq_arm {
 	UMC_CQ_ARM_SOLICITED = 2,
 };
 
+/*
+ * A completion in a CQ ring, with the work queue slots its reaping frees:
+ * @slots of the queue whose held count is *@wq_held (a QP's sq_held or
+ * rq_held), or nothing when @wq_held is NULL (the QP was reset or
+ * destroyed since: umc_cq_forget).
+ */
+struct umc_cqe {
+	struct ibv_wc wc;
+	atomic_uint *wq_held;
+	uint32_t slots;
+};
+
 struct umc_cq {
 	struct ibv_cq ibcq;
 	pthread_spinlock_t lock;
-	struct ibv_wc *ring; /* power of two */
+	struct umc_cqe *ring; /* power of two */
 	uint32_t mask;
 	uint32_t head, tail; /* consumer, producer */
 	int armed;	     /* 0 or enum umc_cq_arm */
@@ -375,9 +387,23 @@ int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 /*
  * umc_cq_push - append a completion; raise the channel event if armed.
  * @solicited: the packet had BTH.SE (for ibv_req_notify_cq(solicited_only)).
- * Returns false (and counts cq_overflow) when the CQ is full.
+ * @wq_held, @slots: the work queue slots reaping it gives back (struct
+ * umc_cqe); @wq_held may be NULL.  When the CQ is full the completion is
+ * dropped (counted in cq_overflow) and its slots are given back at once.
+ * Context: takes the CQ's spinlock, then the channel's mutex.
+ * Returns false when the CQ was full.
  */
-bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
+		 uint32_t slots);
+
+/*
+ * umc_cq_forget - make every completion of @cq that would give slots back
+ * to *@wq_held give back nothing, and set *@wq_held to 0: its QP is being
+ * reset (both work queues empty) or destroyed.  The completions stay in
+ * the CQ.  Context: the QP's posting is quiesced by the caller (sq_lock
+ * and rq_lock held, or the QP is off the device's list).
+ */
+void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held);
 
 /*
  * umc_cq_release - destroy @cq, and then @ch if not NULL, for the CM's
@@ -418,6 +444,12 @@ struct umc_attach {
  * and rq_lock) and by the receive path when a receive fails (under rq_lock:
  * __umc_qp_to_err), and read without a lock by the receive path: they are
  * accessed atomically only (umc_qp_state, umc_qp_set_state).
+ *
+ * Queue depths (as mlx5): a WQE holds its slot from ibv_post_* until
+ * ibv_poll_cq reaps its completion; an unsignaled send WQE until a later
+ * signaled completion of the QP is reaped.  sq_held / rq_held count the
+ * slots held; a WR that finds its queue's count at the depth (cap) gets
+ * ENOMEM.
  */
 struct umc_qp {
 	struct ibv_qp ibqp;
@@ -440,9 +472,12 @@ struct umc_qp {
 	uint8_t *rq;
 	size_t rq_stride;
 	uint32_t rq_mask, rq_head, rq_tail;
+	atomic_uint rq_held; /* posted receives whose completion is not reaped yet */
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
+	atomic_uint sq_held; /* send WQEs not retired by a reaped completion yet */
+	uint32_t sq_unsig;   /* unsignaled WQEs since the last signaled one (sq_lock) */
 	void *link_priv; /* the link's per-QP state (send sockets, batch arrays) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */

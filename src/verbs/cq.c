@@ -307,17 +307,30 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
+/* Give @slots back to the work queue whose held count is *@wq_held. */
+static inline void umc_wq_free(atomic_uint *wq_held, uint32_t slots)
+{
+	if (wq_held)
+		atomic_fetch_sub_explicit(wq_held, slots, memory_order_relaxed);
+}
+
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
+		 uint32_t slots)
 {
 	bool raise = false;
+	struct umc_cqe *e;
 
 	pthread_spin_lock(&cq->lock);
 	if (umc_unlikely(cq->tail - cq->head > cq->mask)) {
+		umc_wq_free(wq_held, slots);
 		pthread_spin_unlock(&cq->lock);
 		atomic_fetch_add_explicit(&cq->dev->cnt.cq_overflow, 1, memory_order_relaxed);
 		return false;
 	}
-	cq->ring[cq->tail++ & cq->mask] = *wc;
+	e = &cq->ring[cq->tail++ & cq->mask];
+	e->wc = *wc;
+	e->wq_held = wq_held;
+	e->slots = slots;
 	if (cq->armed == UMC_CQ_ARM_ANY || (cq->armed == UMC_CQ_ARM_SOLICITED && solicited)) {
 		cq->armed = 0;
 		atomic_fetch_sub_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
@@ -329,13 +342,32 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return true;
 }
 
+void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held)
+{
+	pthread_spin_lock(&cq->lock);
+	for (uint32_t i = cq->head; i != cq->tail; i++)
+		if (cq->ring[i & cq->mask].wq_held == wq_held)
+			cq->ring[i & cq->mask].wq_held = NULL;
+	atomic_store_explicit(wq_held, 0, memory_order_relaxed);
+	pthread_spin_unlock(&cq->lock);
+}
+
+/*
+ * Reaping frees the slots (struct umc_cqe).  The slots are given back
+ * under the CQ's lock, so umc_cq_forget() never races with a reaper that
+ * still holds a pointer to the QP's count.
+ */
 static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
 {
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
-	while (n < num && cq->head != cq->tail)
-		wc[n++] = cq->ring[cq->head++ & cq->mask];
+	while (n < num && cq->head != cq->tail) {
+		const struct umc_cqe *e = &cq->ring[cq->head++ & cq->mask];
+
+		wc[n++] = e->wc;
+		umc_wq_free(e->wq_held, e->slots);
+	}
 	pthread_spin_unlock(&cq->lock);
 	return n;
 }

@@ -145,16 +145,16 @@ static bool umc_sges_hold(struct ibv_pd *pd, const struct ibv_sge *sge, int n)
 static void __umc_rwqe_fail(struct umc_qp *qp, struct ibv_wc *wc, enum ibv_wc_status status)
 {
 	wc->status = status;
-	umc_cq_push(to_ucq(qp->ibqp.recv_cq), wc, false);
+	umc_cq_push(to_ucq(qp->ibqp.recv_cq), wc, false, &qp->rq_held, 1);
 	__umc_qp_to_err(qp);
 }
 
 /*
  * Deliver one packet to one attached QP (rxe: check_type_state, check_keys,
  * check_resource, send_data_in).  The WQE is taken, filled and completed
- * under rq_lock, so the WQE stays in place while it is filled and its
- * completion keeps the order of the queue even when ibv_modify_qp flushes
- * the queue meanwhile.
+ * under rq_lock, so its completion keeps the order of the queue even when
+ * ibv_modify_qp flushes the queue meanwhile, and a reset cannot come
+ * between taking the WQE and accounting its completion.
  */
 static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 {
@@ -229,7 +229,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->hdr.imm_be;
 	}
-	delivered = umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se);
+	delivered = umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (delivered)
 		CNT(dev, rx_delivered);

@@ -8,6 +8,18 @@
  * sendmmsg by the link), so the send queue never holds work and a send
  * completion is generated as soon as the datagram is out.  Receive WQEs
  * wait in a ring until the progress engine (progress.c) fills them.
+ *
+ * Queue depths are still those of a NIC, as mlx5 keeps them: a WQE holds
+ * its slot until ibv_poll_cq reaps its completion (an unsignaled send WQE
+ * until a later signaled completion of the same QP is reaped), and a WR
+ * that finds its queue full gets ENOMEM, as on mlx5 and rxe (struct
+ * umc_qp).  So a CQ of max_send_wr + max_recv_wr entries never overflows
+ * (rxe frees a send slot when it generates the completion instead, so a
+ * CQ there can overflow).  The depth granted is exactly the
+ * depth asked for, and is what ibv_create_qp and ibv_query_qp report: IBA
+ * allows a CI to grant more (rxe rounds a depth up to 2^n - 1, mlx5 to a
+ * power of two), but with no hardware ring to fill there is no reason to,
+ * and a CQ the CM sizes from the request then always fits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -209,7 +221,8 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 
 /*
  * ibv_destroy_qp(3): EBUSY while the QP is attached to a multicast group
- * (as rxe; rdma_destroy_qp detaches first).
+ * (as rxe; rdma_destroy_qp detaches first).  Its completions still in a CQ
+ * stay there (as rxe) and free nothing when reaped.
  */
 UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
@@ -234,6 +247,9 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&dev->rx_lock);
 
+	/* Off the list: the receive engine cannot reach the QP any more. */
+	umc_cq_forget(to_ucq(ibqp->send_cq), &qp->sq_held);
+	umc_cq_forget(to_ucq(ibqp->recv_cq), &qp->rq_held);
 	dev->link->qp_cleanup(qp);
 	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->usecnt, 1);
 	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->usecnt, 1);
@@ -316,7 +332,7 @@ static void __umc_qp_flush_rq(struct umc_qp *qp)
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		umc_cq_push(cq, &wc, false);
+		umc_cq_push(cq, &wc, false, &qp->rq_held, 1);
 	}
 }
 
@@ -325,6 +341,19 @@ void __umc_qp_to_err(struct umc_qp *qp)
 {
 	umc_qp_set_state(qp, IBV_QPS_ERR);
 	__umc_qp_flush_rq(qp);
+}
+
+/*
+ * RESET empties both work queues (IBA 10.3.1): posted receives are
+ * discarded without completions, and completions already in the CQs no
+ * longer hold slots.  Caller holds sq_lock and rq_lock.
+ */
+static void __umc_qp_reset_queues(struct umc_qp *qp)
+{
+	qp->rq_head = qp->rq_tail;
+	qp->sq_unsig = 0;
+	umc_cq_forget(to_ucq(qp->ibqp.send_cq), &qp->sq_held);
+	umc_cq_forget(to_ucq(qp->ibqp.recv_cq), &qp->rq_held);
 }
 
 static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, int mask)
@@ -381,7 +410,7 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 			__umc_qp_to_err(qp);
 		} else {
 			if (attr->qp_state == IBV_QPS_RESET)
-				qp->rq_head = qp->rq_tail; /* discarded, no completions */
+				__umc_qp_reset_queues(qp);
 			umc_qp_set_state(qp, attr->qp_state);
 		}
 	}
@@ -434,7 +463,9 @@ static bool umc_sges_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int
 /*
  * ibv_post_recv: EINVAL for a QP in RESET, more SGEs than max_recv_sge, or
  * an SGE outside a local-write MR of the QP's PD; ENOMEM when the receive
- * queue is full.  *bad_wr is the first WR not posted.
+ * queue is full (max_recv_wr WQEs posted whose completions are not reaped
+ * yet).  *bad_wr is the first WR not posted.  In the error state the WRs
+ * are accepted and flushed at once.
  */
 int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
@@ -453,8 +484,9 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 			ret = EINVAL;
 			break;
 		}
-		if (umc_unlikely(qp->rq_tail - qp->rq_head > qp->rq_mask ||
-				 qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr)) {
+		/* The ring holds at least max_recv_wr WQEs: the held count decides. */
+		if (umc_unlikely(atomic_load_explicit(&qp->rq_held, memory_order_relaxed) >=
+				 qp->cap.max_recv_wr)) {
 			ret = ENOMEM;
 			break;
 		}
@@ -464,6 +496,7 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+		atomic_fetch_add_explicit(&qp->rq_held, 1, memory_order_relaxed);
 	}
 	if (umc_unlikely(state == IBV_QPS_ERR))
 		__umc_qp_flush_rq(qp);
@@ -495,13 +528,20 @@ static int umc_chk_send_wr(struct umc_qp *qp, const struct ibv_send_wr *wr, uint
 	return 0;
 }
 
+/*
+ * Complete @n posted send WRs.  An unsignaled WR generates no completion
+ * and keeps its slot until the next completion of the QP is reaped, which
+ * retires it with its own WQE.  Caller holds sq_lock.
+ */
 static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n)
 {
 	struct umc_cq *cq = to_ucq(qp->ibqp.send_cq);
 
 	for (int i = 0; i < n; i++) {
-		if (!qp->sq_sig_all && !(wrs[i]->send_flags & IBV_SEND_SIGNALED))
+		if (!qp->sq_sig_all && !(wrs[i]->send_flags & IBV_SEND_SIGNALED)) {
+			qp->sq_unsig++;
 			continue;
+		}
 		struct ibv_wc wc = {
 			.wr_id = wrs[i]->wr_id,
 			.status = IBV_WC_SUCCESS,
@@ -509,72 +549,87 @@ static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		umc_cq_push(cq, &wc, false);
+		umc_cq_push(cq, &wc, false, &qp->sq_held, qp->sq_unsig + 1);
+		qp->sq_unsig = 0;
 	}
+}
+
+/*
+ * Take the next PSN for send WR @wr of @len bytes and build its packet in
+ * *@p.  Returns 1, or 0 when the message is above the path MTU: then it is
+ * not sent (the caller still completes it).  Caller holds sq_lock.
+ */
+static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint64_t len,
+			  struct umc_tx_pkt *p)
+{
+	uint32_t psn = qp->sq_psn, qkey = wr->wr.ud.remote_qkey;
+
+	qp->sq_psn = (psn + 1) & 0xffffff;
+	if (umc_unlikely(len > (128u << qp->dev->active_mtu))) {
+		atomic_fetch_add_explicit(&qp->dev->cnt.tx_too_long, 1, memory_order_relaxed);
+		return 0;
+	}
+	p->ah = to_uah(wr->wr.ud.ah);
+	p->sge = wr->sg_list;
+	p->num_sge = wr->num_sge;
+	p->len = (uint32_t)len;
+	p->hdr = (struct umc_ud_hdr){
+		.bth = {
+			.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? UMC_OP_UD_SEND_ONLY_IMM
+								   : UMC_OP_UD_SEND_ONLY,
+			.se = !!(wr->send_flags & IBV_SEND_SOLICITED),
+			.pad_cnt = umc_ud_pad(len),
+			.pkey = UMC_DEFAULT_PKEY,
+			.dest_qpn = wr->wr.ud.remote_qpn & 0xffffff,
+			.psn = psn,
+		},
+		.deth = {
+			.qkey = (qkey & 0x80000000u)
+					? atomic_load_explicit(&qp->qkey, memory_order_relaxed)
+					: qkey,
+			.src_qpn = qp->ibqp.qp_num,
+		},
+		.imm_be = wr->imm_data,
+	};
+	return 1;
 }
 
 /*
  * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP not in RTS,
  * another opcode, no AH or an AH of another PD, too many SGEs, inline data
- * above max_inline_data, or an SGE outside an MR of the QP's PD.  A message
- * longer than the path MTU is completed successfully and not sent, with its
- * PSN consumed (IBA C10-93.1.1; rxe does the same).  A Q_Key with the high
- * bit set is replaced by the QP's own (IBA 10.2.4.3).
+ * above max_inline_data, or an SGE outside an MR of the QP's PD; ENOMEM
+ * when the send queue is full (max_send_wr WQEs not retired by a reaped
+ * completion).  *bad_wr is the first WR not posted.  A message longer than
+ * the path MTU is completed successfully and not sent, with its PSN
+ * consumed (IBA C10-93.1.1; rxe does the same).  A Q_Key with the high bit
+ * set is replaced by the QP's own (IBA 10.2.4.3).
  */
 int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 	struct umc_device *dev = qp->dev;
-	const uint64_t mtu = 128u << dev->active_mtu;
 	struct umc_tx_pkt pkts[UMC_TX_BATCH];
 	struct ibv_send_wr *done[UMC_TX_BATCH];
 	int n = 0, ndone = 0, ret = 0;
 	uint64_t len;
 
 	pthread_mutex_lock(&qp->sq_lock);
+	if (umc_unlikely(umc_qp_state(qp) != IBV_QPS_RTS)) {
+		ret = wr ? EINVAL : 0;
+		goto out;
+	}
 	for (; wr; wr = wr->next) {
-		if (umc_unlikely(umc_qp_state(qp) != IBV_QPS_RTS)) {
-			ret = EINVAL;
-			break;
-		}
 		ret = umc_chk_send_wr(qp, wr, &len);
 		if (umc_unlikely(ret))
 			break;
-		uint32_t psn = qp->sq_psn;
-
-		qp->sq_psn = (psn + 1) & 0xffffff;
-		if (umc_unlikely(len > mtu)) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_too_long, 1, memory_order_relaxed);
-		} else {
-			struct umc_tx_pkt *p = &pkts[n++];
-			uint32_t qkey = wr->wr.ud.remote_qkey;
-
-			p->ah = to_uah(wr->wr.ud.ah);
-			p->sge = wr->sg_list;
-			p->num_sge = wr->num_sge;
-			p->len = (uint32_t)len;
-			p->hdr = (struct umc_ud_hdr){
-				.bth = {
-					.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM
-							  ? UMC_OP_UD_SEND_ONLY_IMM
-							  : UMC_OP_UD_SEND_ONLY,
-					.se = !!(wr->send_flags & IBV_SEND_SOLICITED),
-					.pad_cnt = umc_ud_pad(len),
-					.pkey = UMC_DEFAULT_PKEY,
-					.dest_qpn = wr->wr.ud.remote_qpn & 0xffffff,
-					.psn = psn,
-				},
-				.deth = {
-					.qkey = (qkey & 0x80000000u)
-							? atomic_load_explicit(&qp->qkey,
-									       memory_order_relaxed)
-							: qkey,
-					.src_qpn = ibqp->qp_num,
-				},
-				.imm_be = wr->imm_data,
-			};
+		if (umc_unlikely(atomic_load_explicit(&qp->sq_held, memory_order_relaxed) >=
+				 qp->cap.max_send_wr)) {
+			ret = ENOMEM;
+			break;
 		}
+		atomic_fetch_add_explicit(&qp->sq_held, 1, memory_order_relaxed);
 		done[ndone++] = wr;
+		n += umc_tx_prepare(qp, wr, len, &pkts[n]);
 		if (ndone == UMC_TX_BATCH) {
 			if (n)
 				dev->link->xmit(qp, pkts, n);
@@ -585,6 +640,7 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	if (n)
 		dev->link->xmit(qp, pkts, n);
 	umc_send_complete(qp, done, ndone);
+out:
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (ret)
 		*bad_wr = wr;
