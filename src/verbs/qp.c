@@ -529,22 +529,26 @@ static int umc_chk_send_wr(struct umc_qp *qp, const struct ibv_send_wr *wr, uint
 }
 
 /*
- * Complete @n posted send WRs.  An unsignaled WR generates no completion
- * and keeps its slot until the next completion of the QP is reaped, which
- * retires it with its own WQE.  Caller holds sq_lock.
+ * Complete @n posted send WRs with @status.  A successful unsignaled WR
+ * generates no completion and keeps its slot until the next completion of
+ * the QP is reaped, which retires it with its own WQE; a WR completed in
+ * error always generates a completion (IBA 10.7.3.1; rxe's do_complete).
+ * Caller holds sq_lock.
  */
-static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n)
+static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n,
+			      enum ibv_wc_status status)
 {
 	struct umc_cq *cq = to_ucq(qp->ibqp.send_cq);
 
 	for (int i = 0; i < n; i++) {
-		if (!qp->sq_sig_all && !(wrs[i]->send_flags & IBV_SEND_SIGNALED)) {
+		if (status == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+		    !(wrs[i]->send_flags & IBV_SEND_SIGNALED)) {
 			qp->sq_unsig++;
 			continue;
 		}
 		struct ibv_wc wc = {
 			.wr_id = wrs[i]->wr_id,
-			.status = IBV_WC_SUCCESS,
+			.status = status,
 			.opcode = IBV_WC_SEND,
 			.qp_num = qp->ibqp.qp_num,
 		};
@@ -595,14 +599,18 @@ static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint6
 }
 
 /*
- * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP not in RTS,
- * another opcode, no AH or an AH of another PD, too many SGEs, inline data
- * above max_inline_data, or an SGE outside an MR of the QP's PD; ENOMEM
- * when the send queue is full (max_send_wr WQEs not retired by a reaped
- * completion).  *bad_wr is the first WR not posted.  A message longer than
- * the path MTU is completed successfully and not sent, with its PSN
- * consumed (IBA C10-93.1.1; rxe does the same).  A Q_Key with the high bit
- * set is replaced by the QP's own (IBA 10.2.4.3).
+ * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP in RESET,
+ * INIT or RTR, another opcode, no AH or an AH of another PD, too many
+ * SGEs, inline data above max_inline_data, or an SGE outside an MR of the
+ * QP's PD; ENOMEM when the send queue is full (max_send_wr WQEs not
+ * retired by a reaped completion).  *bad_wr is the first WR not posted.
+ * In the error state (and SQE, whose send queue is in error) a WR is
+ * accepted and completed with IBV_WC_WR_FLUSH_ERR, signaled or not, and
+ * nothing is sent (IBA 10.3.1; rxe accepts sends from RTS on and flushes
+ * them in ERR).  A message longer than the path MTU is completed
+ * successfully and not sent, with its PSN consumed (IBA C10-93.1.1; rxe
+ * does the same).  A Q_Key with the high bit set is replaced by the QP's
+ * own (IBA 10.2.4.3).
  */
 int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
@@ -611,12 +619,19 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	struct umc_tx_pkt pkts[UMC_TX_BATCH];
 	struct ibv_send_wr *done[UMC_TX_BATCH];
 	int n = 0, ndone = 0, ret = 0;
+	enum ibv_wc_status status = IBV_WC_SUCCESS;
+	enum ibv_qp_state state;
 	uint64_t len;
 
 	pthread_mutex_lock(&qp->sq_lock);
-	if (umc_unlikely(umc_qp_state(qp) != IBV_QPS_RTS)) {
-		ret = wr ? EINVAL : 0;
-		goto out;
+	/* One state for the whole list, so its completions keep their order. */
+	state = umc_qp_state(qp);
+	if (umc_unlikely(state != IBV_QPS_RTS)) {
+		if (state != IBV_QPS_ERR && state != IBV_QPS_SQE) {
+			ret = wr ? EINVAL : 0;
+			goto out;
+		}
+		status = IBV_WC_WR_FLUSH_ERR;
 	}
 	for (; wr; wr = wr->next) {
 		ret = umc_chk_send_wr(qp, wr, &len);
@@ -629,17 +644,18 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		}
 		atomic_fetch_add_explicit(&qp->sq_held, 1, memory_order_relaxed);
 		done[ndone++] = wr;
-		n += umc_tx_prepare(qp, wr, len, &pkts[n]);
+		if (umc_likely(status == IBV_WC_SUCCESS))
+			n += umc_tx_prepare(qp, wr, len, &pkts[n]);
 		if (ndone == UMC_TX_BATCH) {
 			if (n)
 				dev->link->xmit(qp, pkts, n);
-			umc_send_complete(qp, done, ndone);
+			umc_send_complete(qp, done, ndone, status);
 			n = ndone = 0;
 		}
 	}
 	if (n)
 		dev->link->xmit(qp, pkts, n);
-	umc_send_complete(qp, done, ndone);
+	umc_send_complete(qp, done, ndone, status);
 out:
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (ret)

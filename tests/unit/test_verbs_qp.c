@@ -770,6 +770,48 @@ static void test_completions_outlive_qp(void **state)
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 }
 
+/*
+ * IBA 10.3.1 (error state) and rxe: a send posted to a QP in the error
+ * state is accepted and completes with IBV_WC_WR_FLUSH_ERR, signaled or
+ * not; nothing is sent and no PSN is used.  It holds its slot like any WR.
+ */
+static void test_post_send_in_err(void **state)
+{
+	struct t_fx *f = *state;
+	struct ibv_send_wr wr[4], *bad = NULL;
+	struct ibv_sge sge[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 3, 1, 0, &cq, 16);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	unsigned long tx0 = T_CNT(f->e.dev, tx_packets);
+	struct ibv_wc wc;
+
+	assert_int_equal(to_state(qp, IBV_QPS_ERR, 0, NULL), 0);
+	send_chain(f, wr, sge, 4, 0, 0);
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	wr[2].opcode = IBV_WR_SEND_WITH_IMM;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[3]);
+	for (uint64_t id = 0; id < 3; id++) {
+		assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+		assert_int_equal(wc.wr_id, id);
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc.qp_num, qp->qp_num);
+	}
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0);
+	assert_int_equal(ibv_query_qp(qp, &qa, IBV_QP_SQ_PSN, &qia), 0);
+	assert_int_equal(qa.sq_psn, 0);
+	/* A malformed WR is still refused at once. */
+	send_wr(f, &wr[0], &sge[0], 9);
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[0]);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 /* RoCE AHs need a GRH, port 1 and an SGID index inside the table. */
 static void test_create_ah_checks(void **state)
 {
@@ -832,6 +874,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sq_sig_all_depth, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cq_sized_for_queues, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_completions_outlive_qp, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_in_err, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_create_ah_checks, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cq_busy, setup, t_fx_teardown),
 	};
