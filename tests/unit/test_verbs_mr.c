@@ -214,21 +214,31 @@ static void expect_prot_err(struct fx *f)
 		assert_int_equal(f->r.buf[i], 0xc3);
 }
 
+/*
+ * Receive 1 posted at @buf (@len bytes, an MR of its own), receive 2 in the
+ * fixture's live buffer (filled with 0xc3), then receive 1's MR
+ * deregistered.
+ */
+static void post_then_dereg(struct fx *f, void *buf, uint32_t len)
+{
+	struct ibv_mr *mr = ibv_reg_mr(f->e.pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+
+	assert_non_null(mr);
+	memset(f->r.buf, 0xc3, 2048);
+	post_at(f, buf, len, mr, 1);
+	post_at(f, f->r.buf, 2048, f->r.mr, 2);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+}
+
 /* Deregistered, buffer kept: not one byte is written into it. */
 static void test_dereg_kept_buffer(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *buf = malloc(4096);
-	struct ibv_mr *mr;
 
 	assert_non_null(buf);
 	memset(buf, 0x5a, 4096);
-	memset(f->r.buf, 0xc3, 2048);
-	mr = ibv_reg_mr(f->e.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(mr);
-	post_at(f, buf, 4096, mr, 1);
-	post_at(f, f->r.buf, 2048, f->r.mr, 2);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
+	post_then_dereg(f, buf, 4096);
 	send_one(f, 100, 7);
 	expect_prot_err(f);
 	for (int i = 0; i < 4096; i++)
@@ -241,15 +251,9 @@ static void test_dereg_freed_buffer(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *buf = malloc(4096);
-	struct ibv_mr *mr;
 
 	assert_non_null(buf);
-	memset(f->r.buf, 0xc3, 2048);
-	mr = ibv_reg_mr(f->e.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(mr);
-	post_at(f, buf, 4096, mr, 1);
-	post_at(f, f->r.buf, 2048, f->r.mr, 2);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
+	post_then_dereg(f, buf, 4096);
 	free(buf);
 	send_one(f, 100, 8);
 	expect_prot_err(f);
@@ -261,15 +265,9 @@ static void test_dereg_unmapped_buffer(void **state)
 	struct fx *f = *state;
 	long pg = pgsz();
 	uint8_t *buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct ibv_mr *mr;
 
 	assert_true(buf != MAP_FAILED);
-	memset(f->r.buf, 0xc3, 2048);
-	mr = ibv_reg_mr(f->e.pd, buf, pg, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(mr);
-	post_at(f, buf, pg, mr, 1);
-	post_at(f, f->r.buf, 2048, f->r.mr, 2);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
+	post_then_dereg(f, buf, (uint32_t)pg);
 	assert_int_equal(munmap(buf, pg), 0);
 	send_one(f, 100, 9);
 	expect_prot_err(f);
@@ -315,16 +313,11 @@ static void test_reregistered_memory(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *buf = malloc(4096);
-	struct ibv_mr *mr, *mr2;
+	struct ibv_mr *mr2;
 
 	assert_non_null(buf);
 	memset(buf, 0x5a, 4096);
-	memset(f->r.buf, 0xc3, 2048);
-	mr = ibv_reg_mr(f->e.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(mr);
-	post_at(f, buf, 4096, mr, 1);
-	post_at(f, f->r.buf, 2048, f->r.mr, 2);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
+	post_then_dereg(f, buf, 4096);
 	mr2 = ibv_reg_mr(f->e.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(mr2);
 	send_one(f, 100, 11);
