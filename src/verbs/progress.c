@@ -204,11 +204,10 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	/*
 	 * A receive buffer that is not in a valid MR is IBA's "local protection
 	 * error" completion; as after any completion error, the QP goes to the
-	 * error state.
-	 * rxe reports this case as IBV_WC_LOC_QP_OP_ERR (copy_data's failed
-	 * L_Key lookup is its "malformed WQE", a class A error that also moves
-	 * the QP to the error state); umcast reports IBV_WC_LOC_PROT_ERR, the
-	 * status IBA names for it and hardware returns.
+	 * error state.  rxe reports this case as IBV_WC_LOC_QP_OP_ERR (its
+	 * copy_data's failed L_Key lookup is a "malformed WQE", a class A error
+	 * that also moves the QP to the error state); umcast reports
+	 * IBV_WC_LOC_PROT_ERR, the status IBA names for it.
 	 */
 	if (umc_unlikely(!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
