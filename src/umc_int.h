@@ -77,6 +77,7 @@ struct umc_mcg;
 	X(rx_bad_dlid)	     /* InfiniBand DLID neither this port's LID nor the endpoint's MLID */ \
 	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
 	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP of this device */                \
@@ -253,7 +254,7 @@ static inline void umc_pd_put(struct ibv_pd *pd)
 	atomic_fetch_sub_explicit(&to_upd(pd)->usecnt, 1, memory_order_release);
 }
 
-/* MRs live in one process-wide table; the lkey is the index plus a key byte. */
+/* An MR as the application sees it; its L_Key names a slot of pd_mr.c's table. */
 struct umc_mr {
 	struct ibv_mr ibmr;
 	int access;
@@ -261,24 +262,51 @@ struct umc_mr {
 
 /*
  * umc_mr_check - is [addr, addr+len) inside a live MR @lkey of @pd with
- * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  Hot path: no lock.
+ * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  The check made when a
+ * work request is posted.  Hot path: no lock.
  */
 bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access);
+
+/*
+ * umc_mr_get - take a hold on MR @lkey if [addr, addr+len) is inside it
+ * and it is live, of @pd, with @access.  While the hold is kept the range
+ * stays registered: ibv_dereg_mr of that MR waits for umc_mr_put().  For
+ * the receive path, which writes into the range under the hold.
+ * Context: any; no lock, never blocks.  Returns true with the hold taken.
+ */
+bool umc_mr_get(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len, int access);
+
+/* umc_mr_put - drop a hold umc_mr_get() took on MR @lkey. */
+void umc_mr_put(uint32_t lkey);
 
 enum umc_cq_arm {
 	UMC_CQ_ARM_ANY = 1,
 	UMC_CQ_ARM_SOLICITED = 2,
 };
 
+/*
+ * A completion in a CQ ring, with the work queue slots its reaping frees:
+ * @slots of the queue whose held count is *@wq_held (a QP's sq_held or
+ * rq_held), or nothing when @wq_held is NULL (the QP was reset or
+ * destroyed since: umc_cq_forget).
+ */
+struct umc_cqe {
+	struct ibv_wc wc;
+	atomic_uint *wq_held;
+	uint32_t slots;
+};
+
 struct umc_cq {
 	struct ibv_cq ibcq;
 	pthread_spinlock_t lock;
-	struct ibv_wc *ring; /* power of two */
+	struct umc_cqe *ring; /* power of two */
 	uint32_t mask;
 	uint32_t head, tail; /* consumer, producer */
 	int armed;	     /* 0 or enum umc_cq_arm */
 	atomic_int usecnt;   /* QPs using this CQ */
 	unsigned events;     /* CQ events handed out by ibv_get_cq_event (under ibcq.mutex) */
+	bool release;	     /* destroy when the last event is acked (umc_cq_release) */
+	struct ibv_comp_channel *release_ch; /* and then this channel, if not NULL */
 	bool notify_pending; /* queued on the channel */
 	struct umc_cq *notify_next;
 	struct umc_device *dev;
@@ -298,13 +326,35 @@ int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 /*
  * umc_cq_push - append a completion; raise the channel event if armed.
  * @solicited: the packet had BTH.SE (for ibv_req_notify_cq(solicited_only)).
- * Returns false (and counts cq_overflow) when the CQ is full.
+ * @wq_held, @slots: the work queue slots reaping it gives back (struct
+ * umc_cqe); @wq_held may be NULL.  When the CQ is full the completion is
+ * dropped (counted in cq_overflow) and its slots are given back at once.
+ * Context: takes the CQ's spinlock, then the channel's mutex.
+ * Returns false when the CQ was full.
  */
-bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
+		 uint32_t slots);
+
+/*
+ * umc_cq_forget - make every completion of @cq that would give slots back
+ * to *@wq_held give back nothing, and set *@wq_held to 0: its QP is being
+ * reset (both work queues empty) or destroyed.  The completions stay in
+ * the CQ.  Context: the QP's posting is quiesced by the caller (sq_lock
+ * and rq_lock held, or the QP is off the device's list).
+ */
+void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held);
+
+/*
+ * umc_cq_release - destroy @cq, and then @ch if not NULL, for the CM's
+ * rdma_destroy_qp: at once if no CQ event ibv_get_cq_event handed out is
+ * unacked, otherwise when ibv_ack_cq_events acks the last of them.
+ * @cq must have no QP left.
+ */
+void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 
 struct umc_comp_channel {
 	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */
-	int notify[2];		   /* socketpair: one byte per queued CQ event */
+	int notify[2];		   /* socketpair: one byte while @pending is not empty */
 	int epfd;		   /* epoll(notify[0], dev->rx_epfd), for ibv_get_cq_event */
 	pthread_mutex_t lock;
 	struct umc_cq *pending, **pending_tail;
@@ -328,13 +378,25 @@ struct umc_attach {
 	struct umc_attach *next;
 };
 
+/*
+ * A UD QP.  ibqp.state and qkey are written by ibv_modify_qp (under sq_lock
+ * and rq_lock) and by the receive path when a receive fails (under rq_lock:
+ * __umc_qp_to_err), and read without a lock by the receive path: they are
+ * accessed atomically only (umc_qp_state, umc_qp_set_state).
+ *
+ * Queue depths (as mlx5): a WQE holds its slot from ibv_post_* until
+ * ibv_poll_cq reaps its completion; an unsignaled send WQE until a later
+ * signaled completion of the QP is reaped.  sq_held / rq_held count the
+ * slots held; a WR that finds its queue's count at the depth (cap) gets
+ * ENOMEM.
+ */
 struct umc_qp {
 	struct ibv_qp ibqp;
 	struct umc_device *dev;
 	uint32_t create_flags;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
-	uint32_t qkey;
+	_Atomic uint32_t qkey;
 	uint16_t pkey_index;
 	uint8_t port_num;
 	uint32_t sq_psn;	/* next PSN */
@@ -344,13 +406,31 @@ struct umc_qp {
 	uint8_t *rq;
 	size_t rq_stride;
 	uint32_t rq_mask, rq_head, rq_tail;
+	atomic_uint rq_held; /* posted receives whose completion is not reaped yet */
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
+	atomic_uint sq_held; /* send WQEs not retired by a reaped completion yet */
+	uint32_t sq_unsig;   /* unsignaled WQEs since the last signaled one (sq_lock) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
 	struct umc_qp *next;	     /* dev->qp_list */
 };
+
+/*
+ * The QP state, read without a lock.  Acquire: attributes ibv_modify_qp
+ * set before the state (the Q_Key) are seen with it.
+ */
+static inline enum ibv_qp_state umc_qp_state(struct umc_qp *qp)
+{
+	return __atomic_load_n(&qp->ibqp.state, __ATOMIC_ACQUIRE);
+}
+
+/* Publish a new state; release pairs with umc_qp_state().  Caller holds rq_lock. */
+static inline void umc_qp_set_state(struct umc_qp *qp, enum ibv_qp_state state)
+{
+	__atomic_store_n(&qp->ibqp.state, state, __ATOMIC_RELEASE);
+}
 
 static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 {

@@ -13,31 +13,36 @@
 
 #include "cm/cm_int.h"
 
+/*
+ * Destroy a CQ and/or channel the CM made.  A CQ whose events the
+ * application has not all acked goes (with its channel) when the last one
+ * is acked: ibv_destroy_cq would be EBUSY now (umc_cq_release).
+ */
+static void cm_destroy_cq(struct ibv_cq *cq, bool own_cq, struct ibv_comp_channel *ch, bool own_ch)
+{
+	if (own_cq)
+		umc_cq_release(cq, own_ch ? ch : NULL);
+	else if (own_ch)
+		(void)ibv_destroy_comp_channel(ch);
+}
+
 /* Destroy the CQs and channels the CM made for @id (ucma_destroy_cqs). */
 static void cm_destroy_cqs(struct umc_cm_id *idp)
 {
 	struct rdma_cm_id *id = &idp->id;
 
-	if (idp->own_recv_cq) {
-		(void)ibv_destroy_cq(id->recv_cq);
+	cm_destroy_cq(id->recv_cq, idp->own_recv_cq, id->recv_cq_channel, idp->own_recv_ch);
+	if (idp->own_recv_cq)
 		id->recv_cq = NULL;
-		idp->own_recv_cq = false;
-	}
-	if (idp->own_send_cq) {
-		(void)ibv_destroy_cq(id->send_cq);
-		id->send_cq = NULL;
-		idp->own_send_cq = false;
-	}
-	if (idp->own_recv_ch) {
-		(void)ibv_destroy_comp_channel(id->recv_cq_channel);
+	if (idp->own_recv_ch)
 		id->recv_cq_channel = NULL;
-		idp->own_recv_ch = false;
-	}
-	if (idp->own_send_ch) {
-		(void)ibv_destroy_comp_channel(id->send_cq_channel);
+	idp->own_recv_cq = idp->own_recv_ch = false;
+	cm_destroy_cq(id->send_cq, idp->own_send_cq, id->send_cq_channel, idp->own_send_ch);
+	if (idp->own_send_cq)
+		id->send_cq = NULL;
+	if (idp->own_send_ch)
 		id->send_cq_channel = NULL;
-		idp->own_send_ch = false;
-	}
+	idp->own_send_cq = idp->own_send_ch = false;
 }
 
 /* A completion channel and a CQ of @size entries (ucma_create_cqs).
@@ -234,7 +239,10 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 /**
  * rdma_destroy_qp - destroy the id's QP and the CQs and completion
- * channels rdma_create_qp() made for it.
+ * channels rdma_create_qp() made for it.  A CM-made CQ with a CQ event the
+ * application has not acked yet is destroyed, with its channel, by the
+ * ibv_ack_cq_events() that acks the last one (librdmacm's ibv_destroy_cq
+ * would wait for it).
  *
  * Unlike librdmacm, the QP is first detached from every group it is
  * attached to, by the CM or by the application (DESIGN.md: librdmacm leaks
