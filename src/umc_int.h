@@ -288,6 +288,12 @@ static inline struct umc_context *to_uctx(struct ibv_context *c)
 	return container_of(c, struct umc_context, ibctx);
 }
 
+/*
+ * umc_create_qp_ex - what ibv_create_qp_ex(3) and ibv_create_qp(3) do
+ * (qp.c).  Returns the QP or NULL with errno set.
+ */
+struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+
 static inline struct umc_device *ctx_dev(struct ibv_context *c)
 {
 	return to_uctx(c)->dev;
