@@ -289,6 +289,19 @@ static inline struct umc_context *to_uctx(struct ibv_context *c)
 }
 
 /*
+ * umc_context_init - fill a new context of @dev: the slots of its
+ * operations tables, fds, comp vectors, mutex (context.c).  Returns the
+ * struct ibv_context to hand to the application.
+ */
+struct ibv_context *umc_context_init(struct umc_context *ctx, struct umc_device *dev);
+
+/*
+ * umc_query_port - the whole struct ibv_port_attr of port @port_num, as
+ * ibv_query_port(3) describes it.  Returns 0 or EINVAL (bad port).
+ */
+int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
+
+/*
  * umc_create_qp_ex - what ibv_create_qp_ex(3) and ibv_create_qp(3) do
  * (qp.c).  Returns the QP or NULL with errno set.
  */
