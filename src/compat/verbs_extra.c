@@ -26,11 +26,13 @@
 /* ------------------------------------------------------------------------- */
 /* Static rates (ibv_rate_to_mult(3), ibv_rate_to_mbps(3)).                   */
 
-static const struct {
+struct umc_rate {
 	enum ibv_rate rate;
 	int mult; /* multiple of 2.5 Gb/s, -1 when the rate is not one */
 	int mbps;
-} umc_rates[] = {
+};
+
+static const struct umc_rate umc_rates[] = {
 	{IBV_RATE_2_5_GBPS, 1, 2500},	   {IBV_RATE_5_GBPS, 2, 5000},
 	{IBV_RATE_10_GBPS, 4, 10000},	   {IBV_RATE_20_GBPS, 8, 20000},
 	{IBV_RATE_30_GBPS, 12, 30000},	   {IBV_RATE_40_GBPS, 16, 40000},
@@ -46,40 +48,52 @@ static const struct {
 };
 #define UMC_NRATES (sizeof(umc_rates) / sizeof(umc_rates[0]))
 
+enum umc_rate_key { UMC_BY_RATE, UMC_BY_MULT, UMC_BY_MBPS };
+
+/* The entry whose @key field is @value, or NULL. */
+static const struct umc_rate *umc_rate_find(enum umc_rate_key key, int value)
+{
+	for (size_t i = 0; i < UMC_NRATES; i++) {
+		int field = key == UMC_BY_RATE	 ? (int)umc_rates[i].rate
+			    : key == UMC_BY_MULT ? umc_rates[i].mult
+						 : umc_rates[i].mbps;
+
+		if (field == value && value != -1)
+			return &umc_rates[i];
+	}
+	return NULL;
+}
+
 /* ibv_rate_to_mult - @rate as a multiple of 2.5 Gb/s, -1 if it is none. */
 UMC_COMPAT int ibv_rate_to_mult(enum ibv_rate rate)
 {
-	for (size_t i = 0; i < UMC_NRATES; i++)
-		if (umc_rates[i].rate == rate)
-			return umc_rates[i].mult;
-	return -1;
+	const struct umc_rate *r = umc_rate_find(UMC_BY_RATE, (int)rate);
+
+	return r ? r->mult : -1;
 }
 
 /* mult_to_ibv_rate - the rate of @mult x 2.5 Gb/s, IBV_RATE_MAX if none. */
 UMC_COMPAT enum ibv_rate mult_to_ibv_rate(int mult)
 {
-	for (size_t i = 0; i < UMC_NRATES; i++)
-		if (umc_rates[i].mult == mult && mult > 0)
-			return umc_rates[i].rate;
-	return IBV_RATE_MAX;
+	const struct umc_rate *r = umc_rate_find(UMC_BY_MULT, mult);
+
+	return r ? r->rate : IBV_RATE_MAX;
 }
 
 /* ibv_rate_to_mbps - @rate in Mb/s, -1 if unknown. */
 UMC_COMPAT int ibv_rate_to_mbps(enum ibv_rate rate)
 {
-	for (size_t i = 0; i < UMC_NRATES; i++)
-		if (umc_rates[i].rate == rate)
-			return umc_rates[i].mbps;
-	return -1;
+	const struct umc_rate *r = umc_rate_find(UMC_BY_RATE, (int)rate);
+
+	return r ? r->mbps : -1;
 }
 
 /* mbps_to_ibv_rate - the rate of exactly @mbps Mb/s, IBV_RATE_MAX if none. */
 UMC_COMPAT enum ibv_rate mbps_to_ibv_rate(int mbps)
 {
-	for (size_t i = 0; i < UMC_NRATES; i++)
-		if (umc_rates[i].mbps == mbps)
-			return umc_rates[i].rate;
-	return IBV_RATE_MAX;
+	const struct umc_rate *r = umc_rate_find(UMC_BY_MBPS, mbps);
+
+	return r ? r->rate : IBV_RATE_MAX;
 }
 
 /* ------------------------------------------------------------------------- */
