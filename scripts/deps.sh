@@ -8,7 +8,8 @@ set -eu
 pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
 case "${1:-test}" in
 build) ;;
-test) pkgs+=(libcmocka-dev tshark iproute2 procps) ;;
+test) pkgs+=(libcmocka-dev tshark iproute2 procps
+	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac

@@ -218,15 +218,39 @@ socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct so
 /* ------------------------------------------------------------------------- */
 /* Verbs objects.                                                           */
 
+/*
+ * An open device: the struct verbs_context (which ends with the struct
+ * ibv_context handed to the application), then umcast's own fields.
+ */
 struct umc_context {
-	struct ibv_context ibctx;
+	struct verbs_context vctx;
 	struct umc_device *dev;
 };
 
 static inline struct umc_context *to_uctx(struct ibv_context *c)
 {
-	return container_of(c, struct umc_context, ibctx);
+	return container_of(c, struct umc_context, vctx.context);
 }
+
+/*
+ * umc_context_init - fill a new context of @dev: every slot of its
+ * ibv_context_ops and verbs_context (context.c), fds, comp vectors, mutex.
+ * Returns the struct ibv_context to hand to the application.
+ */
+struct ibv_context *umc_context_init(struct umc_context *ctx, struct umc_device *dev);
+
+/*
+ * umc_query_port - the whole struct ibv_port_attr of port @port_num, as
+ * ibv_query_port(3) describes it.  Returns 0 or EINVAL (bad port).
+ */
+int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
+
+/*
+ * umc_create_qp_ex - the create_qp_ex slot of the extended context: what
+ * ibv_create_qp_ex(3) and ibv_create_qp(3) do (qp.c).  Returns the QP or
+ * NULL with errno set.
+ */
+struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 
 static inline struct umc_device *ctx_dev(struct ibv_context *c)
 {

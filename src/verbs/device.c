@@ -233,17 +233,7 @@ UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->dev = dev;
-	ctx->ibctx.device = device;
-	ctx->ibctx.ops.poll_cq = umc_poll_cq;
-	ctx->ibctx.ops.req_notify_cq = umc_req_notify_cq;
-	ctx->ibctx.ops.post_send = umc_post_send;
-	ctx->ibctx.ops.post_recv = umc_post_recv;
-	ctx->ibctx.cmd_fd = -1;
-	ctx->ibctx.async_fd = -1;
-	ctx->ibctx.num_comp_vectors = 1;
-	pthread_mutex_init(&ctx->ibctx.mutex, NULL);
-	return &ctx->ibctx;
+	return umc_context_init(ctx, dev);
 }
 
 UMC_EXPORT int ibv_close_device(struct ibv_context *context)
@@ -322,8 +312,7 @@ UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_a
 	return 0;
 }
 
-UMC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-			      struct ibv_port_attr *attr)
+int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr)
 {
 	struct umc_device *dev = ctx_dev(context);
 

@@ -145,8 +145,7 @@ static void umc_qp_free(struct umc_qp *qp)
 	free(qp);
 }
 
-UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
-					   struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	struct umc_device *dev = ctx_dev(ctx);
 	struct umc_qp *qp;
@@ -236,7 +235,7 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = ibv_create_qp_ex(pd->context, &ex);
+	qp = umc_create_qp_ex(pd->context, &ex);
 	if (qp)
 		attr->cap = ex.cap;
 	return qp;
