@@ -388,6 +388,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct umc_qp *qp, int sgid
 		ret = -errno;
 		goto err;
 	}
+	umc_fd_own(fd, false);
 	ts->fd = fd;
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	qp->tx_sport[sgid] = ts->sport;
@@ -538,7 +539,7 @@ static void roce_qp_cleanup(struct umc_qp *qp)
 		return;
 	for (int i = 0; i < UMC_MAX_GIDS; i++)
 		if (tx->sock[i].fd >= 0)
-			close(tx->sock[i].fd);
+			umc_fd_close(tx->sock[i].fd);
 	free(tx);
 	qp->link_priv = NULL;
 }

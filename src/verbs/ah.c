@@ -71,9 +71,14 @@ static int umc_ah_resolve(struct umc_device *dev, const struct ibv_ah_attr *attr
 /* ibv_create_ah(3): NULL and errno EINVAL for an ah_attr umc_ah_resolve refuses. */
 UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct umc_ah *ah = calloc(1, sizeof(*ah));
+	struct umc_ah *ah;
 	int ret;
 
+	if (umc_ctx_forked(pd->context)) {
+		errno = EIO;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
 	if (!ah) {
 		errno = ENOMEM;
 		return NULL;
@@ -92,6 +97,8 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	if (umc_ctx_forked(ah->context))
+		return EIO;
 	umc_pd_put(ah->pd);
 	free(to_uah(ah));
 	return 0;
@@ -103,7 +110,8 @@ UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
  * 20..39 hold an IPv4 header (rxe's layout), IPv6 otherwise.  The SGID is
  * the local GID the datagram was sent to; for a multicast destination it is
  * the device's first GID of that family.  Returns 0, or -1 when the
- * completion has no GRH or no local GID fits.
+ * completion has no GRH or no local GID fits (and with errno EIO for the
+ * parent's context in a child of fork).
  */
 UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 				   struct ibv_wc *wc, struct ibv_grh *grh,
@@ -114,6 +122,10 @@ UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 	union ibv_gid local;
 	bool v4;
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return -1;
+	}
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->dlid = wc->slid;
 	ah_attr->sl = wc->sl;
@@ -156,7 +168,7 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc
 	struct ibv_ah_attr attr;
 
 	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr)) {
-		errno = EINVAL;
+		errno = umc_ctx_forked(pd->context) ? EIO : EINVAL;
 		return NULL;
 	}
 	return ibv_create_ah(pd, &attr);
