@@ -62,6 +62,63 @@ struct umc_qp;
 struct umc_mcg;
 
 /* ------------------------------------------------------------------------- */
+/* fork(2) (fork.c).  A child of fork is a new HCA: a fresh device list,     */
+/* its own descriptors and threads.  Everything made before the fork         */
+/* belongs to the parent and gives EIO in the child (umcast(7), FORK).       */
+
+/* Bumped in every child of fork: an object made in generation g is the parent's when g differs. */
+extern unsigned umc_fork_gen;
+
+static inline bool umc_forked(unsigned gen)
+{
+	return umc_unlikely(gen != umc_fork_gen);
+}
+
+/*
+ * umc_fd_own - record @fd as a descriptor of the library, to be closed in a
+ * child of fork (@user_visible: the application can see the number, e.g.
+ * a channel's fd; the child then gets /dev/null at that number instead, so
+ * the number stays valid and never names another descriptor).  Best effort:
+ * a descriptor that cannot be recorded (no memory) stays open, unused, in a
+ * child.  Context: any thread; takes the registry's lock.
+ */
+void umc_fd_own(int fd, bool user_visible);
+
+/* umc_fd_close - forget @fd (umc_fd_own) and close it, both at once for fork. */
+void umc_fd_close(int fd);
+
+/*
+ * UMC_ATFORK_MUTEX - make the process-wide mutex @m safe across fork(2)
+ * with the usual pthread_atfork(3) discipline: taken before the fork,
+ * released after it in the parent and in the child, so a child never finds
+ * it held by a thread it does not have.  @child (a void (*)(void), or NULL)
+ * runs in the child while @m is still held, to reset what @m protects.
+ * The library's process-wide mutexes never nest, so the order in which the
+ * handlers of different files run does not matter.
+ */
+#define UMC_ATFORK_MUTEX(m, child)                                                                 \
+	static void m##_atfork_take(void)                                                          \
+	{                                                                                          \
+		pthread_mutex_lock(&m);                                                            \
+	}                                                                                          \
+	static void m##_atfork_parent(void)                                                        \
+	{                                                                                          \
+		pthread_mutex_unlock(&m);                                                          \
+	}                                                                                          \
+	static void m##_atfork_child(void)                                                         \
+	{                                                                                          \
+		void (*reset)(void) = child;                                                       \
+                                                                                                   \
+		if (reset)                                                                         \
+			reset();                                                                   \
+		pthread_mutex_unlock(&m);                                                          \
+	}                                                                                          \
+	__attribute__((constructor)) static void m##_atfork_register(void)                         \
+	{                                                                                          \
+		pthread_atfork(m##_atfork_take, m##_atfork_parent, m##_atfork_child);              \
+	}
+
+/* ------------------------------------------------------------------------- */
 /* Counters: every drop reason has its own (design: "dropped and counted").   */
 
 #define UMC_COUNTERS(X)                                                                            \
@@ -104,6 +161,8 @@ struct umc_counters {
  */
 struct umc_device {
 	struct ibv_device ibdev;
+	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
+	struct umc_device *inherited_next; /* the parent's devices, in a child of fork */
 	const struct umc_link_ops *link; /* completed: no NULL ops */
 	enum ibv_mtu active_mtu;	  /* the port's: the longest UD message */
 	uint64_t guid;			  /* node GUID, host order */
@@ -143,6 +202,20 @@ static inline struct umc_device *to_udev(struct ibv_device *d)
 {
 	return container_of(d, struct umc_device, ibdev);
 }
+
+/* Is @dev (and so every object on it) the parent's, in a child of fork? */
+static inline bool umc_dev_forked(const struct umc_device *dev)
+{
+	return umc_forked(dev->gen);
+}
+
+/*
+ * umc_devices_forked - in a child of fork (its atfork handler, one thread):
+ * the device list starts again empty, so the child's first use finds its
+ * own devices; the parent's are kept aside and their contexts get data-path
+ * ops that fail with EIO.
+ */
+void umc_devices_forked(void);
 
 /*
  * umc_devices - the process-wide device list, built once on first use by
@@ -225,6 +298,7 @@ socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct so
 struct umc_context {
 	struct verbs_context vctx;
 	struct umc_device *dev;
+	struct umc_context *next, **pprev; /* every open context (device.c) */
 };
 
 static inline struct umc_context *to_uctx(struct ibv_context *c)
@@ -256,6 +330,18 @@ static inline struct umc_device *ctx_dev(struct ibv_context *c)
 {
 	return to_uctx(c)->dev;
 }
+
+/* Is the context @c the parent's, in a child of fork? */
+static inline bool umc_ctx_forked(struct ibv_context *c)
+{
+	return umc_dev_forked(ctx_dev(c));
+}
+
+/*
+ * Point a parent's context, in a child of fork, at a data path that gives
+ * EIO and touches nothing (fork.c).
+ */
+void umc_ctx_forked_ops(struct ibv_context *ctx);
 
 /* A PD counts the QPs, MRs and AHs made on it: ibv_dealloc_pd is EBUSY until they go. */
 struct umc_pd {

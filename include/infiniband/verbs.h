@@ -27,7 +27,11 @@
  *   - most int verbs return 0 or the positive errno value;
  *   - verbs returning a pointer return NULL and set errno;
  *   - ibv_poll_cq() returns the number of completions, negative on error;
- *   - a few verbs return -1 and set errno; their comments say so.
+ *   - a few verbs return -1 and set errno; their comments say so;
+ *   - in a child of fork(2), every verb on an object the parent made fails
+ *     at once with EIO in its own convention (ibv_poll_cq: -EIO), and a
+ *     device of the parent's list opens the child's own device (umcast(7),
+ *     FORK).
  */
 #ifndef INFINIBAND_VERBS_H
 #define INFINIBAND_VERBS_H
@@ -1459,6 +1463,29 @@ int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
  * ibv_attach_mcast(3)
  */
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
+/* ------------------------------------------------------------------------- */
+/* fork                                                                      */
+
+enum ibv_fork_status {
+	IBV_FORK_DISABLED,
+	IBV_FORK_ENABLED,
+	IBV_FORK_UNNEEDED,
+};
+
+/*
+ * ibv_fork_init - make the library safe for fork(2).  umcast always is (it
+ * pins no memory for DMA; a child of fork is a new HCA, umcast(7) FORK), so
+ * this does nothing.  Returns 0 (rdma-core: 0 or the errno value).
+ * ibv_fork_init(3)
+ */
+int ibv_fork_init(void);
+
+/*
+ * ibv_is_fork_initialized - IBV_FORK_UNNEEDED, whether ibv_fork_init() was
+ * called or not.  ibv_is_fork_initialized(3)
+ */
+enum ibv_fork_status ibv_is_fork_initialized(void);
 
 /* ------------------------------------------------------------------------- */
 /* Strings                                                                   */

@@ -141,7 +141,8 @@ static int cm_init_conn_qp(struct umc_cm_id *idp, struct ibv_qp *qp)
  * device, CQs that differ from the id's own), ENODEV (RDMA_PS_IPOIB on
  * RoCE: no IPoIB broadcast group gives the Q_Key, as the kernel), or the
  * error of ibv_create_comp_channel, ibv_create_cq, ibv_create_qp_ex or
- * ibv_modify_qp.  rdma_create_qp(3).
+ * ibv_modify_qp; EIO for the parent's id in a child of fork.
+ * rdma_create_qp(3).
  */
 UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
@@ -153,6 +154,8 @@ UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);
 	if (id->qp || !id->verbs) {
@@ -247,14 +250,14 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
  * Unlike librdmacm, the QP is first detached from every group it is
  * attached to, by the CM or by the application (DESIGN.md: librdmacm leaks
  * a QP that is still attached, rxe-observed 9); the joins themselves stay
- * until left.
+ * until left.  In a child of fork, the parent's id is left alone.
  * rdma_destroy_qp(3).
  */
 UMC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct umc_cm_id *idp;
 
-	if (!id)
+	if (!id || umc_forked(to_cmid(id)->gen))
 		return;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);

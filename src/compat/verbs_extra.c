@@ -348,26 +348,8 @@ UMC_COMPAT int ibv_get_device_index(struct ibv_device *device)
 }
 
 /* ------------------------------------------------------------------------- */
-/* fork(2) (ibv_fork_init(3), ibv_is_fork_initialized(3)).                    */
-
-/* The values of enum ibv_fork_status. */
-enum { UMC_FORK_UNNEEDED = 2 };
-
-/*
- * umcast never pins memory nor lets a device write into it behind the
- * kernel's back: registered memory is ordinary memory, so fork(2) needs no
- * preparation (ibv_is_fork_initialized: IBV_FORK_UNNEEDED).  What a child
- * may do with its parent's verbs objects is in umcast(7).
- */
-UMC_COMPAT int ibv_fork_init(void)
-{
-	return 0;
-}
-
-UMC_COMPAT int ibv_is_fork_initialized(void)
-{
-	return UMC_FORK_UNNEEDED;
-}
+/* fork(2): ibv_fork_init and ibv_is_fork_initialized are the core's         */
+/* (verbs/fork.c); the range calls have nothing to mark (nothing is pinned). */
 
 UMC_COMPAT int ibv_dontfork_range(void *base, size_t size)
 {

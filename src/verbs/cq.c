@@ -34,11 +34,16 @@
 
 UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct umc_comp_channel *ch = calloc(1, sizeof(*ch));
+	struct umc_comp_channel *ch;
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct umc_device *dev = ctx_dev(context);
 	int saved;
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
@@ -57,6 +62,9 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	ev.data.fd = dev->rx_epfd;
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
 		goto err;
+	umc_fd_own(ch->epfd, false);
+	umc_fd_own(ch->notify[0], true);
+	umc_fd_own(ch->notify[1], false);
 	ch->ch.fd = ch->notify[0];
 	ch->ch.context = context;
 	ch->dev = dev;
@@ -81,11 +89,13 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
 
+	if (umc_dev_forked(ch->dev))
+		return EIO;
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	close(ch->epfd);
-	close(ch->notify[0]);
-	close(ch->notify[1]);
+	umc_fd_close(ch->epfd);
+	umc_fd_close(ch->notify[0]);
+	umc_fd_close(ch->notify[1]);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
@@ -143,7 +153,7 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 /*
  * ibv_get_cq_event(3): wait for the next CQ event on @channel.  Returns 0,
  * or -1 with errno EAGAIN when the channel fd is non-blocking and no event
- * is ready.
+ * is ready, EIO for the parent's channel in a child of fork.
  */
 UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
@@ -151,6 +161,10 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	struct umc_comp_channel *ch = to_uchan(channel);
 	struct epoll_event ev;
 
+	if (umc_dev_forked(ch->dev)) {
+		errno = EIO;
+		return -1;
+	}
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
 		struct umc_cq *ucq = ch->pending;
@@ -206,6 +220,8 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	struct ibv_comp_channel *ch = NULL;
 	bool release = false;
 
+	if (umc_ctx_forked(cq->context))
+		return;
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
 	if (ucq->release && cq->comp_events_completed == ucq->events) {
@@ -245,6 +261,10 @@ UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 	struct umc_cq *cq;
 	uint32_t size = 1;
 
+	if (umc_ctx_forked(context) || (channel && umc_dev_forked(to_uchan(channel)->dev))) {
+		errno = EIO;
+		return NULL;
+	}
 	if (cqe < 1 || cqe > UMC_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors) {
 		errno = EINVAL;
@@ -284,6 +304,8 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct umc_cq *cq = to_ucq(ibcq);
 	bool unacked;
 
+	if (umc_dev_forked(cq->dev))
+		return EIO;
 	pthread_mutex_lock(&ibcq->mutex);
 	unacked = cq->events != ibcq->comp_events_completed;
 	pthread_mutex_unlock(&ibcq->mutex);

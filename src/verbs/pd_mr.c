@@ -52,10 +52,28 @@ static pthread_mutex_t umc_mr_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned umc_mr_next; /* next slot to try */
 static uint8_t umc_mr_key;    /* rolls so a stale lkey does not match a new MR */
 
+/*
+ * The parent's MRs stay in a child's table (unusable there: their PDs give
+ * EIO, so their slots are never deregistered).  A delivery of the parent's
+ * in flight at the fork left holds nobody will drop: forget them.
+ */
+static void umc_mr_forked(void)
+{
+	for (unsigned i = 0; i < UMC_MAX_MR; i++)
+		atomic_store_explicit(&umc_mr_slots[i].holds, 0, memory_order_relaxed);
+}
+
+UMC_ATFORK_MUTEX(umc_mr_lock, umc_mr_forked)
+
 UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	struct umc_pd *pd = calloc(1, sizeof(*pd));
+	struct umc_pd *pd;
 
+	if (umc_ctx_forked(context)) {
+		errno = EIO;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
@@ -67,6 +85,8 @@ UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 /* ibv_dealloc_pd(3): EBUSY while a QP, MR or AH still uses the PD. */
 UMC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (umc_ctx_forked(pd->context))
+		return EIO;
 	if (atomic_load_explicit(&to_upd(pd)->usecnt, memory_order_acquire))
 		return EBUSY;
 	free(to_upd(pd));
@@ -169,6 +189,10 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 	struct umc_mr *mr;
 	int ret;
 
+	if (pd && umc_ctx_forked(pd->context)) {
+		errno = EIO;
+		return NULL;
+	}
 	if (!pd || (access & ~umc_mr_access_known) ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
@@ -233,6 +257,8 @@ UMC_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	unsigned slot = ibmr->lkey >> 8;
 	struct umc_mr_slot *s;
 
+	if (umc_ctx_forked(ibmr->context))
+		return EIO;
 	if (slot >= UMC_MAX_MR)
 		return EINVAL;
 	s = &umc_mr_slots[slot];

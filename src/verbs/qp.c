@@ -32,7 +32,6 @@
 /* QP numbers.                                                               */
 
 static pthread_mutex_t umc_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t umc_qpn_once = PTHREAD_ONCE_INIT;
 static uint32_t umc_qpn_next;
 
 /* A forked child is another HCA: it numbers its QPs from its own pid. */
@@ -41,10 +40,7 @@ static void umc_qpn_forked(void)
 	umc_qpn_next = 0;
 }
 
-static void umc_qpn_init(void)
-{
-	pthread_atfork(NULL, NULL, umc_qpn_forked);
-}
+UMC_ATFORK_MUTEX(umc_qpn_lock, umc_qpn_forked)
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
@@ -74,7 +70,6 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 {
 	uint32_t qpn;
 
-	pthread_once(&umc_qpn_once, umc_qpn_init);
 	pthread_mutex_lock(&umc_qpn_lock);
 	if (!umc_qpn_next)
 		umc_qpn_next = umc_qpn_base();
@@ -149,7 +144,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 {
 	struct umc_device *dev = ctx_dev(ctx);
 	struct umc_qp *qp;
-	int ret = umc_qp_chk_init(ctx, attr);
+	int ret = umc_dev_forked(dev) ? -EIO : umc_qp_chk_init(ctx, attr);
 
 	if (ret) {
 		errno = -ret;
@@ -251,6 +246,8 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct umc_qp *qp = to_uqp(ibqp);
 	struct umc_device *dev = qp->dev;
 
+	if (umc_dev_forked(dev))
+		return EIO;
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	if (qp->attached) {
@@ -405,6 +402,8 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	struct umc_qp *qp = to_uqp(ibqp);
 	int ret;
 
+	if (umc_dev_forked(qp->dev))
+		return EIO;
 	pthread_mutex_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);
 	ret = umc_qp_chk_attr(qp, attr, attr_mask);
@@ -438,6 +437,8 @@ UMC_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 
+	if (umc_dev_forked(qp->dev))
+		return EIO;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = attr->cur_qp_state = umc_qp_state(qp);
 	attr->qkey = atomic_load_explicit(&qp->qkey, memory_order_relaxed);

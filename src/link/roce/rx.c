@@ -104,9 +104,10 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		free(rm);
 		return ret;
 	}
+	umc_fd_own(rm->ep.fd, false);
 	ret = umc_rx_add(dev, &rm->ep);
 	if (ret) {
-		close(rm->ep.fd);
+		umc_fd_close(rm->ep.fd);
 		free(rm);
 		return ret;
 	}
@@ -119,7 +120,7 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 	struct roce_mcg *rm = mcg->link_priv;
 
 	umc_rx_del(dev, &rm->ep);
-	close(rm->ep.fd);
+	umc_fd_close(rm->ep.fd);
 	free(rm);
 	mcg->link_priv = NULL;
 }
