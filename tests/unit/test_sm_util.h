@@ -13,6 +13,7 @@
 
 #include "sm.h"
 #include "wire/ib_mad.h"
+#include "../sa_mad_util.h"
 
 enum { TEST_PORTS = 4, TEST_EPOCH = 0x1234 };
 
@@ -97,25 +98,10 @@ static inline void fx_gid(const struct fx *f, unsigned i, uint8_t gid[16])
 
 static inline void gid_parse(const char *s, uint8_t gid[16])
 {
-	assert_int_equal(inet_pton(AF_INET6, s, gid), 1);
+	assert_int_equal(sa_gid_parse(s, gid), 1);
 }
 
-/* An SA MAD: header fields, the record (if any) at byte 56. */
-static inline void mad_build(uint8_t mad[UMC_MAD_SIZE], uint8_t method, uint16_t attr, uint64_t comp,
-		      uint64_t sm_key, const struct umc_mcmember *rec)
-{
-	struct umc_sa_hdr h = {
-		.mad = { .base_version = 1, .mgmt_class = UMC_MGMT_CLASS_SUBN_ADM, .class_version = 2,
-			 .method = method, .tid = 0x1122334455667788ULL, .attr_id = attr },
-		.sm_key = sm_key,
-		.comp_mask = comp,
-	};
-
-	memset(mad, 0, UMC_MAD_SIZE);
-	umc_sa_hdr_encode(mad, &h);
-	if (rec)
-		umc_mcmember_encode(mad + UMC_SA_HDR_LEN, rec);
-}
+#define mad_build sa_mad_build
 
 struct sa_res {
 	enum umc_sa_reply_kind kind;
@@ -154,14 +140,12 @@ static inline struct sa_res fx_sa(struct fx *f, unsigned i, const uint8_t *mad)
 static inline struct umc_mcmember fx_rec(const struct fx *f, unsigned i, const char *mgid, uint8_t js)
 {
 	struct umc_mcmember r;
+	uint8_t m[16], pg[16];
 
-	memset(&r, 0, sizeof(r));
 	if (mgid)
-		gid_parse(mgid, r.mgid);
-	fx_gid(f, i, r.port_gid);
-	r.qkey = 0x01234567;
-	r.pkey = 0xffff;
-	r.join_state = js;
+		gid_parse(mgid, m);
+	fx_gid(f, i, pg);
+	sa_rec_init(&r, mgid ? m : NULL, pg, js);
 	return r;
 }
 
