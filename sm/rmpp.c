@@ -8,10 +8,11 @@
  * requesting port and the TransactionID: segment 1 first (a window of
  * one), then whatever each ACK's NewWindowLast allows, at most
  * UMC_SM_RMPP_MAX_WINDOW segments beyond the last ACK.  Loss is repaired
- * two ways: an ACK repeating the last one (the receiver saw a gap or a
- * resend) makes the window go again once; and a window with no progress
- * for UMC_SM_RMPP_RESEND_MS is resent, UMC_SM_RMPP_RETRIES times, after
- * which the transfer is aborted (ABORT, status TMR).  The final ACK, a
+ * two ways: an ACK for less than was sent (the receiver saw a gap, or
+ * repeats its last ACK on a resent segment) makes what follows it go
+ * again, once per ACK value; and a window with no progress for
+ * UMC_SM_RMPP_RESEND_MS is resent, UMC_SM_RMPP_RETRIES times, after which
+ * the transfer is aborted (ABORT, status TMR).  The final ACK, a
  * STOP or an ABORT ends a transfer.  A GetTable that repeats the TID of a
  * transfer in progress (the client lost segment 1) starts it over.
  */
@@ -162,10 +163,11 @@ static void take_ack(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, const struct 
 		t->last_ack = seg;
 		t->retries = 0;
 		t->resent_for_ack = false;
-	} else if (!t->resent_for_ack && t->sent > t->last_ack) {
-		/* the same ACK again: the receiver lost what followed it */
+	}
+	if (seg < t->sent && !t->resent_for_ack) {
+		/* the receiver has less than we sent: it lost seg + 1 (once per ACK value) */
 		t->resent_for_ack = true;
-		t->sent = t->last_ack;
+		t->sent = seg;
 		sm->cnt.rmpp_resends++;
 	}
 	nwl = min_u32(min_u32(nwl, t->nseg), t->last_ack + UMC_SM_RMPP_MAX_WINDOW);

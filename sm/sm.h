@@ -288,7 +288,7 @@ struct umc_sm_rmpp_txn {
 	uint32_t last_ack;		      /* last segment the receiver has, in order */
 	uint32_t window_last;		      /* last segment we may send */
 	uint32_t sent;			      /* highest segment sent */
-	bool resent_for_ack;		      /* repeated ACK for last_ack already answered */
+	bool resent_for_ack;		      /* resent after an ACK for less than sent */
 	unsigned retries;
 	uint64_t deadline;		      /* resend the window then */
 };
