@@ -25,13 +25,9 @@
 #include "sm.h"
 #include "wire/be.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { SOURCES = 8, FUZZ_EPOCH = 0x5eed };
 
