@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # deps.sh - install what umcast needs on Debian 12, only what is missing.
 #   scripts/deps.sh build      to build the library and tools (the demo)
-#   scripts/deps.sh test       also what the tests use (cmocka, tshark, ...)
+#   scripts/deps.sh test       also what the tests use (cmocka, valgrind,
+#                              pandoc and man for the manual pages, tshark, ...)
 #   scripts/deps.sh bench      also the benchmark's baseline (libfabric)
 # Runs apt-get as root, or through sudo.
 set -eu
 pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
 case "${1:-test}" in
 build) ;;
-test) pkgs+=(libcmocka-dev tshark iproute2 procps) ;;
+test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac
