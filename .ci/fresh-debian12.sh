@@ -98,7 +98,10 @@ mount --rbind /dev "$root/dev"
 mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/run"
 
-# A clean environment, as a login on the new machine would have.
+# A clean environment, as a login on the new machine would have; a proxy
+# this machine reaches the mirror through is kept.
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	HOME=/root TERM=dumb LANG=C.UTF-8 ${CI:+CI=$CI} \
+	${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
+	${no_proxy:+no_proxy=$no_proxy} \
 	/bin/bash -c 'cd /src && "$@"' fresh "$@"
