@@ -4,6 +4,7 @@
 #   scripts/deps.sh test       also what the tests use (cmocka, valgrind,
 #                              pandoc and man for the manual pages, tshark, ...)
 #   scripts/deps.sh bench      also the benchmark's baseline (libfabric)
+#   scripts/deps.sh fuzz       the build and clang's libFuzzer (scripts/fuzz.sh)
 # Runs apt-get as root, or through sudo.
 set -eu
 pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
@@ -11,7 +12,8 @@ case "${1:-test}" in
 build) ;;
 test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+fuzz) pkgs+=(clang libclang-rt-dev) ;;
+*) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -219,6 +219,18 @@ int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t 
 			   uint32_t received, uint16_t *id);
 
 /**
+ * umc_rocev2_rx_check - decode a received UD datagram and check its ICRC
+ * under @ip, solving the IPv4 ID when the assumed one does not fit (rx.c).
+ *
+ * Returns: 0 (*@id_solved says whether ip->ip_id was replaced); -EBADMSG or
+ * -EPROTONOSUPPORT for a malformed datagram (umc_ud_decode()); -EILSEQ for
+ * a wrong ICRC.
+ */
+int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
+			struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
+			bool *id_solved);
+
+/**
  * umc_grh_synth - the 40 bytes rxe writes in front of a UD receive buffer:
  * for IPv4, 20 zero bytes then the IPv4 header (valid checksum); for IPv6,
  * the IPv6 header (rocev2-wire.md section 1.10).
