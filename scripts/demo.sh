@@ -78,8 +78,9 @@ result() {
 }
 
 echo "group $group on $bind: 2 receivers (full members), 1 sender (send-only), $count messages of $size bytes"
-run receiver1 -m "$group" -b $bind -C "$count" -S "$size"
-run receiver2 -m "$group" -b $bind -C "$count" -S "$size"
+# -P: the sender is umc-mckey, so every payload's pattern is checked.
+run receiver1 -m "$group" -b $bind -C "$count" -S "$size" -P
+run receiver2 -m "$group" -b $bind -C "$count" -S "$size" -P
 joined receiver1
 joined receiver2
 # Both receivers are attached: the sender needs no pause (-w 0).

@@ -2,7 +2,8 @@
 # test_mckey.sh - umc-mckey end to end on loopback (127.0.0.1, 239.x groups):
 #
 #  1. two receivers and a send-only sender (-o): every receiver gets every
-#     message with the right bytes, and the exact mckey output;
+#     message with the right bytes (-P: each payload carries umc-mckey's
+#     checked pattern), and the exact mckey output;
 #  2. a full-member sender (no -o) and a receiver;
 #  3. one receiver with two QPs (-c 2): each QP gets every message;
 #  4. a receiver with no sender gives up after -t and exits non-zero;
@@ -46,7 +47,7 @@ receiver_output() {	# group, number of joins, per-qp lines...
 
 echo "# 1. two receivers, one send-only sender"
 G=$(random_group)
-start r1 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT"
+start r1 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT" -P	# every payload checked
 start r2 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT"
 wait_line r1 '^mckey: joined dgid:' 10 && wait_line r2 '^mckey: joined dgid:' 10
 start s1 $T "$MCKEY" -m "$G" -b $BIND -s -o -w 0 -C "$COUNT"

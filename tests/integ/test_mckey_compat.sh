@@ -2,7 +2,9 @@
 # test_mckey_compat.sh - rdma-core's own librdmacm/examples/mckey.c, compiled
 # unchanged against umcast's installed headers with our tests/compat/common.c
 # and linked with -lumcast, runs on loopback as two receivers and one
-# send-only sender, and every receiver gets every message.
+# send-only sender, and every receiver gets every message.  A umc-mckey
+# receiver on the same group counts every message of that sender, whose
+# buffer mckey never fills.
 #
 # mckey.c is rdma-core's code and is not part of umcast: it is taken at run
 # time from $MCKEY_C, or else from an rdma-core git directory
@@ -17,6 +19,7 @@
 #   RDMA_CORE_GIT   rdma-core git directory to read mckey.c from
 #   CC              compiler (default cc)
 #   UMC_SANITIZE    sanitizers the library was built with (address,undefined)
+#   UMC_BIN         directory holding umc-mckey (default UMC_BUILD_DIR/bin)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 compat=$(cd "$here/../compat" && pwd)
@@ -86,11 +89,14 @@ fi
 # --- run: two receivers, then one send-only sender -----------------------------
 G=$(random_group)
 MCKEY=("$WORK/mckey")
+UMC_MCKEY=${UMC_BIN:-${UMC_BUILD_DIR:-$here/../../build}/bin}/umc-mckey
 start r1 $T "${MCKEY[@]}" -m "$G" -b $BIND -C "$COUNT"
 start r2 $T "${MCKEY[@]}" -m "$G" -b $BIND -C "$COUNT"
-wait_line r1 '^mckey: joined dgid:' 15 && wait_line r2 '^mckey: joined dgid:' 15
+start r3 $T "$UMC_MCKEY" -m "$G" -b $BIND -C "$COUNT" -t 30000
+wait_line r1 '^mckey: joined dgid:' 15 && wait_line r2 '^mckey: joined dgid:' 15 &&
+	wait_line r3 '^mckey: joined dgid:' 15
 start s1 $T "${MCKEY[@]}" -m "$G" -b $BIND -s -o -C "$COUNT"
-finish s1; finish r1; finish r2
+finish s1; finish r1; finish r2; finish r3
 
 expect_rc s1 0
 expect_line s1 "initiating data transfers"
@@ -101,5 +107,9 @@ for r in r1 r2; do
 	expect_line $r "data transfers complete"
 	expect_line $r "return status 0"
 done
+# umc-mckey as the receiver of a sender that is not umc-mckey
+expect_rc r3 0
+expect_line r3 "mckey: received $COUNT messages"
+expect_line r3 "mckey: $COUNT messages not from umc-mckey: payload not checked"
 
 summary
