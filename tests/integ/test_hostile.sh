@@ -91,19 +91,9 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
 fi
 X=$(printf %x $(($$ % 4000 + 1)))
 NSA=umc-host-a-$$ NSB=umc-host-b-$$
-ip netns add "$NSA" && ip netns add "$NSB" || { echo "FAIL: cannot create namespaces"; exit 1; }
-ip -n "$NSA" link add veth-a type veth peer name veth-b netns "$NSB"
-ip -n "$NSA" addr add "fd98:$X::1/64" dev veth-a nodad
-ip -n "$NSB" addr add "fd98:$X::2/64" dev veth-b nodad
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-ip -n "$NSA" link set veth-a up
-ip -n "$NSB" link set veth-b up
-for ns in "$NSA" "$NSB"; do	# the multicast route appears with carrier
-	for _ in $(seq 100); do
-		ip -n "$ns" -6 route show table local | grep -q '^multicast ff00::/8' && break
-		sleep 0.05
-	done
-done
+# shellcheck source=netns_lib.sh
+. "$(dirname "$0")/netns_lib.sh"
+veth_hosts_v6 "$NSA" "$NSB" "fd98:$X" || { echo "FAIL: cannot create namespaces"; exit 1; }
 run ipv6-veth "fd98:$X::1" "fd98:$X::2" "ff0e::98:$X" ip netns exec "$NSA" -- ip netns exec "$NSB"
 
 echo "$passes passed, $fails failed"
