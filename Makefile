@@ -11,7 +11,7 @@ $(BUILD)/Makefile:
 
 # The tests need their packages (scripts/deps.sh test): ON fails without them.
 check test:
-	cmake -S . -B $(BUILD) -DUMC_TESTS=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DUMC_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$$(nproc)
 	cd $(BUILD) && ctest --output-on-failure
 

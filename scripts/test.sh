@@ -10,14 +10,14 @@ scripts/deps.sh test
 
 build=build
 flags=
-# ON, not AUTO: a test whose package is missing fails the configure step
-# instead of quietly not being built.
 if [ "${1:-}" = --sanitize ]; then
 	build=build-asan
 	flags="-DUMC_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+# ON, not AUTO: a test whose package is missing fails the configure step
+# instead of quietly not being built.
 cmake -S . -B "$build" -DUMC_TESTS=ON $flags >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"

@@ -134,5 +134,9 @@ start u2 $T "$MCKEY" -M ff0e::1
 finish u2
 expect_rc u2 1
 expect_line u2 "unmapped multicast address requires binding to source address"
+start u3 $T "$MCKEY" -m 239.1.1.1 -P -S 7
+finish u3
+expect_rc u3 1
+expect_line u3 "mckey: -P needs messages of at least 8 bytes (-S)"
 
 summary

@@ -1123,6 +1123,10 @@ int main(int argc, char **argv)
 	/* A message of 0 bytes means no data phase, as in mckey. */
 	if (!message_size)
 		message_count = 0;
+	if (require_marker && message_count && message_size < HEADER_LEN) {
+		printf("mckey: -P needs messages of at least %d bytes (-S)\n", HEADER_LEN);
+		usage(argv[0]);
+	}
 
 	test.dst_addr = (struct sockaddr *)&test.dst_in;
 	test.connects_left = connections;
