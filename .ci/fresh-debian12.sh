@@ -85,7 +85,8 @@ for k in /usr/share/keyrings/*.gpg; do
 	[ -e "$root$k" ] || cp "$k" "$root$k"
 done
 
-if ! git clone -q "$repo" "$root/src"; then
+# file:// and --depth 1: works from a shallow clone too, and copies one commit.
+if ! git clone -q --depth 1 "file://$(cd "$repo" && pwd)" "$root/src"; then
 	echo "fresh-debian12: git clone $repo failed" >&2
 	exit 2
 fi
