@@ -10,8 +10,7 @@ endforeach()
 # umc-sm under valgrind: no error, no leak, through the hostile datagrams and a
 # restart.  Not in a sanitizer build: valgrind cannot run ASan binaries (ASan's
 # leak checker covers that build).
-find_program(VALGRIND valgrind)
-if(VALGRIND AND NOT UMC_SANITIZE)
+if(UMC_VALGRIND AND NOT UMC_SANITIZE)
   foreach(t hostile restart)
     umc_test(integ/sa_valgrind_${t} sa_integ test_${t})
     set_property(TEST integ/sa_valgrind_${t} APPEND PROPERTY ENVIRONMENT "UMC_SM_VALGRIND=1")
