@@ -8,7 +8,7 @@ set -eu
 pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
 case "${1:-test}" in
 build) ;;
-test) pkgs+=(libcmocka-dev tshark iproute2 procps) ;;
+test) pkgs+=(libcmocka-dev tshark iproute2 procps opensm ibsim-utils libumad2sim0 libibumad-dev) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac
