@@ -9,10 +9,10 @@
  *       MGIDs no one else uses (each join creates its group), one after
  *       the other.  Prints "result joins_per_sec R": all joins divided by
  *       the time from the first worker's start to the last one's end.
- *   sa_client --opensm|--sm ADDR:PORT bench create COUNT [BATCH]
- *       one worker creates COUNT groups.  With BATCH, it deletes its groups
- *       after every BATCH creates, outside the timed part (for an SA with
- *       fewer MLIDs than COUNT).  Prints "result create_seconds S".
+ *   sa_client --opensm|--sm ADDR:PORT bench create COUNT
+ *       one worker creates COUNT groups, one after the other, all existing
+ *       at the end (OpenSM needs an ibsim MulticastFDBCap above COUNT:
+ *       opensm.sh -M).  Prints "result create_seconds S".
  *
  * Workers are this program executed again (sa_spawn), and start together:
  * each opens its port, says it is ready, and waits for its stdin to close.
@@ -39,7 +39,6 @@ struct bench_msg {
 	int32_t rc;	  /* 0, or the failed join's -errno / SA status */
 	int32_t done;	  /* joins made */
 	int64_t t0, t1;	  /* CLOCK_MONOTONIC ns: start, end */
-	int64_t timed_ns; /* t1 - t0 minus the untimed deletes */
 };
 
 static void set_field(uint8_t *rec, const char *key, uint64_t v)
@@ -112,30 +111,10 @@ static int must_xact(struct sa_xport *x, struct sa_node *n, uint8_t *req)
 	return 0;
 }
 
-/* Delete the groups [@first, @end) of this worker (untimed). */
-static int delete_range(struct sa_xport *x, struct sa_node *n, unsigned tag, unsigned worker,
-			uint32_t first, uint32_t end)
-{
-	uint8_t mad[SA_MAD_SIZE], mgid[16];
-	uint32_t i;
-	int rc;
-
-	for (i = first; i < end; i++) {
-		bench_mgid(mgid, tag, worker, i);
-		build_mcmr(mad, SA_METHOD_DELETE, 0x10003, n, mgid);
-		rc = must_xact(x, n, mad);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 /**
- * sa_bench_worker_main - one bench worker:
- *   NODE COUNT BATCH TAG INDEX
- * opens NODE's port, reports ready, waits for stdin to close, then makes
- * COUNT creates (deleting every BATCH of them untimed if BATCH > 0) and
- * reports the times.
+ * sa_bench_worker_main - one bench worker, "NODE COUNT TAG INDEX": opens
+ * NODE's port, reports ready, waits for stdin to close, makes COUNT
+ * creates of its own MGIDs and reports the times.
  *
  * Returns: the exit status: 0, 1 when a create failed, 2 on other errors.
  */
@@ -143,18 +122,16 @@ int sa_bench_worker_main(struct sa_xport *x, int argc, char **argv)
 {
 	struct sa_node n = { 0 };
 	struct bench_msg m = { 0 };
-	uint32_t count, batch, i, from = 0;
 	unsigned tag, index;
-	int64_t untimed = 0;
+	uint32_t count, i;
 	char c;
 
-	if (argc != 5)
+	if (argc != 4)
 		return 2;
 	snprintf(n.name, sizeof(n.name), "%s", argv[0]);
 	count = (uint32_t)strtoul(argv[1], NULL, 0);
-	batch = (uint32_t)strtoul(argv[2], NULL, 0);
-	tag = (unsigned)strtoul(argv[3], NULL, 0);
-	index = (unsigned)strtoul(argv[4], NULL, 0);
+	tag = (unsigned)strtoul(argv[2], NULL, 0);
+	index = (unsigned)strtoul(argv[3], NULL, 0);
 	m.rc = x->ops->open(x, &n);
 	if (sa_write_all(1, &m, sizeof(m)) || m.rc) {
 		x->ops->close(x, &n);
@@ -172,18 +149,8 @@ int sa_bench_worker_main(struct sa_xport *x, int argc, char **argv)
 		if (m.rc)
 			break;
 		m.done++;
-		if (batch && ((uint32_t)m.done % batch == 0 || (uint32_t)m.done == count)) {
-			int64_t d0 = sa_now_ns();
-
-			m.rc = delete_range(x, &n, tag, index, from, m.done);
-			untimed += sa_now_ns() - d0;
-			from = m.done;
-			if (m.rc)
-				break;
-		}
 	}
 	m.t1 = sa_now_ns();
-	m.timed_ns = m.t1 - m.t0 - untimed;
 	sa_write_all(1, &m, sizeof(m));
 	x->ops->close(x, &n);
 	return m.rc ? 1 : 0;
@@ -196,28 +163,25 @@ struct bench_proc {
 };
 
 /* Run @nprocs workers with @count creates each; fills @p[i].m. */
-static int run_workers(struct sa_xport *x, struct bench_proc *p, int nprocs, uint32_t count,
-		       uint32_t batch)
+static int run_workers(struct sa_xport *x, struct bench_proc *p, int nprocs, uint32_t count)
 {
 	unsigned tag = (unsigned)(getpid() & 0xffff);
 	int i, rc = 0;
 
 	for (i = 0; i < nprocs; i++) {
-		char node[SA_NAME_LEN], cnt[16], bat[16], tg[16], idx[16];
+		char node[SA_NAME_LEN], cnt[16], tg[16], idx[16];
 		char *args[] = { "--worker", x->sm_addr ? "--sm" : "--opensm", NULL, NULL,
-				 NULL, NULL, NULL, NULL, NULL };
+				 NULL, NULL, NULL, NULL };
 		int k = 2;
 
 		if (x->sm_addr)
 			args[k++] = (char *)x->sm_addr;
 		snprintf(node, sizeof(node), "H%d", i + 2);
 		snprintf(cnt, sizeof(cnt), "%u", count);
-		snprintf(bat, sizeof(bat), "%u", batch);
 		snprintf(tg, sizeof(tg), "%u", tag);
 		snprintf(idx, sizeof(idx), "%d", i);
 		args[k++] = node;
 		args[k++] = cnt;
-		args[k++] = bat;
 		args[k++] = tg;
 		args[k++] = idx;
 		p[i].pid = sa_spawn(x, x->sm_addr ? NULL : node, args, &p[i].to, &p[i].from);
@@ -254,7 +218,7 @@ static int run_workers(struct sa_xport *x, struct bench_proc *p, int nprocs, uin
 }
 
 /**
- * sa_bench_main - "bench joins PROCS COUNT" or "bench create COUNT [BATCH]".
+ * sa_bench_main - "bench joins PROCS COUNT" or "bench create COUNT".
  *
  * Returns: the exit status: 0, 1 when a join failed, 2 on other errors.
  */
@@ -262,26 +226,24 @@ int sa_bench_main(struct sa_xport *x, int argc, char **argv)
 {
 	struct bench_proc p[BENCH_MAX_PROCS] = { 0 };
 	int64_t t0 = INT64_MAX, t1 = 0, total = 0;
-	uint32_t count, batch = 0;
+	uint32_t count;
 	int nprocs, i, rc;
 
-	if (argc >= 4 && !strcmp(argv[1], "joins") && argc == 4) {
+	if (argc == 4 && !strcmp(argv[1], "joins")) {
 		nprocs = atoi(argv[2]);
 		count = (uint32_t)strtoul(argv[3], NULL, 0);
-	} else if (argc >= 3 && !strcmp(argv[1], "create") && argc <= 4) {
+	} else if (argc == 3 && !strcmp(argv[1], "create")) {
 		nprocs = 1;
 		count = (uint32_t)strtoul(argv[2], NULL, 0);
-		if (argc == 4)
-			batch = (uint32_t)strtoul(argv[3], NULL, 0);
 	} else {
-		fprintf(stderr, "usage: ... bench joins PROCS COUNT | bench create COUNT [BATCH]\n");
+		fprintf(stderr, "usage: ... bench joins PROCS COUNT | bench create COUNT\n");
 		return 2;
 	}
 	if (nprocs < 1 || nprocs > BENCH_MAX_PROCS || !count) {
 		fprintf(stderr, "sa_client bench: 1..%d processes, COUNT > 0\n", BENCH_MAX_PROCS);
 		return 2;
 	}
-	rc = run_workers(x, p, nprocs, count, batch);
+	rc = run_workers(x, p, nprocs, count);
 	if (rc)
 		return rc == 1 ? 1 : 2;
 	for (i = 0; i < nprocs; i++) {
@@ -292,6 +254,6 @@ int sa_bench_main(struct sa_xport *x, int argc, char **argv)
 	if (!strcmp(argv[1], "joins"))
 		printf("result joins_per_sec %.1f\n", (double)total * 1e9 / (double)(t1 - t0));
 	else
-		printf("result create_seconds %.4f\n", (double)p[0].m.timed_ns / 1e9);
+		printf("result create_seconds %.4f\n", (double)(p[0].m.t1 - p[0].m.t0) / 1e9);
 	return 0;
 }
