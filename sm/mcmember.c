@@ -270,25 +270,18 @@ static void exact_selectors(struct umc_mcmember *rec)
 	rec->mtu_sel = rec->rate_sel = rec->pkt_life_sel = UMC_SA_SEL_EXACT;
 }
 
-/* The Set reply: the request with the group's values, the port's OR-ed JoinState. */
+/*
+ * The Set reply: the request with the group's MGID, Q_Key, MLID, TClass,
+ * P_Key, SL, FlowLabel, HopLimit, Scope, MTU, Rate and PacketLifeTime
+ * (OpenSM copy_from_create_mc_rec), which leaves only the PortGID of the
+ * request, and the port's OR-ed JoinState and ProxyJoin.
+ */
 static void respond_join(struct req *r, const struct umc_sm_group *grp,
 			 const struct umc_sm_member *m)
 {
-	struct umc_mcmember rec = r->rec;
-	const struct umc_mcmember *g = &grp->rec;
+	struct umc_mcmember rec = grp->rec;
 
-	memcpy(rec.mgid, g->mgid, 16);
-	rec.qkey = g->qkey;
-	rec.mlid = g->mlid;
-	rec.tclass = g->tclass;
-	rec.pkey = g->pkey;
-	rec.sl = g->sl;
-	rec.flow_label = g->flow_label;
-	rec.hop_limit = g->hop_limit;
-	rec.scope = g->scope;
-	rec.mtu = g->mtu;
-	rec.rate = g->rate;
-	rec.pkt_life = g->pkt_life;
+	memcpy(rec.port_gid, r->rec.port_gid, 16);
 	rec.join_state = m->join_state;
 	rec.proxy_join = m->proxy;
 	exact_selectors(&rec);

@@ -338,6 +338,31 @@ static void client_free(struct umc_sa_client *c)
 	free(c);
 }
 
+/* UNREGISTER, waiting a little for the reply (the thread is gone). */
+static void unregister(struct umc_sa_client *c)
+{
+	struct umc_sm_msg m = { .hdr = { .type = UMC_SM_UNREGISTER } };
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint64_t end = umc_sa_now_ms() + UMC_SA_CLOSE_WAIT_MS, now;
+	uint8_t buf[RX_BUF];
+	struct umc_sm_msg r;
+	ssize_t n;
+
+	if (!c->attr.active)
+		return;
+	umc_sa_xmit(c, &m);
+	while ((now = umc_sa_now_ms()) < end) {
+		if (poll(&pfd, 1, (int)(end - now)) <= 0)
+			return;
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN)
+			return;
+		if (n > 0 && !umc_sm_msg_decode(buf, (size_t)n, &r) &&
+		    r.hdr.type == UMC_SM_UNREGISTER_REPLY && r.hdr.tid == m.hdr.tid)
+			return;
+	}
+}
+
 int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 {
 	struct umc_sa_client *c;
@@ -369,8 +394,10 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	if (rc)
 		goto fail;
 	rc = -pthread_create(&c->thread, NULL, client_thread, c);
-	if (rc)
+	if (rc) {
+		unregister(c);
 		goto fail;
+	}
 	c->thread_started = true;
 	*out = c;
 	return 0;
@@ -392,31 +419,6 @@ static void stop_thread(struct umc_sa_client *c)
 		/* saturated: the thread wakes anyway */
 	}
 	pthread_join(c->thread, NULL);
-}
-
-/* UNREGISTER, waiting a little for the reply (the thread is gone). */
-static void unregister(struct umc_sa_client *c)
-{
-	struct umc_sm_msg m = { .hdr = { .type = UMC_SM_UNREGISTER } };
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-	uint64_t end = umc_sa_now_ms() + UMC_SA_CLOSE_WAIT_MS, now;
-	uint8_t buf[RX_BUF];
-	struct umc_sm_msg r;
-	ssize_t n;
-
-	if (!c->attr.active)
-		return;
-	umc_sa_xmit(c, &m);
-	while ((now = umc_sa_now_ms()) < end) {
-		if (poll(&pfd, 1, (int)(end - now)) <= 0)
-			return;
-		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n < 0 && errno != EAGAIN)
-			return;
-		if (n > 0 && !umc_sm_msg_decode(buf, (size_t)n, &r) &&
-		    r.hdr.type == UMC_SM_UNREGISTER_REPLY && r.hdr.tid == m.hdr.tid)
-			return;
-	}
 }
 
 void umc_sa_close(struct umc_sa_client *c)

@@ -700,6 +700,82 @@ static void test_hostile(void **state)
 	test_sm_free(&sm);
 }
 
+/* Run umc-sa against @sm with @args; its stdout in @out; returns its exit status. */
+static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t cap)
+{
+	const char *bin = getenv("UMC_BIN");
+	char cmd[512];
+	size_t len = 0, n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s/umc-sa --sm 127.0.0.1:%u %s", bin ? bin : "build/bin",
+		 sm->port, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0)
+		len += n;
+	out[len] = 0;
+	n = (size_t)pclose(p);
+	return WIFEXITED((int)n) ? WEXITSTATUS((int)n) : -1;
+}
+
+/* umc-sa's documented output (umc-sa(1)) for groups, members, one MGID, ClassPortInfo. */
+static void test_umc_sa_tool(void **state)
+{
+	static const char bcast[] =
+		"mgid ff12:401b:ffff::ffff:ffff mlid 0xc000 qkey 0x00000b1b pkey 0xffff mtu 2048 "
+		"rate 10 sl 0 tclass 0 flow_label 0x00000 hop_limit 0 scope 0x2 packet_life 18\n";
+	static const char group1[] =
+		"mgid ff12:4001:ffff::e000:1 mlid 0xc001 qkey 0x01234567 pkey 0xffff mtu 2048 "
+		"rate 10 sl 0 tclass 0 flow_label 0x00000 hop_limit 0 scope 0x0 packet_life 0\n";
+	struct umc_sa_client *a, *b;
+	struct umc_sa_port_attr pa, pb;
+	char out[4096], want[1024], ga[64], gb[64];
+	uint8_t mgid[16];
+	struct test_sm sm;
+
+	(void)state;
+	start(&sm, NULL);
+	a = client(&sm, 6001, NULL);
+	b = client(&sm, 6002, NULL);
+	mgid_n(mgid, 1);
+	assert_int_equal(join(a, mgid, UMC_JOIN_FULL), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_NON), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_SENDONLY_FULL), 0);
+	umc_sa_query_port(a, &pa);
+	umc_sa_query_port(b, &pb);
+	inet_ntop(AF_INET6, pa.gid, ga, sizeof(ga));
+	inet_ntop(AF_INET6, pb.gid, gb, sizeof(gb));
+
+	assert_int_equal(umc_sa(&sm, "-g", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s%s", group1, bcast);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "-m --smkey 1", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want),
+		 "mgid ff12:4001:ffff::e000:1 mlid 0xc001 port_gid %s join_state 0x1 proxy_join 0\n"
+		 "mgid ff12:4001:ffff::e000:1 mlid 0xc001 port_gid %s join_state 0xa proxy_join 0\n",
+		 ga, gb);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "--mgid ff12:401b:ffff::ffff:ffff", out, sizeof(out)), 0);
+	assert_string_equal(out, bcast);
+	assert_int_equal(umc_sa(&sm, "--mgid ff12:4001:ffff::e000:1 --smkey 1", out, sizeof(out)),
+			 0);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "-c", out, sizeof(out)), 0);
+	assert_string_equal(out, "base_version 1\nclass_version 2\ncapability_mask 0x0200\n"
+				 "capability_mask2 0x00001000\nresp_time_value 16\n"
+				 "send_only_full_member yes\n");
+	assert_int_equal(umc_sa(&sm, "-m --smkey 2 -t 300 2>/dev/null", out, sizeof(out)), 1);
+	assert_int_equal(umc_sa(&sm, "--mgid 1234::1 2>/dev/null", out, sizeof(out)), 2);
+	assert_int_equal(umc_sa(&sm, "-g -c 2>/dev/null", out, sizeof(out)), 2);
+	umc_sa_close(a);
+	umc_sa_close(b);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "reg_new"), 2 + 6); /* each umc-sa is a port */
+	assert_int_equal(test_sm_counter(&sm, "unregister"), 2 + 6);
+	test_sm_free(&sm);
+}
+
 static int filter(const char *name, int argc, char **argv)
 {
 	return argc < 2 || strstr(name, argv[1]);
@@ -712,7 +788,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
-		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
 	};
 	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
 	size_t i, n = 0;
