@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sa_client.h - the differential SA test's MAD client (sa_client(1) in
- * tests/integ/sa_diff/README.md): one sequence of SA MADs, sent either to
+ * sa_client.h - the differential SA test's MAD client
+ * (tests/integ/sa_diff/README.md): one sequence of SA MADs, sent either to
  * OpenSM through ibsim (libibumad under umad2sim) or to umc-sm (sm_proto
  * datagrams), every reply printed as normalised "STEP FIELD VALUE" lines.
  *
@@ -23,7 +23,6 @@ enum {
 	SA_MAD_SIZE = 256,
 	SA_HDR_LEN = 56,	 /* common + RMPP + SA headers */
 	SA_DATA_LEN = 200,
-	SA_CLASS_HDR_LEN = 20,	 /* SM_Key .. ComponentMask, counted in PayloadLength */
 	SA_MCMR_STRIDE = 56,	 /* MCMemberRecord (52) padded: AttributeOffset 7 */
 	SA_MAX_NODES = 16,
 	SA_MAX_STEPS = 256,
@@ -135,13 +134,9 @@ int sa_reap(pid_t pid, int timeout_ms);
 
 /* ---- sequences (sa_seq.c) ---------------------------------------------- */
 
-struct sa_assign {
+/* KEY=VALUE: a field assignment, or an expected result ("=>"). */
+struct sa_kv {
 	char key[SA_NAME_LEN];
-	char value[SA_VALUE_LEN];
-};
-
-struct sa_expect {
-	char field[SA_NAME_LEN];
 	char value[SA_VALUE_LEN];
 };
 
@@ -153,9 +148,9 @@ struct sa_step {
 	uint16_t attr;
 	int timeout_ms;
 	int nsets;
-	struct sa_assign sets[SA_MAX_SETS];
+	struct sa_kv sets[SA_MAX_SETS];
 	int nexpect;
-	struct sa_expect expect[SA_MAX_EXPECT];
+	struct sa_kv expect[SA_MAX_EXPECT];
 };
 
 struct sa_seq {

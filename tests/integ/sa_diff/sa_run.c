@@ -61,8 +61,10 @@ struct sa_out {
 
 static void out_add(struct sa_out *o, const char *prefix, const char *field, const char *value)
 {
-	if (o->n == SA_MAX_LINES)
-		return;
+	if (o->n == SA_MAX_LINES) { /* the tables below cannot make this many */
+		fprintf(stderr, "sa_client: more than %d fields in one reply\n", SA_MAX_LINES);
+		exit(2);
+	}
 	snprintf(o->l[o->n].field, sizeof(o->l[o->n].field), "%s%s", prefix, field);
 	snprintf(o->l[o->n].value, sizeof(o->l[o->n].value), "%s", value);
 	o->n++;
@@ -238,8 +240,11 @@ static int parse_u64(const char *s, uint64_t *v)
 	return errno || end == s || *end ? -EINVAL : 0;
 }
 
-/* A GID value: "::"-style literal, a node name, or @STEP (that reply's MGID). */
-static int resolve_gid(struct sa_run *r, const char *s, uint8_t *g, bool mgid)
+/*
+ * A GID value for field @f: a literal in IPv6 notation, a node name (its
+ * GID 0), or @STEP (that field of that step's first returned record).
+ */
+static int resolve_gid(struct sa_run *r, const char *s, const struct sa_field *f, uint8_t *g)
 {
 	const struct sa_node *n = node_by_name(r, s);
 
@@ -253,20 +258,33 @@ static int resolve_gid(struct sa_run *r, const char *s, uint8_t *g, bool mgid)
 
 		if (i < 0 || !r->replied[i])
 			return -ENOENT;
-		memcpy(g, r->reply[i] + SA_HDR_LEN, 16);
+		memcpy(g, r->reply[i] + SA_HDR_LEN + f->bit / 8, 16);
 		return 0;
 	}
 	if (inet_pton(AF_INET6, s, g) != 1)
 		return -EINVAL;
-	if (mgid && !is_literal_mgid(r, g) && r->nliteral < SA_MAX_STEPS)
+	if (f->fmt == SA_FMT_MGID && !is_literal_mgid(r, g) && r->nliteral < SA_MAX_STEPS)
 		memcpy(r->literal_mgids[r->nliteral++], g, 16);
 	return 0;
 }
 
+/* Parse @s as a value of @width bits. */
+static int parse_field(const char *s, unsigned width, uint64_t *v)
+{
+	if (parse_u64(s, v))
+		return -EINVAL;
+	return width < 64 && *v >> width ? -ERANGE : 0;
+}
+
+/*
+ * The request of step @st: the MAD header, then the step's assignments in
+ * order; "prefix" replaces PortGID's subnet prefix after all of them.
+ */
 static int build_request(struct sa_run *r, const struct sa_step *st, uint8_t *mad)
 {
-	uint8_t *rec = mad + SA_HDR_LEN;
-	int i;
+	uint8_t *rec = mad + SA_HDR_LEN, prefix[16];
+	bool new_prefix = false;
+	int i, rc;
 
 	memset(mad, 0, SA_MAD_SIZE);
 	mad[0] = 1;
@@ -276,29 +294,29 @@ static int build_request(struct sa_run *r, const struct sa_step *st, uint8_t *ma
 	sa_set_bits(mad, 64, 64, sa_next_tid());
 	sa_set_bits(mad, 128, 16, st->attr);
 	for (i = 0; i < st->nsets; i++) {
-		const struct sa_assign *a = &st->sets[i];
+		const struct sa_kv *a = &st->sets[i];
 		const struct sa_field *f;
 		uint64_t v;
 
-		if (!strcmp(a->key, "prefix")) { /* replaces PortGID's prefix */
-			uint8_t p[16];
-
-			if (inet_pton(AF_INET6, a->value, p) != 1)
+		if (!strcmp(a->key, "prefix")) {
+			if (inet_pton(AF_INET6, a->value, prefix) != 1)
 				return -EINVAL;
-			memcpy(rec + 16, p, 8);
+			new_prefix = true;
 			continue;
 		}
 		f = sa_field_by_key(sa_hdr_fields, a->key);
 		if (f) {
-			if (parse_u64(a->value, &v))
-				return -EINVAL;
+			rc = parse_field(a->value, f->width, &v);
+			if (rc)
+				return rc;
 			sa_set_bits(mad, f->bit, f->width, v);
 			continue;
 		}
 		f = sa_field_by_key(sa_mcmr_fields, a->key);
 		if (f->width == 128) {
-			if (resolve_gid(r, a->value, rec + f->bit / 8, f->fmt == SA_FMT_MGID))
-				return -EINVAL;
+			rc = resolve_gid(r, a->value, f, rec + f->bit / 8);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (a->value[0] == '@') { /* @STEP: that reply's value of this field */
@@ -307,14 +325,18 @@ static int build_request(struct sa_run *r, const struct sa_step *st, uint8_t *ma
 			if (k < 0 || !r->replied[k])
 				return -ENOENT;
 			v = sa_get_bits(r->reply[k] + SA_HDR_LEN, f->bit, f->width);
-		} else if (parse_u64(a->value, &v)) {
-			return -EINVAL;
-		} else if (f->fmt == SA_FMT_MLID && !is_literal_mlid(r, (uint16_t)v) &&
-			   r->nliteral_mlids < SA_MAX_STEPS) {
-			r->literal_mlids[r->nliteral_mlids++] = (uint16_t)v;
+		} else {
+			rc = parse_field(a->value, f->width, &v);
+			if (rc)
+				return rc;
+			if (f->fmt == SA_FMT_MLID && !is_literal_mlid(r, (uint16_t)v) &&
+			    r->nliteral_mlids < SA_MAX_STEPS)
+				r->literal_mlids[r->nliteral_mlids++] = (uint16_t)v;
 		}
 		sa_set_bits(rec, f->bit, f->width, v);
 	}
+	if (new_prefix)
+		memcpy(rec + 16, prefix, 8);
 	return 0;
 }
 
@@ -428,18 +450,18 @@ static int check_step(const struct sa_step *st, const struct sa_out *o)
 	int i, k, bad = 0;
 
 	for (i = 0; i < st->nexpect; i++) {
-		const struct sa_expect *e = &st->expect[i];
+		const struct sa_kv *e = &st->expect[i];
 
 		for (k = 0; k < o->n; k++)
-			if (!strcmp(o->l[k].field, e->field))
+			if (!strcmp(o->l[k].field, e->key))
 				break;
 		if (k == o->n) {
 			fprintf(stderr, "check: step %s (line %d): no field %s (expected %s)\n",
-				st->name, st->line, e->field, e->value);
+				st->name, st->line, e->key, e->value);
 			bad++;
 		} else if (!same_value(o->l[k].value, e->value)) {
 			fprintf(stderr, "check: step %s (line %d): %s is %s, expected %s\n",
-				st->name, st->line, e->field, o->l[k].value, e->value);
+				st->name, st->line, e->key, o->l[k].value, e->value);
 			bad++;
 		}
 	}

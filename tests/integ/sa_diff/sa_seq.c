@@ -106,35 +106,37 @@ static int add_node(struct sa_seq *seq, const char *node)
 	return copy_str(seq->nodes[seq->nnodes++], SA_NAME_LEN, node);
 }
 
+static int add_kv(struct sa_kv *kv, int *n, int max, const char *key, const char *value)
+{
+	if (*n == max)
+		return -ENOSPC;
+	if (copy_str(kv[*n].key, SA_NAME_LEN, key) || copy_str(kv[*n].value, SA_VALUE_LEN, value))
+		return -ENAMETOOLONG;
+	(*n)++;
+	return 0;
+}
+
 /* One KEY=VALUE token of a step (after macro expansion). */
 static int step_token(struct sa_step *st, char *tok, bool expect, const char *path)
 {
 	char *eq = strchr(tok, '=');
+	int rc;
 
 	if (!eq || eq == tok)
 		return parse_err(path, st->line, "expected KEY=VALUE", tok);
 	*eq = 0;
 	if (expect) {
-		if (st->nexpect == SA_MAX_EXPECT)
-			return parse_err(path, st->line, "too many expectations", NULL);
-		if (copy_str(st->expect[st->nexpect].field, SA_NAME_LEN, tok) ||
-		    copy_str(st->expect[st->nexpect].value, SA_VALUE_LEN, eq + 1))
-			return parse_err(path, st->line, "too long", tok);
-		st->nexpect++;
-		return 0;
-	}
-	if (!known_key(tok))
+		rc = add_kv(st->expect, &st->nexpect, SA_MAX_EXPECT, tok, eq + 1);
+	} else if (!known_key(tok)) {
 		return parse_err(path, st->line, "unknown field", tok);
-	if (!strcmp(tok, "timeout")) {
+	} else if (!strcmp(tok, "timeout")) {
 		st->timeout_ms = atoi(eq + 1);
 		return st->timeout_ms > 0 ? 0 : parse_err(path, st->line, "bad timeout", eq + 1);
+	} else {
+		rc = add_kv(st->sets, &st->nsets, SA_MAX_SETS, tok, eq + 1);
 	}
-	if (st->nsets == SA_MAX_SETS)
-		return parse_err(path, st->line, "too many fields", NULL);
-	if (copy_str(st->sets[st->nsets].key, SA_NAME_LEN, tok) ||
-	    copy_str(st->sets[st->nsets].value, SA_VALUE_LEN, eq + 1))
-		return parse_err(path, st->line, "too long", tok);
-	st->nsets++;
+	if (rc)
+		return parse_err(path, st->line, rc == -ENOSPC ? "too many tokens" : "too long", tok);
 	return 0;
 }
 

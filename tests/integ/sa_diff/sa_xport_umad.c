@@ -78,28 +78,39 @@ static void *stderr_filter(void *arg)
 	return NULL;
 }
 
+static int filter_fds[2];
+static pthread_t filter_thread;
+
+/* At exit: the real stderr back (the pipe's end closes), the rest copied. */
+static void filter_stop(void)
+{
+	fflush(stderr);
+	dup2(filter_fds[1], 2);
+	pthread_join(filter_thread, NULL);
+}
+
 /* Route stderr through stderr_filter, once per process (best effort). */
 static void filter_stderr(void)
 {
-	static int fds[2];
 	static bool done;
 	int p[2];
-	pthread_t t;
 
 	if (done || pipe(p))
 		return;
 	done = true;
-	fds[0] = p[0];
-	fds[1] = dup(2);
-	if (fds[1] < 0 || dup2(p[1], 2) < 0 ||
-	    pthread_create(&t, NULL, stderr_filter, fds)) {
-		if (fds[1] >= 0)
-			dup2(fds[1], 2);
+	filter_fds[0] = p[0];
+	filter_fds[1] = dup(2);
+	if (filter_fds[1] < 0 || dup2(p[1], 2) < 0 ||
+	    pthread_create(&filter_thread, NULL, stderr_filter, filter_fds)) {
+		if (filter_fds[1] >= 0)
+			dup2(filter_fds[1], 2);
+		close(p[0]);
+		close(p[1]);
 		return;
 	}
 	close(p[1]);
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	pthread_detach(t);
+	atexit(filter_stop);
 }
 
 static int umad_node_open(struct sa_node *n)

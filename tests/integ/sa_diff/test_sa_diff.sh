@@ -84,7 +84,7 @@ check=
 "$here/opensm.sh" -- timeout "$limit" "$client" $check --opensm "$seq" \
 	>"$work/opensm.out" 2>"$work/opensm.err"
 rc=$?
-[ "$rc" = 77 ] && exit 77
+[ "$rc" = 77 ] && { cat "$work/opensm.err" >&2; exit 77; }
 if [ "$mode" = opensm ]; then
 	cat "$work/opensm.err" >&2
 	[ "$rc" = 0 ] || fail "OpenSM did not answer as the reference recorded (exit $rc)"
