@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sa/sa_addr.h"
+#include "umc_param.h"
 
 int umc_sa_parse_endpoint(const char *s, uint16_t default_port, struct sockaddr_in *out)
 {
@@ -43,4 +44,13 @@ int umc_sa_parse_endpoint(const char *s, uint16_t default_port, struct sockaddr_
 	out->sin_addr = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr;
 	freeaddrinfo(res);
 	return 0;
+}
+
+int umc_sa_sm_from_env(struct sockaddr_in *out)
+{
+	const char *s = getenv("UMC_SM");
+
+	if (!s || !*s)
+		return -ENOENT;
+	return umc_sa_parse_endpoint(s, UMC_SM_UDP_PORT, out);
 }

@@ -23,4 +23,15 @@
  */
 int umc_sa_parse_endpoint(const char *s, uint16_t default_port, struct sockaddr_in *out);
 
+/**
+ * umc_sa_sm_from_env - umc-sm's address from the environment.
+ * @out: UMC_SM=ADDR:PORT parsed as umc_sa_parse_endpoint() does, with
+ *       UMC_SM_UDP_PORT when no port is given
+ *
+ * Context: may block in getaddrinfo() for a host name.
+ * Returns: 0; -ENOENT if UMC_SM is not set (no IB device then) or names
+ * no host; -EINVAL if it is not an endpoint.
+ */
+int umc_sa_sm_from_env(struct sockaddr_in *out);
+
 #endif /* UMC_SA_ADDR_H */

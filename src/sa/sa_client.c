@@ -24,6 +24,9 @@
 
 enum { RX_BUF = UMC_SM_MAX_MSG + 1 };
 
+/**
+ * umc_sa_now_ms - the client's clock: CLOCK_MONOTONIC in milliseconds.
+ */
 uint64_t umc_sa_now_ms(void)
 {
 	struct timespec ts;

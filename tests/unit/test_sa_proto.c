@@ -10,11 +10,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "sa/sa_addr.h"
+#include "umc_param.h"
 #include "wire/sm_proto.h"
 
 static struct umc_sm_msg msg(uint8_t type, uint16_t status)
@@ -208,6 +210,16 @@ static void test_parse_endpoint(void **state)
 	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:65536", 77, &a), -EINVAL);
 	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:-1", 77, &a), -EINVAL);
 	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:12x", 77, &a), -EINVAL);
+	/* UMC_SM, the port defaulting to umc-sm's */
+	unsetenv("UMC_SM");
+	assert_int_equal(umc_sa_sm_from_env(&a), -ENOENT);
+	setenv("UMC_SM", "10.9.8.7", 1);
+	assert_int_equal(umc_sa_sm_from_env(&a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), 0x0a090807);
+	assert_int_equal(ntohs(a.sin_port), UMC_SM_UDP_PORT);
+	setenv("UMC_SM", "10.9.8.7:x", 1);
+	assert_int_equal(umc_sa_sm_from_env(&a), -EINVAL);
+	unsetenv("UMC_SM");
 }
 
 int main(void)

@@ -83,7 +83,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sm = getenv("UMC_SM");
+	const char *sm = NULL;
 	char *end;
 	int c;
 
@@ -146,8 +146,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		fputs(usage_text, stderr);
 		return 2;
 	}
-	if (umc_sa_parse_endpoint(sm ? sm : "127.0.0.1", UMC_SM_UDP_PORT, &o->sm)) {
-		fprintf(stderr, "umc-sa: %s: not ADDR:PORT\n", sm);
+	if (sm)
+		c = umc_sa_parse_endpoint(sm, UMC_SM_UDP_PORT, &o->sm);
+	else if ((c = umc_sa_sm_from_env(&o->sm)) && !getenv("UMC_SM"))
+		c = umc_sa_parse_endpoint("127.0.0.1", UMC_SM_UDP_PORT, &o->sm);
+	if (c) {
+		fprintf(stderr, "umc-sa: %s: not an SM address\n", sm ? sm : getenv("UMC_SM"));
 		return 2;
 	}
 	return 0;
