@@ -68,9 +68,13 @@ static void build_mcmr(uint8_t *mad, uint8_t method, uint64_t mask, const struct
 }
 
 /**
- * sa_build_create - a full-member create of @mgid for node @n with the
- * kernel's component mask (0x130C7), RDMA_PS_UDP's Q_Key and the default
- * P_Key.
+ * sa_build_create - write a full-member create of @mgid for node @n: the
+ * kernel's component mask (0x130C7), RDMA_PS_UDP's Q_Key, the default P_Key.
+ * @mad:  SA_MAD_SIZE bytes
+ * @n:    the joining port (its GID is the PortGID)
+ * @mgid: 16 bytes
+ *
+ * Context: pure, but for a fresh TransactionID (sa_next_tid).
  */
 void sa_build_create(uint8_t *mad, const struct sa_node *n, const uint8_t *mgid)
 {
@@ -112,9 +116,12 @@ static int must_xact(struct sa_xport *x, struct sa_node *n, uint8_t *req)
 }
 
 /**
- * sa_bench_worker_main - one bench worker, "NODE COUNT TAG INDEX": opens
- * NODE's port, reports ready, waits for stdin to close, makes COUNT
- * creates of its own MGIDs and reports the times.
+ * sa_bench_worker_main - one bench worker: opens NODE's port, reports
+ * ready on stdout, waits for stdin to close, makes COUNT creates of its own
+ * MGIDs and reports the times.
+ * @x:    the transport, in-process mode
+ * @argc: 4
+ * @argv: NODE COUNT TAG INDEX (TAG and INDEX make its MGIDs its own)
  *
  * Returns: the exit status: 0, 1 when a create failed, 2 on other errors.
  */
@@ -218,7 +225,11 @@ static int run_workers(struct sa_xport *x, struct bench_proc *p, int nprocs, uin
 }
 
 /**
- * sa_bench_main - "bench joins PROCS COUNT" or "bench create COUNT".
+ * sa_bench_main - "bench joins PROCS COUNT" or "bench create COUNT" (top
+ * of this file): run the workers and print the result line.
+ * @x:    the transport (the workers use the same)
+ * @argc: arguments from "bench" on
+ * @argv: them
  *
  * Returns: the exit status: 0, 1 when a join failed, 2 on other errors.
  */

@@ -85,9 +85,14 @@ const struct sa_field sa_cpi_fields[] = {
 	{ NULL, 0, 0, 0, NULL, false },
 };
 
-/*
- * sa_get_bits - the big-endian bit field [@bit, @bit + @width) of @p
- * (@width 1..64), as an unsigned number.
+/**
+ * sa_get_bits - read a big-endian bit field.
+ * @p:     the area (a MAD, a record)
+ * @bit:   IBA bit offset of the field from @p
+ * @width: 1..64
+ *
+ * Context: pure.
+ * Returns: the field [@bit, @bit + @width) as an unsigned number.
  */
 uint64_t sa_get_bits(const uint8_t *p, unsigned bit, unsigned width)
 {
@@ -99,7 +104,16 @@ uint64_t sa_get_bits(const uint8_t *p, unsigned bit, unsigned width)
 	return v;
 }
 
-/* sa_set_bits - write the low @width bits of @v into that field. */
+/**
+ * sa_set_bits - write a big-endian bit field.
+ * @p:     the area
+ * @bit:   IBA bit offset of the field from @p
+ * @width: 1..64
+ * @v:     the value: its low @width bits are written, the other bits of
+ *         @p are kept
+ *
+ * Context: pure.
+ */
 void sa_set_bits(uint8_t *p, unsigned bit, unsigned width, uint64_t v)
 {
 	unsigned i;
@@ -115,7 +129,13 @@ void sa_set_bits(uint8_t *p, unsigned bit, unsigned width, uint64_t v)
 	}
 }
 
-/* sa_field_by_key - the field a sequence file names @key, or NULL. */
+/**
+ * sa_field_by_key - the field of @table that a sequence file names @key.
+ * @table: sa_hdr_fields, sa_mcmr_fields or sa_cpi_fields
+ * @key:   the name (sa_seq.c)
+ *
+ * Returns: the field, or NULL.
+ */
 const struct sa_field *sa_field_by_key(const struct sa_field *table, const char *key)
 {
 	for (; table->name; table++)

@@ -470,6 +470,13 @@ static int check_step(const struct sa_step *st, const struct sa_out *o)
 
 /* ---- the run -------------------------------------------------------------------- */
 
+/**
+ * sa_run_new - a run of @seq through transport @x (nothing opened yet).
+ * @x:   the transport
+ * @seq: the loaded sequence; it must outlive the run
+ *
+ * Returns: the run, or NULL when out of memory.
+ */
 struct sa_run *sa_run_new(struct sa_xport *x, const struct sa_seq *seq)
 {
 	struct sa_run *r = calloc(1, sizeof(*r));
@@ -481,6 +488,7 @@ struct sa_run *sa_run_new(struct sa_xport *x, const struct sa_seq *seq)
 	return r;
 }
 
+/** sa_run_free - close every node the run opened (ending agents, unregistering ports) and free it. */
 void sa_run_free(struct sa_run *r)
 {
 	int i;

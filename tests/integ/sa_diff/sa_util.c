@@ -17,6 +17,7 @@
 
 #include "sa_client.h"
 
+/** sa_now_ms - CLOCK_MONOTONIC in milliseconds. */
 int64_t sa_now_ms(void)
 {
 	struct timespec ts;
@@ -25,6 +26,7 @@ int64_t sa_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/** sa_now_ns - CLOCK_MONOTONIC in nanoseconds (the bench's clock, one for all processes). */
 int64_t sa_now_ns(void)
 {
 	struct timespec ts;
@@ -47,7 +49,14 @@ uint64_t sa_next_tid(void)
 	return (uint64_t)(getpid() & 0xffff) << 48 | ++counter;
 }
 
-/* sa_write_all - write all of @buf: 0, or -EPIPE. */
+/**
+ * sa_write_all - write all of @buf to @fd, retrying short writes and EINTR.
+ * @fd:  a pipe or file
+ * @buf: the bytes
+ * @len: how many
+ *
+ * Returns: 0, or -EPIPE when the write fails.
+ */
 int sa_write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
@@ -65,9 +74,14 @@ int sa_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/*
- * sa_read_all - read exactly @len bytes within @timeout_ms (-1: no limit):
- * 0, -ETIMEDOUT, or -EPIPE at end of file.
+/**
+ * sa_read_all - read exactly @len bytes from @fd within @timeout_ms.
+ * @fd:         a pipe
+ * @buf:        where they go
+ * @len:        how many
+ * @timeout_ms: the bound for all of them; -1: none
+ *
+ * Returns: 0; -ETIMEDOUT; -EPIPE at end of file or on a read error.
  */
 int sa_read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
@@ -169,7 +183,13 @@ pid_t sa_spawn(const struct sa_xport *x, const char *sim_host, char *const args[
 	return pid;
 }
 
-/* sa_reap - wait for helper @pid at most @timeout_ms, then kill it: its exit status. */
+/**
+ * sa_reap - wait for helper @pid at most @timeout_ms, then SIGKILL it.
+ * @pid:        from sa_spawn
+ * @timeout_ms: the bound
+ *
+ * Returns: its exit status, or -1 if it was killed or died of a signal.
+ */
 int sa_reap(pid_t pid, int timeout_ms)
 {
 	int64_t deadline = sa_now_ms() + timeout_ms;

@@ -271,6 +271,9 @@ static void agent_close(struct sa_xport *x, struct sa_node *n)
  * sa_umad_agent_main - serve node @node for a driving sa_client: open the
  * port, send a hello with its LID, SM LID, prefix and GUID, then run one
  * transaction per message until stdin closes.
+ * @node: the ibsim node, which SIM_HOST also names
+ *
+ * Context: runs under umad2sim (LD_PRELOAD), as its process's only node.
  *
  * Returns: the exit status (0; 1 if the port cannot be opened).
  */

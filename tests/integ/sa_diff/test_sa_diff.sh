@@ -18,7 +18,7 @@ mode=${1:-diff}
 seq=$here/matrix.seq
 client=${SA_CLIENT:-}
 umc_sm=${UMC_BIN:-build/bin}/umc-sm
-limit=${SA_DIFF_TIMEOUT:-300} # seconds for one whole run of the sequence
+limit=${SA_DIFF_TIMEOUT:-90} # seconds for one run of the sequence (CTest allows 300 in all)
 
 # --- the deliberate differences -----------------------------------------------------
 # One row per difference umc-sm makes on purpose.  Columns (separated by |):
