@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh - umcast against raw UDP multicast and libfabric's udp provider
-# on loopback, in one run, with one table at the end (issue 3).
+# on loopback, in one run, with one table at the end (issues 3, 7 and 8).
 #
 #   bench/run.sh            build (Release, into build-bench/) and measure
 #   REPS=11 DUR=1 bench/run.sh   more repetitions, longer rate runs
@@ -9,18 +9,34 @@
 # repeated REPS times (medians; ratios are medians of per-repetition ratios):
 #   - message rate, 1 sender -> 1 receiver process (delivered msgs/s at the
 #     receiver, and its loss): umcast (umc-perf), raw UDP (udp-perf),
-#     libfabric udp (fi-perf);
-#   - round-trip latency p50/p99/p99.9 (ping on group A, echo on group B);
-#   - fan-out to 1, 2 and 4 receiver processes (aggregate delivered rate),
-#     umcast and raw UDP (the libfabric udp provider cannot bind two
-#     endpoints to one group:port on a host: see bench/README.md);
-#   - ICRC throughput over 4096-byte messages on one core (icrc-bench);
+#     libfabric udp (fi-perf), and umcast over the simulated InfiniBand
+#     link (umc-perf on umc_ib0, against a umc-sm started here);
+#   - round-trip latency p50/p99/p99.9 (ping on group A, echo on group B),
+#     busy-polling, and event-driven: umc-perf -e on both ends (each sleeps
+#     in poll(2) on its completion channel) against udp-perf -e (each
+#     sleeps in poll(2) on its socket);
+#   - fan-out to 1, 2 and 4 receiver processes (aggregate delivered rate
+#     and loss), umcast and raw UDP (the libfabric udp provider cannot bind
+#     two endpoints to one group:port on a host: see bench/README.md);
+#   - ICRC throughput over 4096-byte messages on one core (icrc-bench),
+#     next to ISA-L's crc32 over the same bytes in the same run;
+#   - SA joins per second and 10 000 group creations, umc-sm against
+#     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
 #   - diagnostic: umcast again with UMC_RX_THREAD=0 (DIAG=0 skips it).
+#
+# Besides the table it writes $BUILD/bench-summary.txt, one line per
+# figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
+# p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
+# fanout4_loss_minus_udp_SIZE (percentage points), evlat_p50_vs_udp_64,
+# icrc_vs_crc32_4096, ib_rate_vs_roce_64 and sm_joins_vs_opensm.  Every
+# value is the median over the repetitions of a pair measured back to back;
+# the table prints the spread of those pairs next to it.
 #
 # Fairness: the same batch (-B, WRs per post = datagrams per sendmmsg /
 # recvmmsg), the same payload plus 32 bytes of RoCEv2 overhead for the
 # baselines, the same process layout (sender pinned to CPU 0, receivers and
-# the pong side to CPU 1), busy polling everywhere.
+# the pong side to CPU 1), busy polling everywhere but in the event-driven
+# round trips, where both sides of both transports sleep.
 #
 # Isolation: everything runs in a private network namespace (unshare -n)
 # whose only interface is lo and where 224.0.0.0/4 is routed to lo, so no
@@ -39,7 +55,11 @@ SIZES=${SIZES:-"64 1024 4096"}
 FANOUT=${FANOUT:-"1 2 4"}
 case " $FANOUT " in *" 1 "*) ;; *) FANOUT="1 $FANOUT" ;; esac # 1 = the rate test
 LAT_N=${LAT_N:-20000}   # round trips per latency run (after 1000 warm-up)
+EV_N=${EV_N:-$LAT_N}    # round trips per event-driven latency run
 PROC_TIMEOUT=${PROC_TIMEOUT:-60}
+SM_BENCH=${SM_BENCH:-1} # 0: no umc-sm / OpenSM comparison
+IB=${IB:-1}             # 0: no umcast over the simulated InfiniBand link
+IB_ADDR=127.0.0.2       # umc_ib0's IPoIB address (UMC_IB_ADDR's default)
 BIN=$BUILD/bin
 
 log() { printf '%s\n' "$*" >&2; }
@@ -51,9 +71,11 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		mkdir -p "$BUILD"
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
 			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
-		targets=(umc-perf udp-perf icrc-bench)
-		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt).
+		targets=(umc-perf udp-perf icrc-bench umc-sm)
+		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt),
+		# sa_client (sm-bench.sh's client) when libibumad-dev is.
 		grep -q '^LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(fi-perf)
+		grep -q '^IBUMAD_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(sa_client)
 		cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/bench-build.log" 2>&1 ||
 			{ tail -40 "$BUILD/bench-build.log" >&2; exit 1; }
 	fi
@@ -76,10 +98,12 @@ fi
 
 TMP=$(mktemp -d /tmp/umc-bench.XXXXXX)
 RESULTS=$BUILD/bench-results.txt
+SUMMARY=$BUILD/bench-summary.txt
 : >"$RESULTS"
 PIDS=()
+SM_PID=
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}" $SM_PID; do kill "$p" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -89,19 +113,41 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 	if [ "$NCPU" -ge 2 ]; then echo "taskset -c $1"; fi
 }
 
-# umcast0: umcast with its background receive thread off (UMC_RX_THREAD=0),
-# measured as a diagnostic next to the rest (DIAG=0 skips it).
+# The transports.  umcast0: umcast with its background receive thread off
+# (UMC_RX_THREAD=0), a diagnostic (DIAG=0 skips it).  umcib: umcast over
+# the simulated InfiniBand link (umc_ib0, selected by its IPoIB address),
+# 1 -> 1 rate only.
 declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
-	[umcast0]=$BIN/umc-perf)
-declare -A ENVS=([umcast]= [udp]= [libfabric]= [umcast0]=UMC_RX_THREAD=0)
+	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf)
+declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]="")
+declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR")
 declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
-	[umcast0]=239.10.3.1)
+	[umcast0]=239.10.3.1 [umcib]=239.10.4.1)
 DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
 	TRANSPORTS+=(libfabric)
 else
 	log "== fi-perf not built (libfabric-dev missing: scripts/deps.sh bench): libfabric skipped"
+fi
+
+# umc-sm for the InfiniBand link: a fresh one for this run, on loopback.
+if [ "$IB" = 1 ]; then
+	if [ -x "$BIN/umc-sm" ]; then
+		mkfifo "$TMP/sm.ready"
+		"$BIN/umc-sm" --listen 127.0.0.1:0 --ready-fd 3 3>"$TMP/sm.ready" >/dev/null 2>"$TMP/umc-sm.log" &
+		SM_PID=$!
+		if read -r -t 20 line <"$TMP/sm.ready"; then
+			sm_addr=${line#*ready on }
+			ENVS[umcib]="UMC_SM=${sm_addr%% *}"
+		else
+			log "== umc-sm did not start ($(tail -1 "$TMP/umc-sm.log")): InfiniBand link skipped"
+			IB=0
+		fi
+	else
+		log "== umc-sm not built: InfiniBand link skipped"
+		IB=0
+	fi
 fi
 
 # start NAME CPU CMD...: run CMD in the background with -R on a fifo, wait
@@ -136,17 +182,17 @@ rate_once() {
 	local t=$1 size=$2 n=$3 i tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 agg=0 lost=0 exp=0
 	local rpids=()
 	for ((i = 0; i < n; i++)); do
-		# shellcheck disable=SC2086
-		if start "r$i" 1 env ${ENVS[$t]} "$tool" -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000; then
+		# shellcheck disable=SC2086,SC2046
+		if start "r$i" 1 env ${ENVS[$t]} "$tool" ${ARGS[$t]} -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000; then
 			rpids+=("$STARTED")
 		else
 			ok=0
 		fi
 	done
 	if [ $ok = 1 ]; then
-		# shellcheck disable=SC2086
-		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" -s -o -m "$g" -S "$size" -B "$BATCH" -D "$DUR" \
-			>"$TMP/s.out" 2>"$TMP/s.err" || ok=0
+		# shellcheck disable=SC2086,SC2046
+		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" ${ARGS[$t]} -s -o -m "$g" -S "$size" \
+			-B "$BATCH" -D "$DUR" >"$TMP/s.out" 2>"$TMP/s.err" || ok=0
 		cat "$TMP/s.out" >>"$RESULTS"
 	fi
 	for p in "${rpids[@]}"; do wait "$p" || ok=0; done
@@ -167,15 +213,18 @@ rate_once() {
 	fi
 }
 
-# lat_once TRANSPORT SIZE -> "p50 p99 p999" (us) or "- - -"
+# lat_once TRANSPORT SIZE [-e] -> "p50 p99 p999" (us) or "- - -"; -e: both
+# ends sleep (event-driven round trips), otherwise both busy-poll.
 lat_once() {
-	local t=$1 size=$2 tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid
+	local t=$1 size=$2 ev=${3:-} tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid n=$LAT_N
+	[ -n "$ev" ] && n=$EV_N
 	# shellcheck disable=SC2086
-	if start pong 1 env ${ENVS[$t]} "$tool" -L pong -m "$g" -S "$size" -B "$BATCH" -I 3000 -T 20000; then
+	if start pong 1 env ${ENVS[$t]} "$tool" ${ARGS[$t]} -L pong $ev -m "$g" -S "$size" -B "$BATCH" \
+		-I 3000 -T 20000; then
 		ppid=$STARTED
-		# shellcheck disable=SC2086
-		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" -L ping -m "$g" -S "$size" -B "$BATCH" -n "$LAT_N" -w 1000 \
-			>"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
+		# shellcheck disable=SC2086,SC2046
+		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" ${ARGS[$t]} -L ping $ev -m "$g" -S "$size" \
+			-B "$BATCH" -n "$n" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
 		wait "$ppid" || true
 		cat "$TMP/ping.out" >>"$RESULTS"
 	else
@@ -185,12 +234,14 @@ lat_once() {
 	if [ $ok = 1 ] && [ -n "$(field p50_us "$TMP/ping.out")" ]; then
 		echo "$(field p50_us "$TMP/ping.out") $(field p99_us "$TMP/ping.out") $(field p999_us "$TMP/ping.out")"
 	else
-		log "   $t latency size=$size failed: $(cat "$TMP/ping.err" "$TMP/pong.err" 2>/dev/null | head -3)"
+		log "   $t latency${ev:+ (events)} size=$size failed: $(cat "$TMP/ping.err" "$TMP/pong.err" 2>/dev/null | head -3)"
 		echo "- - -"
 	fi
 }
 
-declare -A RATE LOSS P50 P99 P999 FAN RS LS LA LB LC
+# Per transport, size (and receivers): the space-separated values of every
+# repetition, "-" for a failed run, so that position k is repetition k.
+declare -A RS LS LA LB LC EA EB EC
 MAXN=1
 for n in $FANOUT; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
 med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
@@ -198,15 +249,18 @@ med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
 # Repetitions outermost, transports back to back inside, in reverse order
 # every other repetition: a slow phase of the machine (other guests,
 # frequency changes) hits every transport alike.
-# order K N: the transports measured with N receivers in repetition K.
+# order K N [lat|ev]: the transports measured in repetition K, with N
+# receivers, or in the busy-polling (lat) or event-driven (ev) round trips.
 order() {
 	local list=() t
-	for t in umcast umcast0 udp libfabric; do
+	for t in umcast umcast0 udp libfabric umcib; do
 		case $t in
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
+		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] || continue ;;
 		esac
+		[ "${3:-}" = ev ] && [ "$t" != umcast ] && [ "$t" != udp ] && continue
 		list+=("$t")
 	done
 	if (($1 % 2 == 0)); then
@@ -216,6 +270,8 @@ order() {
 	fi
 }
 log "== $(nproc) CPUs, batch $BATCH, $DUR s per rate run, $REPS repetitions, $LAT_N round trips"
+log "   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((k = 1; k <= REPS; k++)); do
 	for size in $SIZES; do
 		line="   rep $k size $size:"
@@ -227,27 +283,21 @@ for ((k = 1; k <= REPS; k++)); do
 				line+=" $t/$n=$r"
 			done
 		done
-		for t in $(order "$k" 1); do
+		for t in $(order "$k" 1 lat); do
 			read -r x y z < <(lat_once "$t" "$size")
 			LA[$t,$size]+="$x "
 			LB[$t,$size]+="$y "
 			LC[$t,$size]+="$z "
 			line+=" $t/p50=${x}us"
 		done
-		log "$line"
-	done
-done
-for size in $SIZES; do
-	for t in "${TRANSPORTS[@]}" $([ "$DIAG" = 1 ] && echo umcast0); do
-		for n in $FANOUT; do
-			[ -n "${RS[$t,$size,$n]:-}" ] || continue
-			FAN[$t,$size,$n]=$(med <<<"${RS[$t,$size,$n]}")
+		for t in $(order "$k" 1 ev); do
+			read -r x y z < <(lat_once "$t" "$size" -e)
+			EA[$t,$size]+="$x "
+			EB[$t,$size]+="$y "
+			EC[$t,$size]+="$z "
+			line+=" $t/ev-p50=${x}us"
 		done
-		RATE[$t,$size]=$(med <<<"${RS[$t,$size,1]:-}")
-		LOSS[$t,$size]=$(med <<<"${LS[$t,$size,1]:-}")
-		P50[$t,$size]=$(med <<<"${LA[$t,$size]}")
-		P99[$t,$size]=$(med <<<"${LB[$t,$size]}")
-		P999[$t,$size]=$(med <<<"${LC[$t,$size]}")
+		log "$line"
 	done
 done
 
@@ -258,37 +308,99 @@ for ((k = 0; k < REPS; k++)); do
 	icrc+=("$(field gbps "$TMP/icrc.out")")
 	isal+=("$(sed -n 's/.*isal_gbps=\([^ ]*\).*/\1/p' "$TMP/icrc.out")")
 done
-ICRC=$(printf '%s\n' "${icrc[@]}" | median)
-ISAL=$(printf '%s\n' "${isal[@]}" | median)
+ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}"
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# umc-sm against OpenSM on ibsim: bench/sm-bench.sh, here in the namespace.
+SM_TABLE=
+if [ "$SM_BENCH" = 1 ]; then
+	if [ -n "$SM_PID" ]; then
+		kill "$SM_PID" 2>/dev/null || true
+		wait "$SM_PID" 2>/dev/null || true
+		SM_PID=
+	fi
+	rm -f "$BUILD/sm-bench-summary.txt"
+	log "== umc-sm against OpenSM on ibsim (bench/sm-bench.sh, $REPS repetitions)"
+	rc=0
+	REPS=$REPS NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/sm-bench.sh" >"$TMP/sm.out" || rc=$?
+	if [ "$rc" = 0 ]; then
+		SM_TABLE=$(grep -v '^ratio ' "$TMP/sm.out")
+	else
+		log "   sm-bench.sh: exit $rc (77: OpenSM/ibsim missing: scripts/deps.sh bench)"
+	fi
+fi
+
+# --- the figures ---------------------------------------------------------------
+# pstat ratio|diff "a1 a2 .." "b1 b2 ..": over the repetitions k where both
+# ran, the median, smallest and largest of a_k/b_k (ratio) or of
+# 100*(a_k - b_k) (diff: loss fractions -> percentage points): "med lo hi",
+# or "- - -".  Runs of the same repetition are back to back, so the
+# machine's slow phases disturb a paired ratio much less than a ratio of
+# medians.
+pstat() {
+	awk -v M="$1" -v A="$2" -v B="$3" 'BEGIN {
+		n = split(A, a, " "); split(B, b, " "); k = 0
+		for (i = 1; i <= n; i++) {
+			if (a[i] == "-" || a[i] == "" || b[i] == "-" || b[i] == "") continue
+			if (M == "ratio") { if (b[i] + 0 <= 0) continue; v[++k] = a[i] / b[i] }
+			else v[++k] = 100 * (a[i] - b[i])
+		}
+		if (!k) { print "- - -"; exit }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
+			if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+		printf "%.2f %.2f %.2f\n", v[int((k + 1) / 2)], v[1], v[k] }'
+}
+declare -A FIG LO HI
+# figure NAME ratio|diff A B: record a summary figure and its spread
+figure() {
+	read -r FIG[$1] LO[$1] HI[$1] < <(pstat "$2" "$3" "$4")
+}
+# fig NAME: "value (lo-hi)" for the table
+fig() {
+	if [ "${FIG[$1]:--}" = - ]; then echo "-"; else echo "${FIG[$1]} (${LO[$1]}..${HI[$1]})"; fi
+}
+FAN4=
+case " $FANOUT " in *" 4 "*) FAN4=4 ;; esac
+for size in $SIZES; do
+	figure "rate_vs_udp_$size" ratio "${RS[umcast,$size,1]:-}" "${RS[udp,$size,1]:-}"
+	figure "rate_vs_lf_$size" ratio "${RS[umcast,$size,1]:-}" "${RS[libfabric,$size,1]:-}"
+	figure "p50_vs_udp_$size" ratio "${LA[umcast,$size]:-}" "${LA[udp,$size]:-}"
+	figure "p50_vs_lf_$size" ratio "${LA[umcast,$size]:-}" "${LA[libfabric,$size]:-}"
+	figure "evlat_p50_vs_udp_$size" ratio "${EA[umcast,$size]:-}" "${EA[udp,$size]:-}"
+	figure "ib_rate_vs_roce_$size" ratio "${RS[umcib,$size,1]:-}" "${RS[umcast,$size,1]:-}"
+	for n in $FANOUT; do
+		figure "fanout${n}_vs_udp_$size" ratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
+		figure "fanout${n}_loss_minus_udp_$size" diff "${LS[umcast,$size,$n]:-}" "${LS[udp,$size,$n]:-}"
+		figure "diag_fanout${n}_vs_udp_$size" ratio "${RS[umcast0,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
+	done
+	figure "diag_rate_vs_udp_$size" ratio "${RS[umcast0,$size,1]:-}" "${RS[udp,$size,1]:-}"
+	figure "diag_p50_vs_udp_$size" ratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}"
+	figure "udp_vs_lf_$size" ratio "${RS[udp,$size,1]:-}" "${RS[libfabric,$size,1]:-}"
+done
+figure icrc_vs_crc32_4096 ratio "$ICRC_S" "$ISAL_S"
+if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
+	FIG[sm_joins_vs_opensm]=$(sed -n 's/^ratio sm_joins_vs_opensm //p' "$BUILD/sm-bench-summary.txt")
+	FIG[sm_create_vs_opensm]=$(sed -n 's/^ratio sm_create_vs_opensm //p' "$BUILD/sm-bench-summary.txt")
+	FIG[sm_joins_vs_opensm]=${FIG[sm_joins_vs_opensm]:--}
+	FIG[sm_create_vs_opensm]=${FIG[sm_create_vs_opensm]:--}
+fi
+
+# The summary: the names issue 7 lists, in its order, for the sizes run.
+{
+	for name in rate_vs_udp rate_vs_lf p50_vs_udp p50_vs_lf fanout4_vs_udp fanout4_loss_minus_udp; do
+		[[ $name == fanout4* ]] && [ -z "$FAN4" ] && continue
+		for size in $SIZES; do echo "ratio ${name}_$size ${FIG[${name}_$size]:--}"; done
+	done
+	case " $SIZES " in *" 64 "*)
+		echo "ratio evlat_p50_vs_udp_64 ${FIG[evlat_p50_vs_udp_64]:--}"
+		[ "$IB" = 1 ] && echo "ratio ib_rate_vs_roce_64 ${FIG[ib_rate_vs_roce_64]:--}" ;;
+	esac
+	echo "ratio icrc_vs_crc32_4096 ${FIG[icrc_vs_crc32_4096]:--}"
+	[ -n "${FIG[sm_joins_vs_opensm]:-}" ] && echo "ratio sm_joins_vs_opensm ${FIG[sm_joins_vs_opensm]}"
+	true
+} >"$SUMMARY"
 
 # --- the table ---------------------------------------------------------------
-# pratio "a1 a2 .." "b1 b2 ..": the median of the paired ratios a_k/b_k (runs
-# of the same repetition, back to back), which the machine's slow phases
-# disturb much less than a ratio of medians.
-pratio() {
-	awk -v A="$1" -v B="$2" 'BEGIN {
-		n = split(A, a, " "); split(B, b, " ")
-		for (i = 1; i <= n; i++)
-			if (a[i] != "-" && a[i] != "" && b[i] != "-" && b[i] + 0 > 0)
-				printf "%.6f\n", a[i] / b[i] }' | median |
-		awk '{ if ($1 == "-") print "-"; else printf "%.2f\n", $1 }'
-}
-# prange "a1 .." "b1 ..": the smallest and largest paired ratio, "min-max"
-prange() {
-	awk -v A="$1" -v B="$2" 'BEGIN {
-		n = split(A, a, " "); split(B, b, " "); k = 0
-		for (i = 1; i <= n; i++)
-			if (a[i] != "-" && a[i] != "" && b[i] != "-" && b[i] + 0 > 0) {
-				r = a[i] / b[i]
-				if (!k || r < lo) lo = r
-				if (!k || r > hi) hi = r
-				k++
-			}
-		if (k) printf "%.2f-%.2f\n", lo, hi; else print "-" }'
-}
-ratio() { # a b -> a/b with 2 decimals, or "-"
-	awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b}'
-}
 pct() { awk -v a="$1" 'BEGIN {if (a == "-" || a == "") print "-"; else printf "%.1f%%", 100 * a}'; }
 verdict() { # value op threshold -> PASS/FAIL/n/a
 	awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
@@ -296,94 +408,118 @@ verdict() { # value op threshold -> PASS/FAIL/n/a
 		ok = (op == ">=") ? (v + 0 >= t + 0) : (v + 0 <= t + 0)
 		print ok ? "PASS" : "FAIL" }'
 }
+# target NAME OP THRESHOLD: one line of the targets, with the pairs' spread
+target() {
+	local v=${FIG[$1]:--} spread=
+	[ -n "${LO[$1]:-}" ] && [ "${LO[$1]}" != - ] && spread="  (pairs: ${LO[$1]}..${HI[$1]})"
+	printf '  %s  %-30s %-2s %-5s %6s%s\n' "$(verdict "$v" "$2" "$3")" "$1" "$2" "$3" "$v" "$spread"
+}
 have_lf() { [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]]; }
+lat3() { echo "$(med <<<"$1") / $(med <<<"$2") / $(med <<<"$3")"; }
 
 print_table() {
 echo
 echo "umcast benchmark: loopback, $(nproc) CPUs ($(uname -r)), batch $BATCH, $REPS repetitions"
-echo "(values: medians; ratios: medians of the per-repetition ratios of back-to-back runs)"
-echo "(sender on CPU 0, receivers/pong on CPU 1; baselines send payload + 32 bytes; namespace: $UMC_BENCH_INNER)"
+echo "(values: medians; ratios: median of the per-repetition ratios of back-to-back runs,"
+echo " their smallest..largest in parentheses; sender on CPU 0, receivers/pong on CPU 1;"
+echo " baselines send payload + 32 bytes; namespace: $UMC_BENCH_INNER;"
+echo " load average before / after: $LOAD_BEFORE / $LOAD_AFTER)"
 echo
 echo "Message rate, 1 sender -> 1 receiver process (delivered msg/s at the receiver, loss)"
-printf '%-6s | %-20s | %-20s | %-20s | %-10s | %-10s\n' size umcast "raw UDP" "libfabric udp" umcast/UDP umcast/lf
-printf -- '-------+----------------------+----------------------+----------------------+------------+-----------\n'
+printf '%-5s | %-19s | %-19s | %-19s | %-17s | %-17s\n' size umcast "raw UDP" "libfabric udp" umcast/UDP umcast/lf
 for size in $SIZES; do
-	printf '%-6s | %10s %9s | %10s %9s | %10s %9s | %-10s | %-10s\n' "$size" \
-		"${RATE[umcast,$size]:--}" "($(pct "${LOSS[umcast,$size]:--}"))" \
-		"${RATE[udp,$size]:--}" "($(pct "${LOSS[udp,$size]:--}"))" \
-		"${RATE[libfabric,$size]:--}" "($(pct "${LOSS[libfabric,$size]:--}"))" \
-		"$(pratio "${RS[umcast,$size,1]:-}" "${RS[udp,$size,1]:-}")" \
-		"$(pratio "${RS[umcast,$size,1]:-}" "${RS[libfabric,$size,1]:-}")"
+	printf '%-5s | %9s %9s | %9s %9s | %9s %9s | %-17s | %-17s\n' "$size" \
+		"$(med <<<"${RS[umcast,$size,1]:-}")" "($(pct "$(med <<<"${LS[umcast,$size,1]:-}")"))" \
+		"$(med <<<"${RS[udp,$size,1]:-}")" "($(pct "$(med <<<"${LS[udp,$size,1]:-}")"))" \
+		"$(med <<<"${RS[libfabric,$size,1]:-}")" "($(pct "$(med <<<"${LS[libfabric,$size,1]:-}")"))" \
+		"$(fig "rate_vs_udp_$size")" "$(fig "rate_vs_lf_$size")"
+done
+if [ "$IB" = 1 ]; then
+	echo
+	echo "Message rate over the simulated InfiniBand link (umc_ib0, umc-sm), 1 -> 1"
+	printf '%-5s | %-19s | %-17s\n' size "umcast IB" "IB/RoCE"
+	for size in $SIZES; do
+		printf '%-5s | %9s %9s | %-17s\n' "$size" \
+			"$(med <<<"${RS[umcib,$size,1]:-}")" "($(pct "$(med <<<"${LS[umcib,$size,1]:-}")"))" \
+			"$(fig "ib_rate_vs_roce_$size")"
+	done
+fi
+echo
+echo "Round-trip latency, busy-polling, us (p50 / p99 / p99.9)"
+printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' size umcast "raw UDP" "libfabric udp" "p50 u/UDP" "p50 u/lf"
+for size in $SIZES; do
+	printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' "$size" \
+		"$(lat3 "${LA[umcast,$size]:-}" "${LB[umcast,$size]:-}" "${LC[umcast,$size]:-}")" \
+		"$(lat3 "${LA[udp,$size]:-}" "${LB[udp,$size]:-}" "${LC[udp,$size]:-}")" \
+		"$(lat3 "${LA[libfabric,$size]:-}" "${LB[libfabric,$size]:-}" "${LC[libfabric,$size]:-}")" \
+		"$(fig "p50_vs_udp_$size")" "$(fig "p50_vs_lf_$size")"
 done
 echo
-echo "Round-trip latency, us (p50 / p99 / p99.9)"
-printf '%-6s | %-24s | %-24s | %-24s | %-10s | %-10s\n' size umcast "raw UDP" "libfabric udp" "p50 u/UDP" "p50 u/lf"
-printf -- '-------+--------------------------+--------------------------+--------------------------+------------+-----------\n'
+echo "Round-trip latency, event-driven (both ends sleep in poll(2): on the completion"
+echo "channel's fd / on the socket), us (p50 / p99 / p99.9)"
+printf '%-5s | %-29s | %-29s | %-17s\n' size "umcast -e" "raw UDP -e" "p50 u/UDP"
 for size in $SIZES; do
-	printf '%-6s | %-24s | %-24s | %-24s | %-10s | %-10s\n' "$size" \
-		"${P50[umcast,$size]:--} / ${P99[umcast,$size]:--} / ${P999[umcast,$size]:--}" \
-		"${P50[udp,$size]:--} / ${P99[udp,$size]:--} / ${P999[udp,$size]:--}" \
-		"${P50[libfabric,$size]:--} / ${P99[libfabric,$size]:--} / ${P999[libfabric,$size]:--}" \
-		"$(pratio "${LA[umcast,$size]:-}" "${LA[udp,$size]:-}")" \
-		"$(pratio "${LA[umcast,$size]:-}" "${LA[libfabric,$size]:-}")"
+	printf '%-5s | %-29s | %-29s | %-17s\n' "$size" \
+		"$(lat3 "${EA[umcast,$size]:-}" "${EB[umcast,$size]:-}" "${EC[umcast,$size]:-}")" \
+		"$(lat3 "${EA[udp,$size]:-}" "${EB[udp,$size]:-}" "${EC[udp,$size]:-}")" \
+		"$(fig "evlat_p50_vs_udp_$size")"
 done
 echo
-echo "Fan-out: aggregate delivered msg/s over N receiver processes, loss in parentheses"
-echo "(umcast / raw UDP = ratio)"
-printf '%-6s' size
-for n in $FANOUT; do printf ' | %-42s' "N=$n"; done
-echo
-for size in $SIZES; do
-	printf '%-6s' "$size"
-	for n in $FANOUT; do
-		l1=$(med <<<"${LS[umcast,$size,$n]:-}") l2=$(med <<<"${LS[udp,$size,$n]:-}")
-		printf ' | %-42s' "${FAN[umcast,$size,$n]:--} ($(pct "$l1")) / ${FAN[udp,$size,$n]:--} ($(pct "$l2")) = $(pratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}")"
+[ "$MAXN" -gt 1 ] && echo "Fan-out: aggregate delivered msg/s over N receiver processes (loss), umcast / raw UDP," &&
+	echo "ratio and loss difference (umcast - UDP, percentage points)"
+for n in $FANOUT; do
+	[ "$n" = 1 ] && continue
+	echo "N=$n"
+	printf '%-5s | %-19s | %-19s | %-17s | %-20s\n' size umcast "raw UDP" umcast/UDP "loss u-UDP (pp)"
+	for size in $SIZES; do
+		printf '%-5s | %9s %9s | %9s %9s | %-17s | %-20s\n' "$size" \
+			"$(med <<<"${RS[umcast,$size,$n]:-}")" "($(pct "$(med <<<"${LS[umcast,$size,$n]:-}")"))" \
+			"$(med <<<"${RS[udp,$size,$n]:-}")" "($(pct "$(med <<<"${LS[udp,$size,$n]:-}")"))" \
+			"$(fig "fanout${n}_vs_udp_$size")" "$(fig "fanout${n}_loss_minus_udp_$size")"
 	done
 	echo
 done
-echo
 if [ "$DIAG" = 1 ]; then
 	echo "Diagnostic: umcast with its background receive thread off (UMC_RX_THREAD=0)"
-	printf '%-6s | %-20s | %-11s | %-26s | %-10s | %-24s\n' size "rate 1->1" "rate u0/UDP" \
-		"RTT p50 / p99 / p99.9" "p50 u0/UDP" "fan-out $MAXN (u0/UDP)"
+	printf '%-5s | %-19s | %-17s | %-29s | %-17s | %-17s\n' size "rate 1->1" "rate u0/UDP" \
+		"RTT p50 / p99 / p99.9" "p50 u0/UDP" "fan-out $MAXN u0/UDP"
 	for size in $SIZES; do
-		printf '%-6s | %10s %9s | %-11s | %-26s | %-10s | %-24s\n' "$size" \
-			"${RATE[umcast0,$size]:--}" "($(pct "${LOSS[umcast0,$size]:--}"))" \
-			"$(pratio "${RS[umcast0,$size,1]:-}" "${RS[udp,$size,1]:-}")" \
-			"${P50[umcast0,$size]:--} / ${P99[umcast0,$size]:--} / ${P999[umcast0,$size]:--}" \
-			"$(pratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}")" \
-			"${FAN[umcast0,$size,$MAXN]:--} ($(pratio "${RS[umcast0,$size,$MAXN]:-}" "${RS[udp,$size,$MAXN]:-}"))"
+		printf '%-5s | %9s %9s | %-17s | %-29s | %-17s | %-17s\n' "$size" \
+			"$(med <<<"${RS[umcast0,$size,1]:-}")" "($(pct "$(med <<<"${LS[umcast0,$size,1]:-}")"))" \
+			"$(fig "diag_rate_vs_udp_$size")" \
+			"$(lat3 "${LA[umcast0,$size]:-}" "${LB[umcast0,$size]:-}" "${LC[umcast0,$size]:-}")" \
+			"$(fig "diag_p50_vs_udp_$size")" "$(fig "diag_fanout${MAXN}_vs_udp_$size")"
 	done
 	echo
 fi
-echo "ICRC over 4096-byte messages, one core: $ICRC GB/s (ISA-L crc32 alone: $ISAL GB/s)"
+echo "ICRC over 4096-byte messages, one core: $(med <<<"$ICRC_S") GB/s;" \
+	"ISA-L crc32 alone over the same bytes: $(med <<<"$ISAL_S") GB/s; ratio $(fig icrc_vs_crc32_4096)"
+if [ -n "$SM_TABLE" ]; then
+	echo
+	echo "$SM_TABLE"
+fi
 echo
-r_udp=$(pratio "${RS[umcast,64,1]:-}" "${RS[udp,64,1]:-}")
-r_lf=$(pratio "${RS[umcast,64,1]:-}" "${RS[libfabric,64,1]:-}")
-r_lat=$(pratio "${LA[umcast,64]:-}" "${LA[udp,64]:-}")
-r_fan=$(pratio "${RS[umcast,64,$MAXN]:-}" "${RS[udp,64,$MAXN]:-}")
-echo "Targets (issue 3)"
-printf '  %s  64-byte rate >= 0.8 x raw UDP          %s  (runs: %s)\n' "$(verdict "$r_udp" '>=' 0.8)" "$r_udp" \
-	"$(prange "${RS[umcast,64,1]:-}" "${RS[udp,64,1]:-}")"
-if have_lf; then
-	printf '  %s  64-byte rate >= 2 x libfabric udp      %s  (runs: %s; raw UDP / libfabric: %s)\n' \
-		"$(verdict "$r_lf" '>=' 2)" "$r_lf" "$(prange "${RS[umcast,64,1]:-}" "${RS[libfabric,64,1]:-}")" \
-		"$(pratio "${RS[udp,64,1]:-}" "${RS[libfabric,64,1]:-}")"
-else
-	printf '  n/a   64-byte rate >= 2 x libfabric udp      (libfabric not measured)\n'
+echo "Targets (issue 7; ib_rate and sm_joins: issue 8), from $SUMMARY"
+for size in $SIZES; do
+	if have_lf; then target "rate_vs_lf_$size" '>=' 1.0; fi
+done
+for size in $SIZES; do
+	case $size in 4096) target "rate_vs_udp_$size" '>=' 0.92 ;; *) target "rate_vs_udp_$size" '>=' 0.95 ;; esac
+done
+for size in $SIZES; do target "p50_vs_udp_$size" '<=' 1.05; done
+if [ -n "$FAN4" ]; then
+	for size in $SIZES; do
+		target "fanout4_vs_udp_$size" '>=' 0.95
+		target "fanout4_loss_minus_udp_$size" '<=' 1
+	done
 fi
-printf '  %s  p50 RTT (64 B) <= 1.2 x raw UDP         %s  (runs: %s)\n' "$(verdict "$r_lat" '<=' 1.2)" "$r_lat" \
-	"$(prange "${LA[umcast,64]:-}" "${LA[udp,64]:-}")"
-printf '  %s  fan-out to %s (64 B) >= 0.8 x raw UDP    %s  (runs: %s)\n' "$(verdict "$r_fan" '>=' 0.8)" "$MAXN" "$r_fan" \
-	"$(prange "${RS[umcast,64,$MAXN]:-}" "${RS[udp,64,$MAXN]:-}")"
-printf '  %s  ICRC (4096 B) >= 4 GB/s                 %s\n' "$(verdict "$ICRC" '>=' 4)" "$ICRC"
-if [ "$DIAG" = 1 ]; then
-	printf '  with UMC_RX_THREAD=0: 64-byte rate %s, p50 RTT %s, fan-out %s x raw UDP\n' \
-		"$(pratio "${RS[umcast0,64,1]:-}" "${RS[udp,64,1]:-}")" \
-		"$(pratio "${LA[umcast0,64]:-}" "${LA[udp,64]:-}")" \
-		"$(pratio "${RS[umcast0,64,$MAXN]:-}" "${RS[udp,64,$MAXN]:-}")"
-fi
+case " $SIZES " in *" 64 "*) target evlat_p50_vs_udp_64 '<=' 1.1 ;; esac
+target icrc_vs_crc32_4096 '>=' 0.5
+case " $SIZES " in *" 64 "*) [ "$IB" = 1 ] && target ib_rate_vs_roce_64 '>=' 0.9 ;; esac
+[ -n "${FIG[sm_joins_vs_opensm]:-}" ] && target sm_joins_vs_opensm '>=' 5
+have_lf && printf '  (for scale: raw UDP / libfabric rate at %s B: %s)\n' \
+	"${SIZES%% *}" "$(fig "udp_vs_lf_${SIZES%% *}")"
 echo
 }
 print_table | tee "$BUILD/bench-table.txt"
-echo "every result line: $RESULTS; this table: $BUILD/bench-table.txt"
+echo "every result line: $RESULTS; this table: $BUILD/bench-table.txt; summary: $SUMMARY"

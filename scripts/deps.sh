@@ -3,7 +3,7 @@
 #   scripts/deps.sh build      to build the library and tools (the demo)
 #   scripts/deps.sh test       also what the tests use (cmocka, valgrind,
 #                              pandoc and man for the manual pages, tshark, ...)
-#   scripts/deps.sh bench      also the benchmark's baseline (libfabric)
+#   scripts/deps.sh bench      also the benchmarks' baselines (libfabric, OpenSM on ibsim)
 #   scripts/deps.sh fuzz       the build and clang's libFuzzer (scripts/fuzz.sh)
 # Runs apt-get as root, or through sudo.
 set -eu
@@ -13,7 +13,10 @@ build) ;;
 test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps
 	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev
 	opensm ibsim-utils libumad2sim0 libibumad-dev) ;;
-bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
+# bench: libfabric for the baseline; OpenSM on ibsim and libibumad for
+# bench/sm-bench.sh (run by bench/run.sh).
+bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin opensm ibsim-utils libumad2sim0
+	libibumad-dev) ;;
 fuzz) pkgs+=(clang libclang-rt-dev) ;;
 *) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
 esac

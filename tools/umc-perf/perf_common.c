@@ -399,9 +399,16 @@ static bool run_ping(const struct perf_transport *t)
 		t->ping_send();
 		while (!got) {
 			int n = t->ping_recv(i, &got);
+			int64_t waited;
 
-			if (!n && perf_now_ns() - t0 > o->idle_ms * 1000000ll)
+			if (n || got)
+				continue;
+			waited = perf_now_ns() - t0;
+			if (waited > o->idle_ms * 1000000ll)
 				break;
+			/* -e: sleep until the echo may be there, as the pong side does. */
+			if (o->events && t->wait)
+				t->wait((int)(o->idle_ms - waited / 1000000) + 1);
 		}
 		t1 = perf_now_ns();
 		if (!got)

@@ -685,7 +685,7 @@ static void usage(void)
 		"  -B n       WRs per ibv_post_send / receive repost chain (default 32)\n"
 		"  -d n       queue depth per QP (default 2048)\n"
 		"  -q n       receiver: QPs (one rdma_cm_id each) joined to the group\n"
-		"  -e         receiver/pong: sleep on the completion channel, not busy-poll\n"
+		"  -e         receiver/pong/ping: sleep on the completion channel, not busy-poll\n"
 		"  -w n       ping: warm-up round trips not counted (default 1000)\n"
 		"  -O file    ping: write every round-trip time (ns, in order) to file\n"
 		"  -R fd      write one byte to fd when joined and receives are posted\n"
