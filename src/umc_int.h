@@ -25,8 +25,10 @@
  * recvmmsg() and deliver to the attached QPs, so a busy-polling program
  * needs no other thread.  A background receive thread per device stands in
  * for the NIC only while no application thread is receiving (progress.c).
- * A completion channel's fd is readable exactly when a CQ event is queued
- * on it, as with libibverbs.
+ * A completion channel's fd is readable when a CQ event is queued on it, as
+ * with libibverbs, and also while datagrams wait for a device whose CQ on
+ * it is armed, so that a program asleep on it is woken by the datagram
+ * itself (cq.c; umcast(7)).
  */
 #ifndef UMC_INT_H
 #define UMC_INT_H
@@ -178,8 +180,7 @@ struct umc_device {
 	struct umc_qp *qp_list;
 
 	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	atomic_int cq_armed; /* CQs armed with a channel: someone waits for an event */
-	int rx_wake_fd;	     /* eventfd: a CQ got armed, the receive thread must look now */
+	atomic_int cq_armed; /* CQs armed: their waiters sleep on sockets themselves (cq.c) */
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
@@ -462,12 +463,24 @@ void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held);
  */
 void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 
+/*
+ * A completion channel.  Its fd (ch.fd) is an epoll set of @notify[0],
+ * which holds one byte while an event is queued, and of the device's
+ * receive epoll (dev->rx_epfd) while the channel is watching: from the
+ * first ibv_req_notify_cq on one of its CQs until an ibv_get_cq_event
+ * finds no event with none of them armed.  So poll(2) on the fd, and
+ * ibv_get_cq_event, are woken by an arriving datagram itself (cq.c).
+ */
 struct umc_comp_channel {
-	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */
-	int notify[2];		   /* socketpair: one byte while @pending is not empty */
-	int epfd;		   /* epoll(notify[0], dev->rx_epfd), for ibv_get_cq_event */
-	pthread_mutex_t lock;
+	struct ibv_comp_channel ch; /* ch.fd = epfd */
+	int notify[2];		   /* socketpair: notify[0] readable iff @byte */
+	int epfd;		   /* epoll(notify[0], dev->rx_epfd while @watching) */
+	pthread_mutex_t lock;	   /* @pending, @takers, @byte, changes of @watching */
 	struct umc_cq *pending, **pending_tail;
+	int takers;	     /* ibv_get_cq_event calls running the engine: they take what it raises */
+	bool byte;	     /* notify[0] holds its byte: pending and no taker */
+	atomic_int armed;    /* CQs of this channel armed */
+	atomic_bool watching; /* dev->rx_epfd is in epfd with EPOLLIN */
 	struct umc_device *dev;
 };
 

@@ -8,22 +8,35 @@
  * itself when the ring is empty, so a busy-polling program needs no other
  * thread.
  *
- * A completion channel's fd is one end of a socketpair that holds one byte
- * exactly while at least one CQ event is queued on the channel (the byte
- * is written when the queue becomes non-empty and read when it becomes
- * empty), so poll(2) on it says exactly what libibverbs' does, an event is
- * ready, for any number of events.  ibv_get_cq_event waits on an
- * internal epoll of that socket and the device's group sockets, running
- * the receive engine when datagrams arrive; while the application waits
- * elsewhere (poll on the fd), the background receive thread delivers as
- * soon as data arrives for as long as a CQ is armed (progress.c).
+ * A completion channel's fd is an epoll set of two things.  One is one end
+ * of a socketpair that holds one byte exactly while at least one CQ event
+ * is queued on the channel and no ibv_get_cq_event call is about to take
+ * it (the byte is written when the queue becomes non-empty and read when it
+ * becomes empty), so poll(2) on the fd says what libibverbs' does, an event
+ * is ready, for any number of events.  The other is the device's receive
+ * epoll, while the channel watches it: from the first ibv_req_notify_cq on
+ * one of its CQs until an ibv_get_cq_event finds no event with none of them
+ * armed.  A program asleep in poll(2) on the fd, or in ibv_get_cq_event
+ * (which waits on the same set and runs the receive engine when it wakes),
+ * is therefore woken by the arriving datagram itself, in the kernel, with
+ * no other thread or timer in the path; ibv_get_cq_event receives the
+ * datagram and returns the event it raised.  The price: a datagram that
+ * raises no event on the channel (its CQ armed for solicited events only,
+ * a CQ of another channel, a drop) may wake the fd spuriously; a
+ * non-blocking ibv_get_cq_event then says EAGAIN, a blocking one waits for
+ * the next event, as after a spurious wake-up of libibverbs (umcast(7)).
+ *
+ * Waking a sleeping program costs syscalls on its critical path, so the
+ * path of an event is kept to what raw UDP needs: the socketpair's byte is
+ * not written at all when the ibv_get_cq_event call that ran the engine
+ * takes the event itself (@takers), and the watch is switched on and off
+ * lazily, not per event.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,23 +62,23 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 		return NULL;
 	}
 	ch->notify[0] = ch->notify[1] = -1;
+	/* The user's fd; it blocks unless the user sets O_NONBLOCK on it. */
 	ch->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ch->epfd < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ch->notify))
 		goto err;
-	/* The user's fd blocks unless the user sets O_NONBLOCK on it. */
-	if (fcntl(ch->notify[0], F_SETFL, 0))
-		goto err;
 	ev.data.fd = ch->notify[0];
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
 		goto err;
+	/* The receive epoll is in the set from the start, but reports nothing until watched. */
+	ev.events = 0;
 	ev.data.fd = dev->rx_epfd;
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
 		goto err;
-	umc_fd_own(ch->epfd, false);
-	umc_fd_own(ch->notify[0], true);
+	umc_fd_own(ch->epfd, true);
+	umc_fd_own(ch->notify[0], false);
 	umc_fd_own(ch->notify[1], false);
-	ch->ch.fd = ch->notify[0];
+	ch->ch.fd = ch->epfd;
 	ch->ch.context = context;
 	ch->dev = dev;
 	ch->pending_tail = &ch->pending;
@@ -102,19 +115,26 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 }
 
 /*
- * The fd's byte: written when the pending list becomes non-empty, read
- * when it becomes empty, so the socketpair never holds more than one byte
- * and never fills.  Caller holds ch->lock.
+ * Keep the socketpair's byte in step with the queue: there while an event
+ * is pending and no ibv_get_cq_event call that ran the engine is about to
+ * take it (such a call takes the first event itself and calls this
+ * again), gone otherwise.  A syscall only when that changes, so the
+ * socketpair never holds more than one byte and never fills.  Caller holds
+ * ch->lock.
  */
-static void __umc_chan_ready(struct umc_comp_channel *ch, bool ready)
+static void __umc_chan_sync(struct umc_comp_channel *ch)
 {
 	static const char one = 1;
+	bool want = ch->pending && !ch->takers;
 	char byte;
 
-	if (ready)
+	if (want == ch->byte)
+		return;
+	if (want)
 		(void)!write(ch->notify[1], &one, 1);
 	else
 		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+	ch->byte = want;
 }
 
 /* Queue @cq's event on its channel. */
@@ -122,16 +142,62 @@ static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 {
 	pthread_mutex_lock(&ch->lock);
 	if (!cq->notify_pending) {
-		bool was_empty = !ch->pending;
-
 		cq->notify_pending = true;
 		cq->notify_next = NULL;
 		*ch->pending_tail = cq;
 		ch->pending_tail = &cq->notify_next;
-		if (was_empty)
-			__umc_chan_ready(ch, true);
+		__umc_chan_sync(ch);
 	}
 	pthread_mutex_unlock(&ch->lock);
+}
+
+/* The channel's epoll set reports the device's receive epoll (@on) or not. */
+static void __umc_chan_watch_set(struct umc_comp_channel *ch, bool on)
+{
+	struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.fd = ch->dev->rx_epfd};
+
+	(void)epoll_ctl(ch->epfd, EPOLL_CTL_MOD, ch->dev->rx_epfd, &ev);
+}
+
+/*
+ * A CQ of @ch was just armed (ch->armed already counts it): watch the
+ * receive sockets from now on, unless the channel already does.  The
+ * check and umc_chan_unwatch() form a Dekker pair on (armed, watching),
+ * both sequentially consistent, so an arm is never left unwatched.
+ */
+static void umc_chan_watch(struct umc_comp_channel *ch)
+{
+	if (atomic_load(&ch->watching))
+		return;
+	pthread_mutex_lock(&ch->lock);
+	if (!atomic_load(&ch->watching)) {
+		__umc_chan_watch_set(ch, true);
+		atomic_store(&ch->watching, true);
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* No event was found: stop watching if no CQ of @ch is armed. */
+static void umc_chan_unwatch(struct umc_comp_channel *ch)
+{
+	if (!atomic_load(&ch->watching))
+		return;
+	pthread_mutex_lock(&ch->lock);
+	if (atomic_load(&ch->watching)) {
+		atomic_store(&ch->watching, false);
+		if (atomic_load(&ch->armed) == 0)
+			__umc_chan_watch_set(ch, false);
+		else
+			atomic_store(&ch->watching, true);
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* A CQ's arm ends (its event fired, or it is destroyed armed). */
+static void umc_cq_disarmed(struct umc_cq *cq)
+{
+	atomic_fetch_sub(&to_uchan(cq->ibcq.channel)->armed, 1);
+	atomic_fetch_sub_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
 }
 
 /* Take @cq off its channel's list (destroy); caller holds ch->lock. */
@@ -144,22 +210,39 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 		if (ch->pending_tail == &cq->notify_next)
 			ch->pending_tail = p;
 		cq->notify_pending = false;
-		if (!ch->pending)
-			__umc_chan_ready(ch, false);
+		__umc_chan_sync(ch);
 		return;
 	}
+}
+
+/* Take the first event queued on @ch, if any.  Caller holds ch->lock. */
+static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
+{
+	struct umc_cq *ucq = ch->pending;
+
+	if (!ucq)
+		return NULL;
+	ch->pending = ucq->notify_next;
+	if (!ch->pending)
+		ch->pending_tail = &ch->pending;
+	ucq->notify_pending = false;
+	__umc_chan_sync(ch);
+	return ucq;
 }
 
 /*
  * ibv_get_cq_event(3): wait for the next CQ event on @channel.  Returns 0,
  * or -1 with errno EAGAIN when the channel fd is non-blocking and no event
- * is ready, EIO for the parent's channel in a child of fork.
+ * is ready, EIO for the parent's channel in a child of fork.  Each round
+ * receives what waits on the device's sockets first: an event it raises
+ * is taken at once, without the socketpair.
  */
 UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
 	struct epoll_event ev;
+	struct umc_cq *ucq;
 
 	if (umc_dev_forked(ch->dev)) {
 		errno = EIO;
@@ -167,16 +250,19 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	}
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
-		struct umc_cq *ucq = ch->pending;
-
-		if (ucq) {
-			ch->pending = ucq->notify_next;
-			if (!ch->pending) {
-				ch->pending_tail = &ch->pending;
-				__umc_chan_ready(ch, false);
-			}
-			ucq->notify_pending = false;
+		ucq = __umc_chan_take(ch);
+		if (!ucq)
+			ch->takers++;
+		pthread_mutex_unlock(&ch->lock);
+		if (!ucq) {
+			/* Datagrams may be waiting that would raise an event. */
+			umc_progress(ch->dev, true);
+			pthread_mutex_lock(&ch->lock);
+			ch->takers--;
+			ucq = __umc_chan_take(ch);
 			pthread_mutex_unlock(&ch->lock);
+		}
+		if (ucq) {
 			pthread_mutex_lock(&ucq->ibcq.mutex);
 			ucq->events++;
 			pthread_mutex_unlock(&ucq->ibcq.mutex);
@@ -184,16 +270,7 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			*cq_context = ucq->ibcq.cq_context;
 			return 0;
 		}
-		pthread_mutex_unlock(&ch->lock);
-
-		/* Datagrams may be waiting that would raise an event. */
-		umc_progress(ch->dev, true);
-		pthread_mutex_lock(&ch->lock);
-		bool ready = ch->pending != NULL;
-
-		pthread_mutex_unlock(&ch->lock);
-		if (ready)
-			continue;
+		umc_chan_unwatch(ch);
 		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) { /* the user's flag */
 			errno = EAGAIN;
 			return -1;
@@ -320,7 +397,7 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
 	}
 	if (cq->armed)
-		atomic_fetch_sub(&cq->dev->cq_armed, 1);
+		umc_cq_disarmed(cq);
 	pthread_spin_destroy(&cq->lock);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
@@ -355,7 +432,7 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, ato
 	e->slots = slots;
 	if (cq->armed == UMC_CQ_ARM_ANY || (cq->armed == UMC_CQ_ARM_SOLICITED && solicited)) {
 		cq->armed = 0;
-		atomic_fetch_sub_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
+		umc_cq_disarmed(cq);
 		raise = true;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -415,20 +492,22 @@ int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct umc_cq *cq = to_ucq(ibcq);
+	bool first = false;
 
 	if (!ibcq->channel)
 		return EINVAL;
-	bool first = false;
-
 	pthread_spin_lock(&cq->lock);
-	if (!cq->armed)
-		first = atomic_fetch_add_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed) == 0;
+	if (!cq->armed) {
+		first = true;
+		atomic_fetch_add(&to_uchan(ibcq->channel)->armed, 1);
+		atomic_fetch_add_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
+	}
 	/* "any" wins over "solicited only" until the event fires. */
 	if (cq->armed != UMC_CQ_ARM_ANY)
 		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;
 	pthread_spin_unlock(&cq->lock);
-	/* The receive thread may be asleep for milliseconds: now it must deliver at once. */
+	/* Its waiter, in poll(2) on the fd perhaps, must be woken by the sockets. */
 	if (first)
-		eventfd_write(cq->dev->rx_wake_fd, 1);
+		umc_chan_watch(to_uchan(ibcq->channel));
 	return 0;
 }

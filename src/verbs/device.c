@@ -268,16 +268,11 @@ static int umc_dev_rx_init(struct umc_device *dev)
 
 	pthread_mutex_lock(&dev->rx_lock);
 	if (dev->rx_epfd < 0) {
-		dev->rx_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		dev->rx_epfd = dev->rx_wake_fd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
-		if (dev->rx_epfd < 0) {
+		dev->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (dev->rx_epfd < 0)
 			ret = -errno;
-			if (dev->rx_wake_fd >= 0)
-				close(dev->rx_wake_fd);
-		} else {
-			umc_fd_own(dev->rx_wake_fd, false);
+		else
 			umc_fd_own(dev->rx_epfd, false);
-		}
 	}
 	pthread_mutex_unlock(&dev->rx_lock);
 	return ret;

@@ -13,9 +13,11 @@
  * receiver that shares its CPU with others looks idle for whole time
  * slices).  While the application is receiving, the thread does not wait
  * on the sockets at all, so it never wakes up per datagram on a
- * busy-polling program's CPU.  While a CQ is armed (someone waits for a
- * completion event, perhaps in poll(2) on the channel fd) it delivers as
- * soon as data arrives.  UMC_RX_THREAD=0 in the environment disables it.
+ * busy-polling program's CPU.  Nor does it while a CQ is armed: whoever
+ * waits for that CQ's event, in ibv_get_cq_event or in poll(2) on the
+ * channel's fd, sleeps on the sockets itself (cq.c) and is woken by the
+ * datagram; the thread only drains, once per idle period, what nobody took.
+ * UMC_RX_THREAD=0 in the environment disables it.
  *
  * The engine reads the receive endpoints the link registered in batches
  * (link rx_burst: on RoCE recvmmsg, decode, ICRC) and hands every packet to
@@ -45,9 +47,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 
 #include "umc_int.h"
@@ -321,28 +321,32 @@ int umc_progress(struct umc_device *dev, bool wait)
 }
 
 /*
- * Is the application receiving by itself?  Not if a CQ is armed: then it
- * waits for an event (in poll(2) on a channel fd, perhaps) and the thread
- * must deliver at once.  Otherwise, yes if one of its threads runs the
- * engine during the next @us microseconds.
+ * Is the application receiving by itself?  Yes if one of its threads runs
+ * the engine during the next @us microseconds, which the thread sleeps.
  */
 static bool umc_app_receiving(struct umc_device *dev, long us)
 {
-	unsigned long gen;
-
-	struct pollfd wake = {.fd = dev->rx_wake_fd, .events = POLLIN};
+	unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
 	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
-	eventfd_t n;
 
-	if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0)
-		return false;
-	gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
-	/* Sleep, unless a CQ gets armed meanwhile (ibv_req_notify_cq wakes us). */
-	if (ppoll(&wake, 1, &ts, NULL) > 0) {
-		eventfd_read(dev->rx_wake_fd, &n);
-		return false;
-	}
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 	return atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen;
+}
+
+/* Deliver for as long as data comes and the application stays away. */
+static void umc_rx_drain_away(struct umc_device *dev)
+{
+	for (;;) {
+		unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
+		int n;
+
+		pthread_mutex_lock(&dev->rx_lock);
+		n = __umc_progress(dev);
+		pthread_mutex_unlock(&dev->rx_lock);
+		if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
+			return;
+	}
 }
 
 /*
@@ -350,10 +354,11 @@ static bool umc_app_receiving(struct umc_device *dev, long us)
  * only looks every idle period (doubling up to UMC_RX_IDLE_MAX_US) and
  * never waits on the sockets, so it does not wake up (on the application's
  * CPU) for each datagram.  Once the application has been idle for a whole
- * period (or at once while a CQ is armed), it waits for data, and delivers
- * it unless the application takes it within another period; then it keeps
- * draining for as long as data comes and the application stays away.
- * Lives as long as the process.
+ * period, it drains what waits if a CQ is armed (the waiter sleeps on the
+ * sockets itself), and otherwise waits for data and delivers it unless the
+ * application takes it within another period; then it keeps draining for
+ * as long as data comes and the application stays away.  Lives as long as
+ * the process.
  */
 static void *umc_rx_thread(void *arg)
 {
@@ -371,19 +376,13 @@ static void *umc_rx_thread(void *arg)
 		 * may only be descheduled (receivers sharing a CPU look idle
 		 * for whole time slices), so keep giving it long windows.
 		 */
+		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
+			umc_rx_drain_away(dev);
+			continue;
+		}
 		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0 || umc_app_receiving(dev, idle))
 			continue;
-		for (;;) {
-			unsigned long gen = atomic_load_explicit(&dev->rx_app_gen,
-								 memory_order_relaxed);
-			int n;
-
-			pthread_mutex_lock(&dev->rx_lock);
-			n = __umc_progress(dev);
-			pthread_mutex_unlock(&dev->rx_lock);
-			if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
-				break;
-		}
+		umc_rx_drain_away(dev);
 	}
 	return NULL;
 }
