@@ -5,7 +5,8 @@
  * about -t seconds.  Prints GB/s over the bytes the ICRC covers per packet
  * (the UDP payload: BTH, DETH, payload, ICRC) and, for scale, the bare
  * CRC-32 routines underneath (ISA-L's crc32_gzip_refl, zlib's crc32) over
- * the same bytes.  Linked with umcast_static for the internal wire API.
+ * the same bytes, in alternating 10 ms slices so that their ratio is that
+ * of one moment.  Linked with umcast_static for the internal wire API.
  *
  *   result transport=icrc size=4096 udp_len=4124 iters=... secs=... gbps=...
  */
@@ -30,21 +31,23 @@ static double now_s(void)
 
 static volatile uint32_t sink;
 
-/* Run @fn over the packet until @secs have passed; return bytes/s. */
-#define TIMED(secs, bytes, iters_out, expr)                                     \
-	({                                                                      \
+/*
+ * Add one slice of about @slice seconds of @expr to *@secs and *@iters.
+ * The three routines run in alternating slices, so a slow phase of the
+ * machine (other guests, frequency changes) hits all of them alike and
+ * their ratio holds even when the absolute speed drifts.
+ */
+#define SLICE(slice, secs, iters, expr)                                         \
+	do {                                                                    \
 		double t0 = now_s(), t1;                                        \
-		uint64_t it = 0;                                                \
 		do {                                                            \
-			for (int k = 0; k < 1024; k++) {                        \
+			for (int k = 0; k < 256; k++)                           \
 				sink ^= (expr);                                 \
-			}                                                       \
-			it += 1024;                                             \
+			*(iters) += 256;                                        \
 			t1 = now_s();                                           \
-		} while (t1 - t0 < (secs));                                     \
-		*(iters_out) = it;                                              \
-		(double)(bytes) * (double)it / (t1 - t0);                       \
-	})
+		} while (t1 - t0 < (slice));                                    \
+		*(secs) += t1 - t0;                                             \
+	} while (0)
 
 int main(int argc, char **argv)
 {
@@ -89,17 +92,28 @@ int main(int argc, char **argv)
 	memset(pkt + hl + size, 0, h.bth.pad_cnt);
 	umc_icrc_put(pkt + udp_len - UMC_ICRC_LEN, umc_icrc_compute(&ip, pkt, udp_len));
 
-	/* Warm up, then measure. */
-	TIMED(0.1, udp_len, &iters, umc_icrc_compute(&ip, pkt, udp_len));
-	bps = TIMED(secs, udp_len, &iters, umc_icrc_compute(&ip, pkt, udp_len));
+	/* Warm up, then measure in alternating slices of 10 ms. */
+	double t_icrc = 0, t_isal = 0, t_zlib = 0;
+	uint64_t n_icrc = 0, n_isal = 0, n_zlib = 0;
+
+	SLICE(0.1, &t_icrc, &n_icrc, umc_icrc_compute(&ip, pkt, udp_len));
+	t_icrc = 0;
+	n_icrc = 0;
+	while (t_icrc < secs) {
+		SLICE(0.01, &t_icrc, &n_icrc, umc_icrc_compute(&ip, pkt, udp_len));
+		SLICE(0.01, &t_isal, &n_isal, crc32_gzip_refl(0, pkt, udp_len));
+		SLICE(0.005, &t_zlib, &n_zlib, (uint32_t)crc32(0, pkt, (uInt)udp_len));
+	}
+	iters = n_icrc;
+	bps = (double)udp_len * (double)n_icrc / t_icrc;
 	printf("# umc_icrc_compute over a %zu-byte UD SEND (%zu bytes covered): %.2f GB/s, "
 	       "%.1f ns per packet\n",
 	       size, udp_len, bps / 1e9, 1e9 * udp_len / bps);
 	printf("result transport=icrc size=%zu udp_len=%zu iters=%llu gbps=%.3f ns_per_pkt=%.1f\n",
 	       size, udp_len, (unsigned long long)iters, bps / 1e9, 1e9 * udp_len / bps);
 
-	double isal = TIMED(secs / 2, udp_len, &iters, crc32_gzip_refl(0, pkt, udp_len));
-	double zl = TIMED(secs / 2, udp_len, &iters, (uint32_t)crc32(0, pkt, (uInt)udp_len));
+	double isal = (double)udp_len * (double)n_isal / t_isal;
+	double zl = (double)udp_len * (double)n_zlib / t_zlib;
 
 	printf("# for scale, the same %zu bytes: ISA-L crc32_gzip_refl %.2f GB/s, zlib crc32 "
 	       "%.2f GB/s\n",
