@@ -39,6 +39,11 @@
 #   each way), while umc-sm is one loopback UDP datagram each way.  That is
 #   the set-up the issue asks to compare with; it says nothing of OpenSM on
 #   hardware.  OpenSM logs at its default level (-D 0x03), flushed per line.
+# - Each side's transport waits for a reply as cheaply as its interface
+#   lets it (sleeping, never spinning): umc-sm's in one blocking recv(),
+#   OpenSM's in libibumad's umad_recv() (a poll() and a read()).  Neither
+#   makes a syscall per MAD that the MAD does not need (the TransactionID's
+#   pid is read once).
 #
 # Everything runs in a private network namespace when one can be made
 # (unshare -n), every process under timeout(1), readiness by pipe.

@@ -192,8 +192,11 @@ struct umc_sm_group *umc_sm_group_create(struct umc_sm *sm, const struct umc_mcm
 	g->list = grp;
 	g->count++;
 	sm->cnt.groups_created++;
-	umc_sm_log(sm, UMC_SM_LOG_INFO, "group %s MLID 0x%04x created (Q_Key 0x%08x P_Key 0x%04x)",
-		   umc_sm_gid_str(rec->mgid, gid), rec->mlid, rec->qkey, rec->pkey);
+	/* inet_ntop costs more than the create itself: only when it is printed. */
+	if (umc_sm_log_on(sm, UMC_SM_LOG_INFO))
+		umc_sm_log(sm, UMC_SM_LOG_INFO,
+			   "group %s MLID 0x%04x created (Q_Key 0x%08x P_Key 0x%04x)",
+			   umc_sm_gid_str(rec->mgid, gid), rec->mlid, rec->qkey, rec->pkey);
 	return grp;
 }
 
@@ -269,8 +272,9 @@ void umc_sm_group_delete(struct umc_sm *sm, struct umc_sm_group *grp)
 	while (grp->members)
 		member_free(sm, grp->members);
 	sm->cnt.groups_deleted++;
-	umc_sm_log(sm, UMC_SM_LOG_INFO, "group %s MLID 0x%04x deleted",
-		   umc_sm_gid_str(grp->rec.mgid, gid), grp->rec.mlid);
+	if (umc_sm_log_on(sm, UMC_SM_LOG_INFO))
+		umc_sm_log(sm, UMC_SM_LOG_INFO, "group %s MLID 0x%04x deleted",
+			   umc_sm_gid_str(grp->rec.mgid, gid), grp->rec.mlid);
 	group_free(sm, grp);
 }
 

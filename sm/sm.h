@@ -371,6 +371,12 @@ enum umc_sm_log_level {
 	UMC_SM_LOG_DEBUG = 2, /* -vv: every request */
 };
 
+/* umc_sm_log_on - would umc_sm_log() print at @level?  (Format only then.) */
+static inline bool umc_sm_log_on(const struct umc_sm *sm, int level)
+{
+	return level <= sm->cfg.verbose;
+}
+
 void umc_sm_log(const struct umc_sm *sm, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* umc_sm_log_counters - every counter, one "name value" line each, to stderr. */

@@ -38,15 +38,20 @@ int64_t sa_now_ns(void)
 /**
  * sa_next_tid - a TransactionID unique in this process: the pid in the
  * top 16 bits, a counter in the low 32 (umad2sim owns bits 32..47, and
- * replies through ibsim are matched on the low 32).
+ * replies through ibsim are matched on the low 32).  The pid is read
+ * once: getpid() is a syscall, one per transaction otherwise, and every
+ * process of the client (the bench's workers too) is a fresh exec.
  */
 uint64_t sa_next_tid(void)
 {
 	static uint32_t counter;
+	static uint64_t pid_bits;
 
-	if (!counter)
+	if (!counter) {
 		counter = (uint32_t)time(NULL) << 8;
-	return (uint64_t)(getpid() & 0xffff) << 48 | ++counter;
+		pid_bits = (uint64_t)(getpid() & 0xffff) << 48;
+	}
+	return pid_bits | ++counter;
 }
 
 /**

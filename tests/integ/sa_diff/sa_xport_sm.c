@@ -12,11 +12,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "sa/sa_addr.h"
@@ -41,28 +41,27 @@ static int send_msg(struct sm_node *s, const struct umc_sm_msg *m)
 	return send(s->fd, buf, len, 0) == (ssize_t)len ? 0 : -errno;
 }
 
+/* A blocking recv() returns at least this often, to look at the deadline. */
+enum { SM_RECV_SLICE_MS = 50 };
+
 /*
  * The reply of type @type to header TID @tid within @deadline; other
  * datagrams (late replies) are skipped.  @buf keeps the datagram, which
- * m->mad points into.
+ * m->mad points into.  One blocking recv() per datagram (SO_RCVTIMEO cuts
+ * it into slices), not poll() and recv(): on a guest where a syscall costs
+ * over a microsecond, the SA round trip should cost what a datagram does.
  */
 static int recv_reply(struct sm_node *s, uint8_t type, uint32_t tid, int64_t deadline,
 		      uint8_t *buf, struct umc_sm_msg *m)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-		int64_t left = deadline - sa_now_ms();
 		ssize_t len;
 
-		if (left <= 0)
+		if (deadline - sa_now_ms() <= 0)
 			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
-			return -errno;
-		if (!(pfd.revents & POLLIN))
-			continue;
 		len = recv(s->fd, buf, UMC_SM_MAX_MSG, 0);
 		if (len < 0)
-			continue; /* e.g. ECONNREFUSED from an earlier datagram */
+			continue; /* a slice ended, EINTR, or ECONNREFUSED from an earlier datagram */
 		if (umc_sm_msg_decode(buf, (size_t)len, m) || m->hdr.type != type ||
 		    m->hdr.tid != tid)
 			continue;
@@ -74,6 +73,7 @@ static int sm_open(struct sa_xport *x, struct sa_node *n)
 {
 	struct sm_node *s = calloc(1, sizeof(*s));
 	struct umc_sm_msg m = { .hdr.type = UMC_SM_REGISTER };
+	struct timeval slice = { .tv_usec = SM_RECV_SLICE_MS * 1000 };
 	uint8_t buf[UMC_SM_MAX_MSG];
 	struct sockaddr_in sa;
 	int rc;
@@ -83,6 +83,8 @@ static int sm_open(struct sa_xport *x, struct sa_node *n)
 	n->priv = s;
 	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
+		return -errno;
+	if (setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)))
 		return -errno;
 	rc = umc_sa_parse_endpoint(x->sm_addr, UMC_SM_UDP_PORT, &sa);
 	if (rc)
