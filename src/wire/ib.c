@@ -8,6 +8,7 @@
 #include "wire/be.h"
 #include "wire/ib.h"
 #include "wire/ib_vcrc_table.h"
+#include "wire/sg.h"
 
 enum {
 	LRH_LVER_MASK = 0x0f,
@@ -126,16 +127,19 @@ uint16_t umc_vcrc_update(uint16_t reg, const void *buf, size_t len)
 	return reg;
 }
 
-int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
-		  size_t *payload_off, size_t *payload_len)
+int umc_ib_decode_sg(const struct umc_sg *sg, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
+		     size_t *payload_off, size_t *payload_len)
 {
-	size_t hl = UMC_LRH_LEN, tlen, off, plen;
+	uint8_t hdr[UMC_IB_HDR_MAX], tail[UMC_ICRC_LEN + UMC_VCRC_LEN];
+	size_t len = sg->len, hl = UMC_LRH_LEN, tlen, off, plen;
 	uint32_t icrc;
 	int ret;
 
 	if (len < UMC_IB_MIN_LEN || len > UMC_LRH_LEN + 4 * LRH_PKTLEN_MASK + UMC_VCRC_LEN)
 		return -EBADMSG;
-	umc_lrh_decode(p, &ib->lrh);
+	/* The headers, contiguous: every check below reads only what len covers. */
+	umc_sg_read(sg, 0, hdr, sizeof(hdr));
+	umc_lrh_decode(hdr, &ib->lrh);
 	if (ib->lrh.lver != 0)
 		return -EPROTONOSUPPORT;
 	if ((size_t)ib->lrh.pkt_len * 4 + UMC_VCRC_LEN != len)
@@ -143,7 +147,7 @@ int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct um
 	if (ib->lrh.lnh == UMC_LNH_IBA_GLOBAL) {
 		if (len < UMC_IB_MIN_LEN + UMC_GRH_HDR_LEN)
 			return -EBADMSG;
-		umc_grh_decode(p + UMC_LRH_LEN, &ib->grh);
+		umc_grh_decode(hdr + UMC_LRH_LEN, &ib->grh);
 		if (ib->grh.ipver != UMC_GRH_IPVER || ib->grh.next_hdr != UMC_GRH_NXTHDR_IBA)
 			return -EPROTONOSUPPORT;
 		hl += UMC_GRH_HDR_LEN;
@@ -153,17 +157,27 @@ int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct um
 		return -EPROTONOSUPPORT;
 	}
 	tlen = len - hl - UMC_VCRC_LEN; /* BTH through ICRC */
-	ret = umc_ud_decode(p + hl, tlen, ud, &off, &plen);
+	ret = umc_ud_decode(hdr + hl, tlen, ud, &off, &plen);
 	if (ret)
 		return ret;
-	if (umc_vcrc_final(umc_vcrc_update(0xffff, p, len - UMC_VCRC_LEN)) !=
-	    umc_vcrc_get(p + len - UMC_VCRC_LEN))
+	umc_sg_read(sg, len - sizeof(tail), tail, sizeof(tail));
+	if (umc_vcrc_final(umc_sg_vcrc(0xffff, sg, 0, len - UMC_VCRC_LEN)) !=
+	    umc_vcrc_get(tail + UMC_ICRC_LEN))
 		return -EIO;
-	icrc = umc_ib_icrc_start(p, hl + off);
-	icrc = umc_icrc_update(icrc, p + hl + off, tlen - off - UMC_ICRC_LEN);
-	if (umc_icrc_final(icrc) != umc_icrc_get(p + len - UMC_VCRC_LEN - UMC_ICRC_LEN))
+	icrc = umc_ib_icrc_start(hdr, hl + off);
+	icrc = umc_sg_icrc(icrc, sg, hl + off, tlen - off - UMC_ICRC_LEN);
+	if (umc_icrc_final(icrc) != umc_icrc_get(tail))
 		return -EILSEQ;
 	*payload_off = hl + off;
 	*payload_len = plen;
 	return 0;
+}
+
+int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
+		  size_t *payload_off, size_t *payload_len)
+{
+	struct iovec iov = {(void *)(uintptr_t)p, len};
+	struct umc_sg sg = {&iov, 1, len};
+
+	return umc_ib_decode_sg(&sg, ib, ud, payload_off, payload_len);
 }

@@ -168,4 +168,14 @@ static inline uint16_t umc_vcrc_get(const uint8_t *in)
 int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
 		  size_t *payload_off, size_t *payload_len);
 
+struct umc_sg;
+
+/**
+ * umc_ib_decode_sg - umc_ib_decode() of a packet that arrived in pieces
+ * (wire/sg.h): the same checks, the same results; @payload_off is the
+ * payload's offset in the packet.  Reads no byte past sg->len.
+ */
+int umc_ib_decode_sg(const struct umc_sg *sg, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
+		     size_t *payload_off, size_t *payload_len);
+
 #endif /* UMC_WIRE_IB_H */

@@ -129,4 +129,14 @@ int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
 			struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
 			bool *id_solved);
 
+struct umc_sg;
+
+/**
+ * umc_rocev2_rx_check_sg - umc_rocev2_rx_check() of a datagram that arrived
+ * in pieces (wire/sg.h): the same checks and results (roce_rx.c).
+ */
+int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
+			   struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
+			   bool *id_solved);
+
 #endif /* UMC_WIRE_ROCE_H */

@@ -11,15 +11,17 @@
 #include <errno.h>
 
 #include "wire/roce.h"
+#include "wire/sg.h"
 
 /**
- * umc_rocev2_rx_check - decode and integrity-check one received UD datagram.
+ * umc_rocev2_rx_check_sg - decode and integrity-check one received UD
+ * datagram that arrived in pieces (sg.h).
  * @ip:          its IP/UDP context as the receiver knows it; for IPv4,
  *               ip_id is the ID assumed (0, what umcast senders send) and is
  *               replaced by the solved ID when another one explains the ICRC
- * @p, @len:     the UDP payload (BTH through ICRC)
+ * @sg:          the UDP payload (BTH through ICRC), sg->len bytes
  * @h:           the decoded transport headers
- * @payload_off: offset of the first payload byte in @p
+ * @payload_off: offset of the first payload byte in the datagram
  * @payload_len: payload bytes, pad excluded
  * @id_solved:   set to whether the IPv4 ID had to be solved
  *
@@ -27,25 +29,33 @@
  * for IPv6 the check is the full 32 bits, for IPv4 with a solved ID the 16
  * bits left over (umc_icrc_solve_ipv4_id()).
  *
- * Context: pure, any context; reads at most @len bytes of @p.
+ * Context: pure, any context; reads no byte past sg->len.
  * Returns: 0; -EBADMSG or -EPROTONOSUPPORT when umc_ud_decode() refuses the
  * datagram (malformed); -EILSEQ when the ICRC is wrong and no IPv4 ID
  * explains it.  @h and the offsets are set only when the decode succeeded.
  */
-int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
-			struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
-			bool *id_solved)
+int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
+			   struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
+			   bool *id_solved)
 {
+	uint8_t hdr[UMC_UD_HDR_MAX], icrc[UMC_ICRC_LEN];
+	size_t len = sg->len;
 	uint32_t computed, received;
 	uint16_t id;
 	int ret;
 
 	*id_solved = false;
-	ret = umc_ud_decode(p, len, h, payload_off, payload_len);
+	/* umc_ud_decode() reads the headers only, after checking @len covers them. */
+	umc_sg_read(sg, 0, hdr, sizeof(hdr));
+	ret = umc_ud_decode(hdr, len, h, payload_off, payload_len);
 	if (ret)
 		return ret;
-	computed = umc_icrc_compute(ip, p, len);
-	received = umc_icrc_get(p + len - UMC_ICRC_LEN);
+	/* The prefix ends with the headers: see umc_icrc_compute() on why. */
+	computed = umc_icrc_start(ip, len, hdr, *payload_off);
+	computed = umc_icrc_final(umc_sg_icrc(computed, sg, *payload_off,
+					      len - *payload_off - UMC_ICRC_LEN));
+	umc_sg_read(sg, len - UMC_ICRC_LEN, icrc, UMC_ICRC_LEN);
+	received = umc_icrc_get(icrc);
 	if (computed == received)
 		return 0;
 	if (ip->family != 4 || umc_icrc_solve_ipv4_id(ip, len, computed, received, &id))
@@ -53,4 +63,21 @@ int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
 	ip->ip_id = id;
 	*id_solved = true;
 	return 0;
+}
+
+/**
+ * umc_rocev2_rx_check - umc_rocev2_rx_check_sg() of a datagram in one piece.
+ * @p, @len: the UDP payload (BTH through ICRC)
+ *
+ * The other parameters and the result are umc_rocev2_rx_check_sg()'s.
+ * Context: pure, any context; reads at most @len bytes of @p.
+ */
+int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
+			struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
+			bool *id_solved)
+{
+	struct iovec iov = {(void *)(uintptr_t)p, len};
+	struct umc_sg sg = {&iov, 1, len};
+
+	return umc_rocev2_rx_check_sg(ip, &sg, h, payload_off, payload_len, id_solved);
 }

@@ -27,6 +27,7 @@
 #include "test_vectors.h"
 #include "wire/ib.h"
 #include "wire/ib_vcrc_table.h"
+#include "wire/sg.h"
 
 static struct vec ibv[T_VEC_MAX], rocev[T_VEC_MAX];
 static int nibv, nrocev;
@@ -349,6 +350,58 @@ static void test_vcrc_table(void **state)
 	}
 }
 
+/*
+ * A packet in pieces decodes exactly as in one: every vector, cut into
+ * three pieces at every pair of points (the last one longer than what
+ * arrived), good and with a bad VCRC or ICRC.
+ */
+static void test_decode_sg(void **state)
+{
+	static uint8_t p[8192];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct vec *v = ib_vec(names[i]);
+
+		memcpy(p, v->bytes, v->len);
+		for (int bad = 0; bad < 3; bad++) {
+			struct umc_ib_hdr ib1, ib2;
+			struct umc_ud_hdr ud1, ud2;
+			size_t off1, plen1, off2, plen2;
+			int want;
+
+			if (bad == 1)
+				p[v->len / 2] ^= 0x10; /* VCRC catches it */
+			if (bad == 2) /* and with the VCRC redone, the ICRC */
+				umc_vcrc_put(p + v->len - 2,
+					     umc_vcrc_final(umc_vcrc_update(0xffff, p, v->len - 2)));
+			memset(&ib1, 0, sizeof(ib1)); /* padding too: compared whole */
+			memset(&ud1, 0, sizeof(ud1));
+			want = umc_ib_decode(p, v->len, &ib1, &ud1, &off1, &plen1);
+			assert_int_equal(want, bad == 0 ? 0 : bad == 1 ? -EIO : -EILSEQ);
+			for (size_t a = 0; a <= v->len; a += 3) {
+				for (size_t b = a; b <= v->len; b += 7) {
+					struct iovec iov[3] = {
+						{p, a}, {p + a, b - a}, {p + b, v->len - b + 16}};
+					struct umc_sg sg = {iov, 3, v->len};
+
+					memset(&ib2, 0, sizeof(ib2));
+					memset(&ud2, 0, sizeof(ud2));
+					assert_int_equal(umc_ib_decode_sg(&sg, &ib2, &ud2, &off2, &plen2),
+							 want);
+					if (want)
+						continue;
+					assert_memory_equal(&ib1.lrh, &ib2.lrh, sizeof(ib1.lrh));
+					if (ib1.lrh.lnh == UMC_LNH_IBA_GLOBAL)
+						assert_memory_equal(&ib1.grh, &ib2.grh, sizeof(ib1.grh));
+					assert_memory_equal(&ud1, &ud2, sizeof(ud1));
+					assert_int_equal(off1, off2);
+					assert_int_equal(plen1, plen2);
+				}
+			}
+		}
+	}
+}
+
 /* Malformed packets: the status each check gives. */
 static void test_decode_refuses(void **state)
 {
@@ -400,7 +453,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors_encode),	 cmocka_unit_test(test_vectors_decode),
 		cmocka_unit_test(test_bit_errors),	 cmocka_unit_test(test_icrc_rocev1_hardware),
-		cmocka_unit_test(test_vcrc_table),	 cmocka_unit_test(test_decode_refuses),
+		cmocka_unit_test(test_vcrc_table),
+		cmocka_unit_test(test_decode_sg),
+		cmocka_unit_test(test_decode_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, load, NULL);
