@@ -62,6 +62,7 @@
 struct umc_device;
 struct umc_qp;
 struct umc_mcg;
+struct umc_rx_lender;
 
 /* ------------------------------------------------------------------------- */
 /* fork(2) (fork.c).  A child of fork is a new HCA: a fresh device list,     */
@@ -130,6 +131,7 @@ void umc_fd_close(int fd);
 	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
 	X(rx_packets)	     /* datagrams read from the group sockets */                           \
 	X(rx_delivered)	     /* receive completions generated */                                   \
+	X(rx_in_place)	     /* ... whose payload the kernel wrote there: not copied */            \
 	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
 	X(rx_bad_icrc)	     /* ICRC wrong (RoCE: and no IPv4 ID explains it) */                  \
 	X(rx_bad_vcrc)	     /* InfiniBand VCRC wrong */                                           \
@@ -190,6 +192,7 @@ struct umc_device {
 	int rx_cap;
 	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
 	bool rx_thread;		    /* the background receive thread is running */
+	struct umc_rx_lender *rx_lender; /* receives lent for the burst (progress.c), on first use */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;
@@ -530,6 +533,15 @@ struct umc_qp {
 	size_t rq_stride;
 	uint32_t rq_mask, rq_head, rq_tail;
 	atomic_uint rq_held; /* posted receives whose completion is not reaped yet */
+	/*
+	 * The receive engine has lent posted receives of this QP to the link
+	 * for a burst (datagrams may be landing in them): a flush waits until
+	 * the burst ends (rq_flush_deferred), so that no buffer goes back to
+	 * the application while the kernel may still write into it.  Both
+	 * under rq_lock; see umc_qp_rx_unlend().
+	 */
+	bool rq_lent;
+	bool rq_flush_deferred;
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
@@ -560,8 +572,18 @@ static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 	return container_of(q, struct umc_qp, ibqp);
 }
 
-/* Move a QP to the error state, flushing its receives; caller holds rq_lock. */
+/*
+ * Move a QP to the error state, flushing its receives (at once, or when
+ * the burst that has them lent ends: rq_lent); caller holds rq_lock.
+ */
 void __umc_qp_to_err(struct umc_qp *qp);
+
+/*
+ * umc_qp_rx_unlend - the burst that had receives of @qp lent is over: run
+ * the flush that waited for it, if any.  Context: dev->rx_lock held, not
+ * rq_lock.
+ */
+void umc_qp_rx_unlend(struct umc_qp *qp);
 
 /* The QP of @dev numbered @qpn, or NULL; caller holds dev->rx_lock or dev->lock. */
 struct umc_qp *__umc_qp_by_num(struct umc_device *dev, uint32_t qpn);

@@ -40,6 +40,12 @@ enum umc_param {
 
 	/* UD: 40-byte GRH in front of every receive buffer (IBA 11.4.1.2). */
 	UMC_GRH_LEN = 40,
+	/*
+	 * A datagram received straight into a posted buffer also leaves there,
+	 * past the payload, at most this much of its tail: the place of an
+	 * ImmDt (4), the pad (3), the ICRC (4), an IB VCRC (2); umcast(7).
+	 */
+	UMC_RX_TAIL_MAX = 13,
 
 	/* RoCEv2 (IBA Annex A17, rxe). */
 	UMC_ROCEV2_UDP_PORT = 4791,

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "umc_param.h"
 #include "wire/transport.h"
@@ -43,6 +44,32 @@ struct umc_cm_link_ops;
 /* A descriptor the receive engine polls for a link; the link embeds it. */
 struct umc_rx_ep {
 	int fd;
+	/*
+	 * The group whose datagrams arrive here, if one (a group's socket):
+	 * the engine lends the posted receives of one of its QPs for them to
+	 * land in (rx_burst_lend).  NULL: nothing is lent.
+	 */
+	struct umc_mcg *mcg;
+	int lend_hint; /* the engine's: packets its last burst brought (progress.c) */
+};
+
+/*
+ * A posted receive the engine lends the link for one datagram to land in:
+ * the WQE's bytes after its 40-byte GRH area, as iovecs in order.  The
+ * link receives the datagram's payload (and what follows it) straight
+ * there, so that the payload is copied at most once, and only for a second
+ * QP.  The MRs of the WQE are held while it is lent (ibv_dereg_mr waits).
+ */
+struct umc_rx_land {
+	struct iovec iov[UMC_MAX_SGE];
+	int niov;
+	uint64_t room; /* bytes of @iov */
+};
+
+/* The receives lent for one burst: datagram i of it may land in land[i], i < n. */
+struct umc_rx_lend {
+	int n;
+	struct umc_rx_land land[UMC_RX_BATCH];
 };
 
 /*
@@ -51,7 +78,9 @@ struct umc_rx_ep {
  */
 struct umc_rx_pkt {
 	struct umc_ud_hdr hdr;
-	const uint8_t *payload;
+	const uint8_t *payload;	/* when @land is NULL */
+	const struct umc_rx_land *land; /* where the payload landed (rx_burst_lend), or NULL */
+	uint32_t land_off;	/* bytes of @land before the payload (an ImmDt) */
 	uint32_t len;		/* payload bytes, pad excluded */
 	struct umc_mcg *mcg;	/* the destination group (DestQP 0xFFFFFF), or NULL */
 	struct umc_qp *sender;	/* the local QP that sent it; set only while
@@ -160,6 +189,19 @@ struct umc_link_ops {
 	 */
 	int (*rx_burst)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
 			int max, bool *more);
+
+	/*
+	 * rx_burst_lend - rx_burst, with receives lent (@lend, lend->n of
+	 * them; may be 0): datagram i of the burst, i < lend->n, is received
+	 * with its payload in lend->land[i] when it fits there, and its
+	 * packet then says so (pkt->land, pkt->land_off); every other packet
+	 * has pkt->land NULL and pkt->payload.  A datagram that fails a
+	 * check leaves what it wrote in its land, and the WQE stays posted.
+	 * The default calls rx_burst and lands nothing.
+	 */
+	int (*rx_burst_lend)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
+			     int max, bool *more, const struct umc_rx_lend *lend);
+	bool rx_lands; /* rx_burst_lend lands datagrams: worth lending receives to */
 
 	/*
 	 * xmit - encode and send @n packets of @qp in one batch.  A packet the

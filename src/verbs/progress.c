@@ -43,6 +43,25 @@
  *
  * Every packet refused for one of these reasons is counted in dev->cnt.
  * rx_lock serializes the engine; it is taken before dev->lock.
+ *
+ * A payload is copied at most once.  Before reading an endpoint that
+ * receives a group, the engine lends the link the posted receives of one
+ * QP attached to it (the landing QP: the first in RTR or RTS with receives
+ * posted), up to one per datagram of the burst, with their MRs held; the
+ * link has the kernel write each datagram's payload straight into its
+ * receive (rx_burst_lend).  When that datagram is delivered and its WQE is
+ * the head of the landing QP's queue, it is completed in place (only the
+ * GRH area is written); every other QP of the group gets a copy from that
+ * buffer, before the landing QP's completion is pushed, and so does the
+ * landing QP when an earlier datagram of the burst did not consume its WQE.
+ * A datagram that fails a check, or that the landing QP does not accept
+ * (Q_Key, P_Key, state), leaves its bytes in the lent receive, which stays
+ * posted and takes a later datagram: a posted buffer's contents are
+ * undefined until its completion (umcast(7)).  While receives are lent, a
+ * flush of the landing QP waits for the end of the burst (rq_lent) and a
+ * RESET or destroy for rx_lock, so no buffer goes back to the application
+ * while the kernel may write into it, and ibv_dereg_mr of their MRs waits
+ * for the holds.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,6 +158,170 @@ static bool umc_sges_hold(struct ibv_pd *pd, const struct ibv_sge *sge, int n)
 	return true;
 }
 
+/* Copy @len bytes of iovecs @iov (@n of them) from byte @soff into the scatter list at @doff. */
+static void umc_scatter_iov(const struct ibv_sge *sge, int nsge, size_t doff,
+			    const struct iovec *iov, int n, size_t soff, size_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		if (soff >= iov[i].iov_len) {
+			soff -= iov[i].iov_len;
+			continue;
+		}
+		size_t c = iov[i].iov_len - soff < len ? iov[i].iov_len - soff : len;
+
+		umc_scatter(sge, nsge, doff, (const uint8_t *)iov[i].iov_base + soff, c);
+		doff += c;
+		len -= c;
+		soff = 0;
+	}
+}
+
+/* The address of byte @off of a scatter list and the bytes of its SGE from there. */
+static uint8_t *umc_sge_at(const struct ibv_sge *sge, int n, size_t off, size_t *room)
+{
+	for (int i = 0; i < n; i++) {
+		if (off < sge[i].length) {
+			*room = sge[i].length - off;
+			return (uint8_t *)(uintptr_t)sge[i].addr + off;
+		}
+		off -= sge[i].length;
+	}
+	*room = 0;
+	return NULL;
+}
+
+/*
+ * Move @len bytes of a scatter list from byte @src down to byte @dst (<
+ * @src), in place: the payload of a datagram that landed behind an ImmDt.
+ * Front to back, so a byte is read before anything overwrites it.
+ */
+static void umc_sge_move_down(const struct ibv_sge *sge, int n, size_t dst, size_t src,
+			      size_t len)
+{
+	while (len) {
+		size_t dr, sr, c;
+		uint8_t *d = umc_sge_at(sge, n, dst, &dr), *s = umc_sge_at(sge, n, src, &sr);
+
+		if (!d || !s)
+			return;
+		c = len < dr ? len : dr;
+		c = c < sr ? c : sr;
+		memmove(d, s, c);
+		dst += c;
+		src += c;
+		len -= c;
+	}
+}
+
+/*
+ * The receives lent for one burst (see the top of this file): the link's
+ * view (lend), the landing QP and, per lent WQE, a copy of its SGEs (the
+ * ring slot may be reused once its completion is reaped), whose MRs are
+ * held until umc_rx_unlend().
+ */
+struct umc_rx_lender {
+	struct umc_rx_lend lend;
+	struct umc_qp *qp; /* NULL: nothing lent */
+	uint32_t head;	   /* ring index of the WQE lent as land[0] */
+	int nsge[UMC_RX_BATCH];
+	struct ibv_sge sge[UMC_RX_BATCH][UMC_MAX_SGE];
+};
+
+/* Can @qp receive (IBA 10.3.1: RTR, RTS and SQD/SQE accept packets)? */
+static bool umc_qp_receiving(struct umc_qp *qp)
+{
+	enum ibv_qp_state st = umc_qp_state(qp);
+
+	return st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQE;
+}
+
+/* The QP of @mcg whose receives datagrams land in: the first that can receive. */
+static struct umc_qp *umc_rx_landing_qp(const struct umc_mcg *mcg)
+{
+	for (int i = 0; i < mcg->nqp; i++)
+		if (umc_qp_receiving(mcg->qps[i]))
+			return mcg->qps[i];
+	return NULL;
+}
+
+/*
+ * Lend up to @max posted receives of @ep's landing QP, in queue order, each
+ * whose every SGE is still in a live local-write MR (held from now on) and
+ * that has room beyond its GRH area.  Lending costs two atomic operations
+ * per SGE even when nothing arrives, so a burst lends twice what the
+ * endpoint's last one brought, plus one, and a busy-polling program's empty
+ * polls soon lend one.  Returns the lend for the link (n may be 0).
+ * Context: dev->rx_lock held.
+ */
+static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
+					     int max)
+{
+	static const struct umc_rx_lend none;
+	struct umc_rx_lender *l = dev->rx_lender;
+	struct umc_qp *qp;
+	int k = 0;
+
+	if (!dev->link->rx_lands || !ep->mcg)
+		return &none;
+	if (umc_unlikely(!l)) {
+		l = dev->rx_lender = calloc(1, sizeof(*l));
+		if (!l)
+			return &none;
+	}
+	l->lend.n = 0;
+	l->qp = qp = umc_rx_landing_qp(ep->mcg);
+	if (!qp)
+		return &l->lend;
+	if (max > 2 * ep->lend_hint + 1)
+		max = 2 * ep->lend_hint + 1;
+	pthread_spin_lock(&qp->rq_lock);
+	l->head = qp->rq_head;
+	for (uint32_t posted = qp->rq_tail - qp->rq_head; k < max && (uint32_t)k < posted; k++) {
+		const struct umc_rwqe *w = (const struct umc_rwqe *)(qp->rq + ((l->head + k) &
+									     qp->rq_mask) *
+									    qp->rq_stride);
+		struct umc_rx_land *land = &l->lend.land[k];
+		size_t skip = UMC_GRH_LEN;
+
+		land->niov = 0;
+		land->room = 0;
+		for (int i = 0; i < w->num_sge; i++) {
+			if (w->sge[i].length <= skip) {
+				skip -= w->sge[i].length;
+				continue;
+			}
+			land->iov[land->niov++] = (struct iovec){
+				(uint8_t *)(uintptr_t)w->sge[i].addr + skip, w->sge[i].length - skip};
+			land->room += w->sge[i].length - skip;
+			skip = 0;
+		}
+		if (!land->niov || !umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))
+			break; /* delivery will find what is wrong with it */
+		l->nsge[k] = w->num_sge;
+		memcpy(l->sge[k], w->sge, w->num_sge * sizeof(w->sge[0]));
+	}
+	l->lend.n = k;
+	qp->rq_lent = k > 0;
+	pthread_spin_unlock(&qp->rq_lock);
+	if (!k)
+		l->qp = NULL;
+	return &l->lend;
+}
+
+/* The burst is over: drop the holds, run a flush that waited.  Context: rx_lock held. */
+static void umc_rx_unlend(struct umc_device *dev)
+{
+	struct umc_rx_lender *l = dev->rx_lender;
+
+	if (!l || !l->qp)
+		return;
+	for (int k = 0; k < l->lend.n; k++)
+		umc_sges_release(l->sge[k], l->nsge[k]);
+	umc_qp_rx_unlend(l->qp);
+	l->qp = NULL;
+	l->lend.n = 0;
+}
+
 /*
  * A receive WQE taken by a datagram it cannot accept: complete it with
  * @status and move the QP to the error state, flushing its other receives.
@@ -161,12 +344,13 @@ static void __umc_rwqe_fail(struct umc_qp *qp, struct ibv_wc *wc, enum ibv_wc_st
 static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = qp->dev;
-	enum ibv_qp_state state = umc_qp_state(qp);
+	const struct umc_rx_lender *l = dev->rx_lender;
 	struct umc_rwqe *w;
 	uint64_t room = 0;
-	bool delivered;
+	bool delivered, in_place;
+	uint32_t idx;
 
-	if (umc_unlikely(state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQE)) {
+	if (umc_unlikely(!umc_qp_receiving(qp))) {
 		CNT(dev, rx_bad_state);
 		return;
 	}
@@ -187,7 +371,8 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_no_recv);
 		return;
 	}
-	w = (struct umc_rwqe *)(qp->rq + (qp->rq_head++ & qp->rq_mask) * qp->rq_stride);
+	idx = qp->rq_head++;
+	w = (struct umc_rwqe *)(qp->rq + (idx & qp->rq_mask) * qp->rq_stride);
 	struct ibv_wc wc = {
 		.wr_id = w->wr_id,
 		.opcode = IBV_WC_RECV,
@@ -210,15 +395,33 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	 * that also moves the QP to the error state); umcast reports
 	 * IBV_WC_LOC_PROT_ERR, the status IBA names for it.
 	 */
-	if (umc_unlikely(!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
+	/*
+	 * The datagram landed in this very WQE: its MRs are held since it was
+	 * lent, and only the GRH area (and, behind an ImmDt, the payload's
+	 * place) is left to write.  Otherwise the WQE is checked and held now,
+	 * and the payload copied in, from where it landed or from the link.
+	 */
+	in_place = pkt->land && l && l->qp == qp &&
+		   idx == l->head + (uint32_t)(pkt->land - l->lend.land);
+	if (umc_unlikely(!in_place && !umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
 		pthread_spin_unlock(&qp->rq_lock);
 		CNT(dev, rx_prot_err);
 		return;
 	}
 	umc_scatter(w->sge, w->num_sge, 0, pkt->grh, sizeof(pkt->grh));
-	umc_scatter(w->sge, w->num_sge, UMC_GRH_LEN, pkt->payload, pkt->len);
-	umc_sges_release(w->sge, w->num_sge);
+	if (in_place) {
+		if (umc_unlikely(pkt->land_off))
+			umc_sge_move_down(w->sge, w->num_sge, UMC_GRH_LEN,
+					  UMC_GRH_LEN + pkt->land_off, pkt->len);
+	} else {
+		if (pkt->land)
+			umc_scatter_iov(w->sge, w->num_sge, UMC_GRH_LEN, pkt->land->iov,
+					pkt->land->niov, pkt->land_off, pkt->len);
+		else
+			umc_scatter(w->sge, w->num_sge, UMC_GRH_LEN, pkt->payload, pkt->len);
+		umc_sges_release(w->sge, w->num_sge);
+	}
 
 	wc.status = IBV_WC_SUCCESS;
 	wc.byte_len = UMC_GRH_LEN + pkt->len;
@@ -235,6 +438,8 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	pthread_spin_unlock(&qp->rq_lock);
 	if (delivered)
 		CNT(dev, rx_delivered);
+	if (delivered && in_place)
+		CNT(dev, rx_in_place);
 }
 
 /*
@@ -265,8 +470,21 @@ static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_self_blocked);
 		return;
 	}
-	for (int i = 0; i < mcg->nqp; i++)
-		umc_qp_recv(mcg->qps[i], pkt);
+	/*
+	 * The landing QP last: the others copy from its buffer, which goes
+	 * back to the application with that QP's completion.
+	 */
+	struct umc_qp *last = pkt->land ? dev->rx_lender->qp : NULL;
+	bool attached = false;
+
+	for (int i = 0; i < mcg->nqp; i++) {
+		if (mcg->qps[i] == last)
+			attached = true;
+		else
+			umc_qp_recv(mcg->qps[i], pkt);
+	}
+	if (attached)
+		umc_qp_recv(last, pkt);
 }
 
 /* At most this many batches per endpoint per call, so no endpoint starves the rest. */
@@ -279,10 +497,14 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
 	int total = 0;
 
 	for (int b = 0; b < UMC_RX_BURSTS && more; b++) {
-		int n = dev->link->rx_burst(dev, ep, pkts, UMC_RX_BATCH, &more);
+		const struct umc_rx_lend *lend = umc_rx_lend(dev, ep, UMC_RX_BATCH);
+		int n = dev->link->rx_burst_lend(dev, ep, pkts, UMC_RX_BATCH, &more, lend);
 
 		for (int i = 0; i < n; i++)
 			umc_deliver(dev, &pkts[i]);
+		umc_rx_unlend(dev);
+		/* An empty poll halves the hint: a quiet endpoint ends up lending one. */
+		ep->lend_hint = n ? n : ep->lend_hint / 2;
 		total += n;
 	}
 	return total;

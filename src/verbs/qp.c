@@ -327,10 +327,19 @@ static const struct umc_qp_transition umc_ud_transitions[UMC_QPS_N][UMC_QPS_N] =
 	},
 };
 
-/* Complete every posted receive with IBV_WC_WR_FLUSH_ERR; caller holds rq_lock. */
+/*
+ * Complete every posted receive with IBV_WC_WR_FLUSH_ERR; caller holds
+ * rq_lock.  While receives are lent for a burst (rq_lent) the flush waits
+ * for its end (umc_qp_rx_unlend): the kernel may be writing into them.
+ */
 static void __umc_qp_flush_rq(struct umc_qp *qp)
 {
 	struct umc_cq *cq = to_ucq(qp->ibqp.recv_cq);
+
+	if (umc_unlikely(qp->rq_lent)) {
+		qp->rq_flush_deferred = true;
+		return;
+	}
 
 	while (qp->rq_head != qp->rq_tail) {
 		struct umc_rwqe *w =
@@ -351,6 +360,18 @@ void __umc_qp_to_err(struct umc_qp *qp)
 {
 	umc_qp_set_state(qp, IBV_QPS_ERR);
 	__umc_qp_flush_rq(qp);
+}
+
+void umc_qp_rx_unlend(struct umc_qp *qp)
+{
+	pthread_spin_lock(&qp->rq_lock);
+	qp->rq_lent = false;
+	if (umc_unlikely(qp->rq_flush_deferred)) {
+		qp->rq_flush_deferred = false;
+		/* Still in the error state: a RESET waits for the burst (rx_lock). */
+		__umc_qp_flush_rq(qp);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
 }
 
 /*
@@ -400,10 +421,17 @@ static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, in
 UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
+	/*
+	 * RESET discards the posted receives without completions: not while
+	 * the receive engine may have them lent (a flush waits by itself).
+	 */
+	bool reset = (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
 	int ret;
 
 	if (umc_dev_forked(qp->dev))
 		return EIO;
+	if (reset)
+		pthread_mutex_lock(&qp->dev->rx_lock);
 	pthread_mutex_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);
 	ret = umc_qp_chk_attr(qp, attr, attr_mask);
@@ -429,6 +457,8 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 out:
 	pthread_spin_unlock(&qp->rq_lock);
 	pthread_mutex_unlock(&qp->sq_lock);
+	if (reset)
+		pthread_mutex_unlock(&qp->dev->rx_lock);
 	return -ret;
 }
 

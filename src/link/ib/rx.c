@@ -81,6 +81,7 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	if (!e)
 		return -ENOMEM;
 	e->mcg = mcg;
+	e->ep.mcg = mcg; /* the engine lends its QPs' receives */
 	e->dlid = mlid;
 	e->ep.fd = ib_rx_socket(group, port->pi.data_port, true);
 	if (e->ep.fd < 0) {
@@ -117,9 +118,20 @@ void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 /* ------------------------------------------------------------------------- */
 /* Receive.                                                                  */
 
+enum {
+	/*
+	 * The headers in front of a global UD SEND's payload (LRH, GRH, BTH,
+	 * DETH): what goes into scratch when the rest lands in a lent receive.
+	 * An ImmDt lands in front of the payload; a local packet (no GRH)
+	 * lands 40 bytes early and is made whole in the slot instead.
+	 */
+	IB_LAND_HDR = UMC_LRH_LEN + UMC_GRH_HDR_LEN + UMC_BTH_LEN + UMC_DETH_LEN,
+};
+
 struct ib_rx {
 	struct mmsghdr msg[UMC_RX_BATCH];
-	struct iovec iov[UMC_RX_BATCH];
+	/* Per datagram: the slot, or scratch headers + a lent receive + the slot's tail. */
+	struct iovec iov[UMC_RX_BATCH][UMC_MAX_SGE + 2];
 	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
@@ -132,30 +144,65 @@ static struct ib_rx *ib_rx_get(struct ib_port *port)
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
 		return NULL;
-	for (int i = 0; i < UMC_RX_BATCH; i++) {
-		rx->iov[i] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
-		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
-		rx->msg[i].msg_hdr.msg_iovlen = 1;
-	}
+	for (int i = 0; i < UMC_RX_BATCH; i++)
+		rx->msg[i].msg_hdr.msg_iov = rx->iov[i];
 	port->rx = rx;
 	return rx;
 }
 
-/* Check one packet that arrived on @e; fill @pkt and return true to deliver it. */
-static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const uint8_t *p, size_t len,
-		      int flags, struct umc_rx_pkt *pkt)
+/*
+ * Where datagram @i is received: into land @land (its headers into the
+ * slot's first IB_LAND_HDR bytes, the rest into the land, and what does
+ * not fit there into the slot behind the headers' and the land's share),
+ * or, without a land, into the slot.  Either way at most UMC_RX_SLOT
+ * bytes are taken in before MSG_TRUNC.
+ */
+static void ib_rx_aim(struct ib_rx *rx, int i, const struct umc_rx_land *land)
+{
+	struct iovec *iov = rx->iov[i];
+	size_t n = 0;
+
+	if (!land) {
+		iov[n++] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
+	} else {
+		iov[n++] = (struct iovec){rx->buf[i], IB_LAND_HDR};
+		memcpy(iov + n, land->iov, land->niov * sizeof(*iov));
+		n += (size_t)land->niov;
+		if (land->room < UMC_RX_SLOT - IB_LAND_HDR)
+			iov[n++] = (struct iovec){rx->buf[i] + IB_LAND_HDR + land->room,
+						  UMC_RX_SLOT - IB_LAND_HDR - land->room};
+	}
+	rx->msg[i].msg_hdr.msg_iovlen = n;
+	rx->msg[i].msg_hdr.msg_flags = 0;
+}
+
+/*
+ * A datagram that was aimed at @land but cannot be used there (a local
+ * packet, or longer than the land): copy the land's share into the slot,
+ * behind the headers, so that the slot holds the datagram whole.
+ */
+static void ib_rx_unland(struct ib_rx *rx, int i, const struct umc_rx_land *land, size_t len)
+{
+	size_t got = len - IB_LAND_HDR < land->room ? len - IB_LAND_HDR : land->room;
+	struct umc_sg sg = {land->iov, land->niov, got};
+
+	umc_sg_read(&sg, 0, rx->buf[i] + IB_LAND_HDR, got);
+}
+
+/*
+ * Check one packet that arrived on @e (@sg: its bytes); fill @pkt and
+ * return true to deliver it.  pkt->payload is set from @p, the packet's
+ * bytes in one piece, when there is one.
+ */
+static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg *sg,
+		      const uint8_t *p, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &port->dev;
 	struct umc_ib_hdr ib;
 	size_t off, plen;
 	int ret;
 
-	CNT(dev, rx_packets);
-	if (umc_unlikely(flags & MSG_TRUNC)) {
-		CNT(dev, rx_too_long);
-		return false;
-	}
-	ret = umc_ib_decode(p, len, &ib, &pkt->hdr, &off, &plen);
+	ret = umc_ib_decode_sg(sg, &ib, &pkt->hdr, &off, &plen);
 	if (umc_unlikely(ret)) {
 		if (ret == -EIO)
 			CNT(dev, rx_bad_vcrc);
@@ -176,14 +223,15 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const uint8_t *p, s
 	pkt->mcg = e->mcg;
 	pkt->has_grh = ib.lrh.lnh == UMC_LNH_IBA_GLOBAL;
 	if (pkt->has_grh) {
-		memcpy(pkt->grh, p + UMC_LRH_LEN, UMC_GRH_HDR_LEN);
+		umc_sg_read(sg, UMC_LRH_LEN, pkt->grh, UMC_GRH_HDR_LEN);
 		/* An MLID may carry several groups: the DGID says which. */
 		if (e->mcg && memcmp(ib.grh.dgid, e->mcg->mgid.raw, 16) != 0)
 			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
 	} else {
 		memset(pkt->grh, 0, sizeof(pkt->grh));
 	}
-	pkt->payload = p + off;
+	pkt->payload = p ? p + off : NULL;
+	pkt->land_off = p ? 0 : (uint32_t)(off - IB_LAND_HDR); /* an ImmDt in front */
 	pkt->len = (uint32_t)plen;
 	pkt->slid = ib.lrh.slid;
 	pkt->sl = ib.lrh.sl;
@@ -193,8 +241,8 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const uint8_t *p, s
 	return true;
 }
 
-int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
-		bool *more)
+int ib_rx_burst_lend(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
+		     int max, bool *more, const struct umc_rx_lend *lend)
 {
 	struct ib_port *port = to_ib_port(dev);
 	struct ib_ep *e = container_of(ep, struct ib_ep, ep);
@@ -206,6 +254,8 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
+	for (int i = 0; i < max; i++)
+		ib_rx_aim(rx, i, i < lend->n ? &lend->land[i] : NULL);
 	do
 		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
 	while (n < 0 && errno == EINTR);
@@ -213,11 +263,37 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		return 0;
 	*more = n == max;
 	for (int i = 0; i < n; i++) {
+		const struct umc_rx_land *land = i < lend->n ? &lend->land[i] : NULL;
 		struct mmsghdr *m = &rx->msg[i];
+		size_t len = m->msg_len;
+		const uint8_t *whole = rx->buf[i];
+		struct umc_rx_pkt *pkt = &pkts[out];
 
-		if (ib_rx_one(port, e, rx->buf[i], m->msg_len, m->msg_hdr.msg_flags, &pkts[out]))
-			out++;
-		m->msg_hdr.msg_flags = 0;
+		CNT(dev, rx_packets);
+		if (umc_unlikely((m->msg_hdr.msg_flags & MSG_TRUNC) || len > UMC_RX_SLOT)) {
+			CNT(dev, rx_too_long);
+			continue;
+		}
+		/* Landed: a global packet whose ImmDt, payload and tail fit the land. */
+		if (land && len > IB_LAND_HDR) {
+			if (umc_likely((rx->buf[i][1] & 3) == UMC_LNH_IBA_GLOBAL &&
+				       len - IB_LAND_HDR <= land->room))
+				whole = NULL;
+			else
+				ib_rx_unland(rx, i, land, len);
+		}
+		struct iovec iov[UMC_MAX_SGE + 1];
+		struct umc_sg sg = {iov, 1, len};
+
+		iov[0] = (struct iovec){rx->buf[i], whole ? len : IB_LAND_HDR};
+		if (!whole) {
+			memcpy(iov + 1, land->iov, land->niov * sizeof(*iov));
+			sg.n += land->niov;
+		}
+		if (!ib_rx_one(port, e, &sg, whole, pkt))
+			continue;
+		pkt->land = whole ? NULL : land;
+		out++;
 	}
 	return out;
 }

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs_landing.c - a payload is copied at most once: the kernel
+ * writes a datagram straight into the posted receive of the group's first
+ * QP (progress.c, "lends"), and everything a receive completion promises
+ * still holds, on every link that lands datagrams.
+ *
+ *   - one QP: every datagram completes in place (rx_in_place), with its
+ *     payload, GRH area and byte_len, also with ImmDt and with the GRH
+ *     area and the payload spread over several SGEs;
+ *   - two QPs of one process: both get every datagram, the second a copy
+ *     of the first's;
+ *   - a datagram the first QP refuses (Q_Key) still reaches the second,
+ *     and the first QP's receive it landed in stays posted for the next;
+ *   - a corrupt datagram (bad ICRC or VCRC) lands, is dropped and counted,
+ *     and its receive stays posted for the next good one;
+ *   - a burst in which the first QP's receive is too small: that QP
+ *     completes LOC_LEN_ERR and is flushed, in queue order, only after
+ *     the second QP got the burst's later datagrams copied from the first
+ *     QP's buffers.
+ *
+ * Each test runs on every link that lands datagrams: the simulated
+ * InfiniBand link, against a umc-sm this program starts ($UMC_BIN).  The
+ * background receive thread is off (UMC_RX_THREAD=0), so that only the
+ * test's own polls receive and a burst is what the test sent.
+ */
+#include <sys/wait.h>
+
+#include "test_verbs_common.h"
+
+#include "link/ib/ib.h"
+
+enum { SLOT = 2048 };
+
+struct link_env {
+	const char *name; /* the device */
+	struct ibv_context *ctx;
+	struct umc_device *dev;
+	struct ibv_pd *pd;
+	union ibv_gid mgid;
+	uint16_t mlid;
+	uint32_t gip; /* RoCE: the group's IPv4 address */
+	bool ib;
+	struct ibv_ah *ah;
+	struct t_qp s, a, b;
+};
+
+static struct link_env ib_env = {.name = "umc_ib0", .ib = true};
+static unsigned group_seq;
+static pid_t sm_pid;
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	assert_non_null(list);
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static int setup(void **state)
+{
+	struct link_env *e = *state;
+	unsigned n = ++group_seq;
+
+	e->ctx = open_dev(e->name);
+	if (!e->ctx)
+		return -1;
+	e->dev = ctx_dev(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	if (e->ib) {
+		struct ibv_port_attr pa;
+
+		/* The port is ACTIVE once umc-sm registered it. */
+		for (uint64_t end = t_now_ms() + T_WAIT_MS; t_now_ms() < end; poll(NULL, 0, 10))
+			if (!ibv_query_port(e->ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE)
+				break;
+		if (pa.state != IBV_PORT_ACTIVE)
+			return -1;
+		/* A group of its own per test: ff12:401b::1:n on MLID 0xC100 + n. */
+		memset(&e->mgid, 0, sizeof(e->mgid));
+		e->mgid.raw[0] = 0xff;
+		e->mgid.raw[1] = 0x12;
+		e->mgid.raw[2] = 0x40;
+		e->mgid.raw[3] = 0x1b;
+		e->mgid.raw[13] = 1;
+		e->mgid.raw[15] = (uint8_t)n;
+		e->mlid = (uint16_t)(0xC100 + n);
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .dlid = e->mlid, .port_num = 1,
+			.grh = {.dgid = e->mgid, .sgid_index = 0, .hop_limit = 1},
+		};
+
+		e->ah = ibv_create_ah(e->pd, &aa);
+	} else {
+		e->gip = t_group_ip(180 + n);
+		e->mgid = t_gid_v4(e->gip);
+		e->ah = t_group_ah(e->pd, e->gip);
+		if (umc_dev_member(e->dev, &e->mgid, +1))
+			return -1;
+	}
+	if (!e->pd || !e->ah)
+		return -1;
+	t_qp_make(&e->s, e->pd, 0, T_QKEY);
+	t_qp_make(&e->a, e->pd, 0, T_QKEY);
+	t_qp_make(&e->b, e->pd, 0, T_QKEY);
+	return 0;
+}
+
+static void detach(struct link_env *e, struct t_qp *t)
+{
+	while (to_uqp(t->qp)->attached)
+		assert_int_equal(ibv_detach_mcast(t->qp, &e->mgid, e->mlid), 0);
+}
+
+static int teardown(void **state)
+{
+	struct link_env *e = *state;
+
+	detach(e, &e->a);
+	detach(e, &e->b);
+	if (!e->ib)
+		umc_dev_member(e->dev, &e->mgid, -1);
+	t_qp_free(&e->s);
+	t_qp_free(&e->a);
+	t_qp_free(&e->b);
+	ibv_destroy_ah(e->ah);
+	ibv_dealloc_pd(e->pd);
+	ibv_close_device(e->ctx);
+	return 0;
+}
+
+static void attach(struct link_env *e, struct t_qp *t)
+{
+	assert_int_equal(ibv_attach_mcast(t->qp, &e->mgid, e->mlid), 0);
+}
+
+/* Send @len bytes of pattern @seed (with ImmDt @imm when not 0); the send completes. */
+static void send_one(struct link_env *e, uint32_t len, unsigned seed, uint32_t qkey, uint32_t imm)
+{
+	uint8_t data[SLOT];
+
+	t_fill(data, len, seed);
+	assert_int_equal(t_send(&e->s, e->ah, data, len, qkey, imm != 0, htonl(imm), 0, seed), 0);
+	t_wait_send(e->s.cq, seed);
+}
+
+/* One poll of @t's CQ (the engine runs once when it is empty): the completions it gives. */
+static int poll_once(struct t_qp *t, struct ibv_wc *wc, int n)
+{
+	int got = ibv_poll_cq(t->cq, n, wc);
+
+	assert_true(got >= 0);
+	return got;
+}
+
+/* The next completion of @t is a success of @len bytes, pattern @seed, in buffer @off. */
+static void expect_recv(struct link_env *e, struct t_qp *t, uint64_t wr_id, size_t off,
+			uint32_t len, unsigned seed)
+{
+	uint8_t want[SLOT];
+	struct ibv_wc wc;
+
+	assert_int_equal(t_wait_wc(t->cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.byte_len, 40 + len);
+	assert_true(wc.wc_flags & IBV_WC_GRH);
+	t_fill(want, len, seed);
+	assert_memory_equal(t->buf + off + 40, want, len);
+	/* The GRH area: the group is its destination (IB: the DGID; RoCE: the IPv4 header's). */
+	if (e->ib)
+		assert_memory_equal(t->buf + off + 24, e->mgid.raw, 16);
+	else
+		assert_memory_equal(t->buf + off + 36, e->mgid.raw + 12, 4);
+}
+
+#define IN_PLACE(e) T_CNT((e)->dev, rx_in_place)
+
+static void test_in_place(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long base;
+
+	attach(e, &e->a);
+	base = IN_PLACE(e);
+	for (unsigned i = 0; i < 8; i++) {
+		uint32_t len = 1 + i * 211;
+
+		assert_int_equal(t_post_recv(&e->a, 0, SLOT, i), 0);
+		memset(e->a.buf, 0xee, SLOT);
+		send_one(e, len, 10 + i, T_QKEY, 0);
+		expect_recv(e, &e->a, i, 0, len, 10 + i);
+	}
+	assert_int_equal(IN_PLACE(e) - base, 8);
+}
+
+/* GRH area in an SGE of its own, the payload over two more; with and without ImmDt. */
+static void test_in_place_imm_sges(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long base;
+
+	attach(e, &e->a);
+	base = IN_PLACE(e);
+	for (unsigned i = 0; i < 4; i++) {
+		uint8_t *p = e->a.buf;
+		struct ibv_sge sge[3] = {
+			{(uintptr_t)(p + 100), 40, e->a.mr->lkey},
+			{(uintptr_t)(p + 3000), 7, e->a.mr->lkey},
+			{(uintptr_t)(p + 200), 1000, e->a.mr->lkey},
+		};
+		struct ibv_recv_wr wr = {.wr_id = i, .sg_list = sge, .num_sge = 3}, *bad;
+		uint32_t len = i < 2 ? 5 : 600, imm = i & 1 ? 0xfeed0000 + i : 0;
+		uint8_t want[600], got[600];
+		struct ibv_wc wc;
+
+		memset(p, 0xee, 4096);
+		assert_int_equal(ibv_post_recv(e->a.qp, &wr, &bad), 0);
+		send_one(e, len, 20 + i, T_QKEY, imm);
+		assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, 40 + len);
+		assert_int_equal(!!(wc.wc_flags & IBV_WC_WITH_IMM), imm != 0);
+		if (imm)
+			assert_int_equal(ntohl(wc.imm_data), imm);
+		t_fill(want, len, 20 + i);
+		memcpy(got, p + 3000, len < 7 ? len : 7);
+		if (len > 7)
+			memcpy(got + 7, p + 200, len - 7);
+		assert_memory_equal(got, want, len);
+		/*
+		 * Past the payload's end the receive holds at most the datagram's
+		 * tail: ImmDt's place, pad, ICRC, VCRC (umcast(7)).
+		 */
+		if (len > 7)
+			for (size_t k = UMC_RX_TAIL_MAX; 200 + (len - 7) + k < 1200; k++)
+				assert_int_equal(p[200 + (len - 7) + k], 0xee);
+	}
+	assert_int_equal(IN_PLACE(e) - base, 4);
+}
+
+static void test_fan_out_copies_from_first(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long base, delivered;
+
+	attach(e, &e->a);
+	attach(e, &e->b);
+	base = IN_PLACE(e);
+	delivered = T_CNT(e->dev, rx_delivered);
+	for (unsigned i = 0; i < 6; i++) {
+		uint32_t len = 64 + i * 300;
+
+		assert_int_equal(t_post_recv(&e->a, 0, SLOT, 100 + i), 0);
+		assert_int_equal(t_post_recv(&e->b, 0, SLOT, 200 + i), 0);
+		send_one(e, len, 30 + i, T_QKEY, i & 1 ? 7 : 0);
+		expect_recv(e, &e->a, 100 + i, 0, len, 30 + i);
+		expect_recv(e, &e->b, 200 + i, 0, len, 30 + i);
+	}
+	assert_int_equal(T_CNT(e->dev, rx_delivered) - delivered, 12);
+	assert_int_equal(IN_PLACE(e) - base, 6); /* one per datagram: the first QP's */
+}
+
+static void test_refused_receive_stays_posted(void **state)
+{
+	struct link_env *e = *state;
+	struct ibv_qp_attr qa = {.qkey = 0x22222222};
+	unsigned long viol = T_CNT(e->dev, rx_qkey_viol);
+
+	attach(e, &e->a); /* the first QP: its receives are lent */
+	attach(e, &e->b);
+	assert_int_equal(ibv_modify_qp(e->b.qp, &qa, IBV_QP_QKEY), 0);
+	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 1), 0);
+	assert_int_equal(t_post_recv(&e->a, SLOT, SLOT, 2), 0);
+	assert_int_equal(t_post_recv(&e->b, 0, SLOT, 3), 0);
+	/* For B only: it lands in A's first receive, which A does not take. */
+	send_one(e, 300, 41, 0x22222222, 0);
+	expect_recv(e, &e->b, 3, 0, 300, 41);
+	assert_int_equal(T_CNT(e->dev, rx_qkey_viol) - viol, 1);
+	t_assert_cq_empty(e->a.cq);
+	/* For A only: its first receive takes it, in order, whole. */
+	send_one(e, 200, 42, T_QKEY, 0);
+	expect_recv(e, &e->a, 1, 0, 200, 42);
+	assert_int_equal(T_CNT(e->dev, rx_qkey_viol) - viol, 2);
+	t_assert_cq_empty(e->b.cq);
+}
+
+/* A datagram to the group that fails its integrity check, sent from a plain socket. */
+static void send_corrupt(struct link_env *e)
+{
+	struct umc_ud_hdr h = {
+		.bth = {.opcode = UMC_OP_UD_SEND_ONLY, .pkey = 0xffff, .dest_qpn = 0xffffff},
+		.deth = {.qkey = T_QKEY, .src_qpn = 0x77},
+	};
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint8_t pkt[512] = {0};
+	size_t n;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), ttl = 1;
+	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
+
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
+	if (e->ib) {
+		const struct umc_sm_port_info *pi = &to_ib_port(e->dev)->pi;
+		struct umc_ib_hdr ib = {
+			.lrh = {.lnh = UMC_LNH_IBA_GLOBAL, .dlid = e->mlid, .slid = 0x99},
+			.grh = {.ipver = UMC_GRH_IPVER, .next_hdr = UMC_GRH_NXTHDR_IBA,
+				.hop_limit = 1},
+		};
+		memcpy(ib.grh.dgid, e->mgid.raw, 16);
+		n = umc_ib_hdr_encode(pkt, &ib, &h, 100);
+		n += 100 + h.bth.pad_cnt + UMC_ICRC_LEN + UMC_VCRC_LEN; /* CRCs left zero: wrong */
+		to.sin_addr.s_addr = htonl(umc_sm_mlid_to_ip(pi, e->mlid));
+		to.sin_port = htons(pi->data_port);
+	} else {
+		n = umc_ud_hdr_encode(pkt, &h);
+		n += 100 + UMC_ICRC_LEN; /* ICRC left zero: wrong */
+		to.sin_addr.s_addr = htonl(e->gip);
+		to.sin_port = htons(T_PORT);
+	}
+	assert_int_equal(sendto(fd, pkt, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	close(fd);
+}
+
+static void test_corrupt_receive_stays_posted(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long bad = T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc);
+	struct ibv_wc wc;
+
+	attach(e, &e->a);
+	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 1), 0);
+	send_corrupt(e);
+	/* Received (one poll runs the engine), dropped, counted: no completion. */
+	for (uint64_t end = t_now_ms() + T_WAIT_MS;
+	     T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc) == bad && t_now_ms() < end;)
+		t_poll_rx(e->dev, 10);
+	assert_int_equal(T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc) - bad, 1);
+	assert_int_equal(poll_once(&e->a, &wc, 1), 0);
+	/* The receive it landed in takes the next good datagram. */
+	send_one(e, 333, 51, T_QKEY, 0);
+	expect_recv(e, &e->a, 1, 0, 333, 51);
+}
+
+/*
+ * One burst of four datagrams, all four of A's receives lent, the second
+ * too small: A completes #0, LOC_LEN_ERR for #1, and its #2 and #3 are
+ * flushed; B, attached second, gets all four, #2 and #3 copied from A's
+ * receives before they were flushed.
+ */
+static void test_len_err_flush_waits_for_burst(void **state)
+{
+	struct link_env *e = *state;
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	attach(e, &e->a);
+	attach(e, &e->b);
+	/* A warm-up burst of four, so that the engine lends four. */
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(t_post_recv(&e->a, i * SLOT, SLOT, i), 0);
+		assert_int_equal(t_post_recv(&e->b, i * SLOT, SLOT, 10 + i), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		send_one(e, 100, 60 + i, T_QKEY, 0);
+	while (got < 4)
+		got += poll_once(&e->a, wc + got, 8 - got);
+	for (unsigned i = 0; i < 4; i++)
+		expect_recv(e, &e->b, 10 + i, i * SLOT, 100, 60 + i);
+
+	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 20), 0);
+	assert_int_equal(t_post_recv(&e->a, SLOT, 100, 21), 0); /* too small for 500 */
+	assert_int_equal(t_post_recv(&e->a, 2 * SLOT, SLOT, 22), 0);
+	assert_int_equal(t_post_recv(&e->a, 3 * SLOT, SLOT, 23), 0);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(t_post_recv(&e->b, i * SLOT, SLOT, 30 + i), 0);
+	for (unsigned i = 0; i < 4; i++)
+		send_one(e, 500, 70 + i, T_QKEY, 0);
+	got = 0;
+	while (got < 4)
+		got += poll_once(&e->a, wc + got, 8 - got);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].wr_id, 20);
+	assert_int_equal(wc[1].status, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(wc[1].wr_id, 21);
+	assert_int_equal(wc[2].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[2].wr_id, 22);
+	assert_int_equal(wc[3].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[3].wr_id, 23);
+	for (unsigned i = 0; i < 4; i++)
+		expect_recv(e, &e->b, 30 + i, i * SLOT, 500, 70 + i);
+}
+
+/* umc-sm for the IB runs, on an ephemeral port; UMC_SM points the library at it. */
+static bool start_sm(void)
+{
+	const char *bin = getenv("UMC_BIN");
+	char path[4096], line[256] = {0};
+	int pfd[2];
+	ssize_t n;
+
+	if (!bin || pipe(pfd))
+		return false;
+	snprintf(path, sizeof(path), "%s/umc-sm", bin);
+	sm_pid = fork();
+	if (sm_pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], 3);
+		execl(path, "umc-sm", "--listen", "127.0.0.1:0", "--ready-fd", "3", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (sm_pid < 0 || !t_read_full(pfd[0], line, 1, T_WAIT_MS))
+		return false;
+	n = read(pfd[0], line + 1, sizeof(line) - 2);
+	close(pfd[0]);
+	char *at = strstr(line, "ready on "), *end;
+
+	if (n < 0 || !at)
+		return false;
+	at += strlen("ready on ");
+	end = strchr(at, ' ');
+	if (end)
+		*end = 0;
+	setenv("UMC_SM", at, 1);
+	return true;
+}
+
+/* Every link that lands datagrams (link ops rx_lands): for now the IB link. */
+#define BOTH(t) cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &ib_env)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		BOTH(test_in_place),
+		BOTH(test_in_place_imm_sges),
+		BOTH(test_fan_out_copies_from_first),
+		BOTH(test_refused_receive_stays_posted),
+		BOTH(test_corrupt_receive_stays_posted),
+		BOTH(test_len_err_flush_waits_for_burst),
+	};
+	int rc;
+
+	/* Before any device opens: no background receive thread in this process. */
+	setenv("UMC_RX_THREAD", "0", 1);
+	if (!start_sm()) {
+		fprintf(stderr, "test_verbs_landing: umc-sm did not start ($UMC_BIN)\n");
+		return 1;
+	}
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	kill(sm_pid, SIGTERM);
+	waitpid(sm_pid, NULL, 0);
+	return rc;
+}
