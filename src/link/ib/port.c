@@ -148,6 +148,7 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	port->pi = a->info;
+	atomic_store_explicit(&port->lid, a->info.lid, memory_order_relaxed);
 	dev->active_mtu = a->info.active_mtu;
 	dev->guid = a->info.port_guid;
 	dev->pkey_count = a->info.pkey_count;
