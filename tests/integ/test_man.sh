@@ -8,7 +8,9 @@
 #     rdma_join_multicast_ex, for a linked name, for umcast(7), umc-mckey(1)
 #     and umc-perf(1);
 #  3. every man3 page has the sections NAME, SYNOPSIS, DESCRIPTION,
-#     RETURN VALUE, ERRORS, NOTES (where umcast differs) and SEE ALSO.
+#     RETURN VALUE, ERRORS, NOTES (where umcast differs) and SEE ALSO;
+#  4. no page shows an option such as --no-sendonly with an en dash, or a
+#     quote the user would type as a curly one (pandoc's smart typography).
 #
 # Env: UMC_BUILD_DIR (a built tree, installed into a temporary prefix) and
 # UMC_SOURCE_DIR; ctest sets both.
@@ -79,6 +81,14 @@ for f in "$mandir"/man3/*.3; do
 	[ -z "$lack" ] || bad "$(basename "$f") lacks$lack"
 done
 [ $fails -eq 0 ] && ok "every man3 page has its sections"
+
+# 4. what the user types is shown as typed
+typo=$(grep -lE '\\\[(en|lq|rq)\]' "$mandir"/man?/*.? 2>/dev/null)
+if [ -z "$typo" ]; then
+	ok "no page turns -- into an en dash or quotes into curly ones"
+else
+	bad "en dashes or curly quotes (smart typography) in:" $typo
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
