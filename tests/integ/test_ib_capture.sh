@@ -28,6 +28,7 @@
 # CAP_NET_RAW): exits 77 (skipped) otherwise.  Every wait is bounded;
 # every process started here is stopped by its PID.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 
 BIN=${UMC_BIN:?UMC_BIN is set by ctest}
 SRC=${UMC_SOURCE_DIR:?UMC_SOURCE_DIR is set by ctest}
@@ -49,10 +50,12 @@ done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-ib-capture.XXXXXX")
 FAILS=0
-SM_PID= TS_PID= R_PID=
+SM_PID= R_PID=
+# shellcheck source=capture_lib.sh
+. "$here/capture_lib.sh"
 cleanup() {
 	local p
-	for p in $R_PID $TS_PID $SM_PID; do kill "$p" 2>/dev/null; done
+	for p in $R_PID $CAP_PID $SM_PID; do kill "$p" 2>/dev/null; done
 	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
 		rm -rf "$WORK"
 	else
@@ -95,36 +98,11 @@ export UMC_SM=$SM_ADDR
 unset UMC_IB_ADDR UMC_QPN_BASE
 echo "# umc-sm on $SM_ADDR, MLIDs from 0xc000 on $BASE/18, group $GROUP"
 
-# tshark prints one summary line per captured frame (-P) on a FIFO read
-# with read -t: readiness and completion are seen, not guessed.  A unicast
-# probe datagram shows when the capture is live.
-PROBE_PORT=$((40000 + $$ % 20000))
+# The capture: the MLIDs' IP groups on the data port (capture_lib.sh).
 PCAP=$WORK/cap.pcap
-mkfifo "$WORK/live"
-timeout -k 2 90 tshark -n -l -i lo -P -F pcap -w "$PCAP" -a duration:80 \
-	-f "udp and ((dst net $BASE/18 and dst port $DATA_PORT) or (dst host 127.0.0.1 and dst port $PROBE_PORT))" \
-	>"$WORK/live" 2>"$WORK/tshark.err" &
-TS_PID=$!
-exec 3<"$WORK/live"
-live=0
-for _ in $(seq 100); do
-	printf 'probe' 2>/dev/null >"/dev/udp/127.0.0.1/$PROBE_PORT"
-	if IFS= read -r -t 0.2 -u 3 line; then
-		case $line in *"$PROBE_PORT"*) live=1; break ;; esac
-	fi
-	kill -0 "$TS_PID" 2>/dev/null || break
-done
-if [ "$live" -ne 1 ]; then
-	if grep -qiE 'permission|not permitted|capture privileges|socket: Operation' "$WORK/tshark.err"; then
-		echo "SKIP: no permission to capture on lo:"
-		cat "$WORK/tshark.err"
-		exit $SKIP
-	fi
-	cat "$WORK/tshark.err"
-	echo "FAIL: the capture on lo did not start"
-	FAILS=1
-	exit 1
-fi
+capture_start "$PCAP" "dst net $BASE/18 and dst port $DATA_PORT"
+rc=$?
+[ $rc -eq 0 ] || exit $rc
 
 # A receiver (every payload checked: -P), then the send-only sender.
 timeout -k 2 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 30000 \
@@ -154,15 +132,8 @@ echo "# sender: LID $LID, GID $SGID, QPN $QPN; group $MGID, MLID $MLID"
 
 # Wait (bounded) until tshark has seen the N datagrams of the group (the
 # filter lets through nothing else but probes).
-seen=0
-while [ $seen -lt $N ] && IFS= read -r -t 10 -u 3 line; do
-	case $line in *"$PROBE_PORT"*) ;; *) seen=$((seen + 1)) ;; esac
-done
-[ $seen -eq $N ] || fail "tshark saw $seen datagrams to port $DATA_PORT live, expected $N"
-kill -INT "$TS_PID" 2>/dev/null
-timeout 10 tail --pid="$TS_PID" -f /dev/null || fail "tshark did not stop"
-TS_PID=
-exec 3<&-
+capture_wait $N
+capture_stop
 wait $R_PID
 rc=$?
 R_PID=
