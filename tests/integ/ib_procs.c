@@ -582,25 +582,17 @@ static void observer_open(const struct test_sm *sm)
  */
 static int sa_join_state(const char *mgid, const char *port_gid)
 {
-	uint8_t mad[UMC_MAD_SIZE] = {0};
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_MCMEMBER_RECORD},
-		.sm_key = UMC_SM_DEFAULT_SM_KEY,
-		.comp_mask = UMC_MCM_COMP_MGID | (port_gid ? UMC_MCM_COMP_PORT_GID : 0),
-	};
 	struct umc_mcmember rec = {0};
 	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
 	int ret;
 
 	inet_pton(AF_INET6, mgid, rec.mgid);
 	if (port_gid)
 		inet_pton(AF_INET6, port_gid, rec.port_gid);
-	umc_sa_hdr_encode(mad, &h);
-	umc_mcmember_encode(mad + UMC_SA_HDR_LEN, &rec);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID | (port_gid ? UMC_MCM_COMP_PORT_GID : 0),
+			      UMC_SM_DEFAULT_SM_KEY, &rec);
 	if (umc_sa_call(observer, mad, 3000, 2, &res))
 		return -1;
 	if (res.status == UMC_SA_STATUS_NO_RECORDS)
@@ -618,19 +610,12 @@ static int sa_join_state(const char *mgid, const char *port_gid)
 /* ClassPortInfo.CapabilityMask2 as the SA says it, or -1. */
 static long sa_cap_mask2(void)
 {
-	uint8_t mad[UMC_MAD_SIZE] = {0};
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_CLASS_PORT_INFO},
-	};
 	struct umc_class_port_info cpi;
 	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
 	long ret = -1;
 
-	umc_sa_hdr_encode(mad, &h);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
 	if (umc_sa_call(observer, mad, 3000, 2, &res))
 		return -1;
 	if (!res.status) {
@@ -1107,38 +1092,48 @@ static void scenario_nosm(void)
 	agent_stop(&a);
 }
 
+static void scenario_sendonly_supported(void)
+{
+	scenario_sendonly(true);
+}
+
+static void scenario_sendonly_refused(void)
+{
+	scenario_sendonly(false);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} scenarios[] = {
+	{"sendonly", scenario_sendonly_supported},
+	{"nosendonly", scenario_sendonly_refused},
+	{"aggregate", scenario_aggregate},
+	{"mgid0", scenario_mgid0},
+	{"ipoib", scenario_ipoib},
+	{"lease", scenario_lease},
+	{"exit", scenario_exit},
+	{"restart", scenario_restart},
+	{"timeout", scenario_timeout},
+	{"nosm", scenario_nosm},
+	{"unicast", scenario_unicast},
+};
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
 
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("UMC_IB_ADDR");
-	if (!strcmp(s, "sendonly"))
-		scenario_sendonly(true);
-	else if (!strcmp(s, "nosendonly"))
-		scenario_sendonly(false);
-	else if (!strcmp(s, "aggregate"))
-		scenario_aggregate();
-	else if (!strcmp(s, "mgid0"))
-		scenario_mgid0();
-	else if (!strcmp(s, "ipoib"))
-		scenario_ipoib();
-	else if (!strcmp(s, "lease"))
-		scenario_lease();
-	else if (!strcmp(s, "restart"))
-		scenario_restart();
-	else if (!strcmp(s, "timeout"))
-		scenario_timeout();
-	else if (!strcmp(s, "nosm"))
-		scenario_nosm();
-	else if (!strcmp(s, "unicast"))
-		scenario_unicast();
-	else if (!strcmp(s, "exit"))
-		scenario_exit();
-	else {
-		fprintf(stderr, "usage: ib_procs sendonly|nosendonly|aggregate|mgid0|ipoib|"
-				"lease|exit|restart|timeout|nosm|unicast\n");
-		return 2;
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		if (!strcmp(s, scenarios[i].name)) {
+			scenarios[i].run();
+			break;
+		}
+		if (i + 1 == sizeof(scenarios) / sizeof(scenarios[0])) {
+			fprintf(stderr, "usage: ib_procs SCENARIO (see the comment at the top)\n");
+			return 2;
+		}
 	}
 	if (fails)
 		fprintf(stderr, "%s: %d failure(s)\n", s, fails);

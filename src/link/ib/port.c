@@ -113,20 +113,11 @@ static void ib_bcast_set(struct ib_port *port, const uint8_t *mad)
 /* SubnAdmGet(MCMemberRecord) of the broadcast MGID, into @mad. */
 static void ib_bcast_mad(uint8_t mad[UMC_MAD_SIZE])
 {
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_MCMEMBER_RECORD},
-		.comp_mask = UMC_MCM_COMP_MGID,
-	};
 	struct umc_mcmember rec = {0};
 
-	memset(mad, 0, UMC_MAD_SIZE);
 	memcpy(rec.mgid, ib_bcast_mgid, 16);
-	umc_sa_hdr_encode(mad, &h);
-	umc_mcmember_encode(mad + UMC_SA_HDR_LEN, &rec);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID, 0, &rec);
 }
 
 static void ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
