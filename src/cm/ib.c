@@ -279,22 +279,12 @@ static bool cm_ib_rec_matches(const struct umc_mcmember *held, const struct umc_
 static int __cm_ib_sa_send(struct cm_ib_group *g, uint8_t method, const struct umc_mcmember *rec,
 			   uint64_t mask)
 {
-	uint8_t mad[UMC_MAD_SIZE] = {0};
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = method,
-			.attr_id = UMC_SA_ATTR_MCMEMBER_RECORD},
-		.comp_mask = mask,
-	};
-
 	struct umc_sa_client *sa = ib_port_sa(g->port->ib);
+	uint8_t mad[UMC_MAD_SIZE];
 
 	if (!sa)
 		return -ENETDOWN;
-	umc_sa_hdr_encode(mad, &h);
-	umc_mcmember_encode(mad + UMC_SA_HDR_LEN, rec);
+	umc_sa_request_encode(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, mask, 0, rec);
 	g->busy = true;
 	g->setting = method == UMC_MAD_METHOD_SET;
 	return umc_sa_send(sa, mad, UMC_SA_TIMEOUT_MS, UMC_SA_RETRIES, cm_ib_sa_done, g, NULL);

@@ -7,8 +7,8 @@
 
 #include "wire/be.h"
 #include "wire/ib.h"
-#include "wire/ib_vcrc_table.h"
 #include "wire/sg.h"
+#include "wire/vcrc_table.h"
 
 enum {
 	LRH_LVER_MASK = 0x0f,
@@ -106,24 +106,23 @@ uint32_t umc_ib_icrc_start(const uint8_t *hdr, size_t hdr_len)
 }
 
 /*
- * The VCRC register advances eight bytes at a time with eight independent
- * table lookups (slice-by-8; ib_vcrc_table.h, generated, and checked entry
- * by entry against the bitwise definition in test_wire_ib), then byte by
- * byte.  The register is 16 bits wide, so only the first two bytes of
- * each eight meet it; the other six enter as they are.
+ * The VCRC eight bytes at a time ("slicing by 8"): the register takes two
+ * bytes, and every table lookup says what one byte does to the register
+ * over the bytes that follow it (vcrc_table.py).  Bytes left over go one
+ * at a time through table 0.
  */
 uint16_t umc_vcrc_update(uint16_t reg, const void *buf, size_t len)
 {
+	const uint16_t(*t)[256] = umc_vcrc_table;
 	const uint8_t *p = buf;
 
-	for (; len >= 8; p += 8, len -= 8) {
+	for (; len >= 8; len -= 8, p += 8) {
 		reg ^= (uint16_t)(p[0] | p[1] << 8);
-		reg = umc_vcrc_tab[7][reg & 0xff] ^ umc_vcrc_tab[6][reg >> 8] ^
-		      umc_vcrc_tab[5][p[2]] ^ umc_vcrc_tab[4][p[3]] ^ umc_vcrc_tab[3][p[4]] ^
-		      umc_vcrc_tab[2][p[5]] ^ umc_vcrc_tab[1][p[6]] ^ umc_vcrc_tab[0][p[7]];
+		reg = (uint16_t)(t[7][reg & 0xff] ^ t[6][reg >> 8] ^ t[5][p[2]] ^ t[4][p[3]] ^
+				 t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]);
 	}
 	while (len--)
-		reg = umc_vcrc_tab[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+		reg = (uint16_t)(t[0][(reg ^ *p++) & 0xff] ^ (reg >> 8));
 	return reg;
 }
 

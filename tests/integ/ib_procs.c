@@ -25,6 +25,8 @@
  *                         group's Q_Key (0x0B1B) and joins ff12:401b:
  *   ib_procs lease        a process killed with SIGKILL loses its
  *                         membership when its lease ends
+ *   ib_procs exit         a process that exits without leaving loses it at
+ *                         once: its port unregisters at exit
  *   ib_procs restart      umc-sm killed and restarted under 20 joined ids in
  *                         4 processes: each id gets exactly one
  *                         MULTICAST_ERROR -ENETRESET, nothing hangs, and
@@ -418,9 +420,15 @@ static void agent_port(void)
 {
 	struct ibv_port_attr pa;
 
+	union ibv_gid gid;
+
 	if (!ag.nids || ibv_query_port(ag.n[0].id->verbs, 1, &pa))
 		return reply("fail query_port");
-	reply("ok state %d lid %u sm_lid %u link %d", pa.state, pa.lid, pa.sm_lid, pa.link_layer);
+	errno = 0;
+	int past = ibv_query_gid(ag.n[0].id->verbs, 1, pa.gid_tbl_len, &gid);
+
+	reply("ok state %d lid %u sm_lid %u link %d gids %d past %d/%d", pa.state, pa.lid,
+	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
 }
 
 static void agent_loop(int cmd, int rep)
@@ -463,6 +471,8 @@ static void agent_loop(int cmd, int rep)
 			agent_port();
 		else if (!strcmp(line, "quit"))
 			_exit(0);
+		else if (!strcmp(line, "exit"))
+			exit(0); /* with the atexit handlers: the port unregisters */
 		else
 			reply("fail unknown command %s", line);
 	}
@@ -572,25 +582,17 @@ static void observer_open(const struct test_sm *sm)
  */
 static int sa_join_state(const char *mgid, const char *port_gid)
 {
-	uint8_t mad[UMC_MAD_SIZE] = {0};
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_MCMEMBER_RECORD},
-		.sm_key = UMC_SM_DEFAULT_SM_KEY,
-		.comp_mask = UMC_MCM_COMP_MGID | (port_gid ? UMC_MCM_COMP_PORT_GID : 0),
-	};
 	struct umc_mcmember rec = {0};
 	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
 	int ret;
 
 	inet_pton(AF_INET6, mgid, rec.mgid);
 	if (port_gid)
 		inet_pton(AF_INET6, port_gid, rec.port_gid);
-	umc_sa_hdr_encode(mad, &h);
-	umc_mcmember_encode(mad + UMC_SA_HDR_LEN, &rec);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID | (port_gid ? UMC_MCM_COMP_PORT_GID : 0),
+			      UMC_SM_DEFAULT_SM_KEY, &rec);
 	if (umc_sa_call(observer, mad, 3000, 2, &res))
 		return -1;
 	if (res.status == UMC_SA_STATUS_NO_RECORDS)
@@ -608,19 +610,12 @@ static int sa_join_state(const char *mgid, const char *port_gid)
 /* ClassPortInfo.CapabilityMask2 as the SA says it, or -1. */
 static long sa_cap_mask2(void)
 {
-	uint8_t mad[UMC_MAD_SIZE] = {0};
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_CLASS_PORT_INFO},
-	};
 	struct umc_class_port_info cpi;
 	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
 	long ret = -1;
 
-	umc_sa_hdr_encode(mad, &h);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
 	if (umc_sa_call(observer, mad, 3000, 2, &res))
 		return -1;
 	if (!res.status) {
@@ -892,6 +887,48 @@ static void scenario_lease(void)
 	test_sm_free(&sm);
 }
 
+/* A process that exits without leaving: its memberships go with its port at once. */
+static void scenario_exit(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char grp[32], mgid[64], g[64];
+	uint64_t end;
+
+	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
+		exit(2);
+	observer_open(&sm);
+	scenario_group(grp, 7);
+	udp_mgid(grp, mgid);
+	agent_start(&a);
+	reply_gid(ask(&a, "open udp"), g);
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
+	if (sa_join_state(mgid, g) != 1)
+		fail("the SA does not hold the join");
+	if (write(a.cmd, "exit\n", 5) != 5)
+		fail("exit");
+	int st;
+
+	waitpid(a.pid, &st, 0);
+	a.pid = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail("the agent's exit status 0x%x", st);
+	end = now_ms() + 2000; /* far less than the lease */
+	while (sa_join_state(mgid, g) != 0 && now_ms() < end)
+		usleep(20000); /* polling the SA, bounded by end */
+	if (sa_join_state(mgid, g) != 0)
+		fail("an exited process is still a member");
+	close(a.cmd);
+	close(a.rep);
+	umc_sa_close(observer);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	/* The agent's port at its exit, then the observer's. */
+	if (test_sm_counter(&sm, "unregister") != 2)
+		fail("%ld UNREGISTERs, expected 2", test_sm_counter(&sm, "unregister"));
+	test_sm_free(&sm);
+}
+
 static void scenario_restart(void)
 {
 	enum { NPROC = 4, NIDS = 5 };
@@ -1006,6 +1043,9 @@ static void scenario_unicast(void)
 		fail("info");
 	if (alid == blid || alid < 2 || blid < 2)
 		fail("LIDs %u and %u", alid, blid);
+	r = ask(&a, "port");
+	if (!strstr(r, "state 4 ") || !strstr(r, "sm_lid 1 link 1 gids 1 past -1/22"))
+		fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
 	/* Local (LRH only): no GRH at the receiver. */
 	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", alid, aqpn);
@@ -1044,12 +1084,40 @@ static void scenario_nosm(void)
 	agent_start(&a);
 	EXPECT_PREFIX(&a, ask(&a, "open udp"), "ok", "open without an SM");
 	r = ask(&a, "port");
-	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1"))
-		fail("port without an SM: %s (expected INIT, LID 0, InfiniBand)", r);
+	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1") ||
+	    !strstr(r, "gids 1 past -1/22"))
+		fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
 	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "fail join errno 99",
 		      "join without an SM (EADDRNOTAVAIL)");
 	agent_stop(&a);
 }
+
+static void scenario_sendonly_supported(void)
+{
+	scenario_sendonly(true);
+}
+
+static void scenario_sendonly_refused(void)
+{
+	scenario_sendonly(false);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} scenarios[] = {
+	{"sendonly", scenario_sendonly_supported},
+	{"nosendonly", scenario_sendonly_refused},
+	{"aggregate", scenario_aggregate},
+	{"mgid0", scenario_mgid0},
+	{"ipoib", scenario_ipoib},
+	{"lease", scenario_lease},
+	{"exit", scenario_exit},
+	{"restart", scenario_restart},
+	{"timeout", scenario_timeout},
+	{"nosm", scenario_nosm},
+	{"unicast", scenario_unicast},
+};
 
 int main(int argc, char **argv)
 {
@@ -1057,30 +1125,15 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("UMC_IB_ADDR");
-	if (!strcmp(s, "sendonly"))
-		scenario_sendonly(true);
-	else if (!strcmp(s, "nosendonly"))
-		scenario_sendonly(false);
-	else if (!strcmp(s, "aggregate"))
-		scenario_aggregate();
-	else if (!strcmp(s, "mgid0"))
-		scenario_mgid0();
-	else if (!strcmp(s, "ipoib"))
-		scenario_ipoib();
-	else if (!strcmp(s, "lease"))
-		scenario_lease();
-	else if (!strcmp(s, "restart"))
-		scenario_restart();
-	else if (!strcmp(s, "timeout"))
-		scenario_timeout();
-	else if (!strcmp(s, "nosm"))
-		scenario_nosm();
-	else if (!strcmp(s, "unicast"))
-		scenario_unicast();
-	else {
-		fprintf(stderr, "usage: ib_procs sendonly|nosendonly|aggregate|mgid0|ipoib|"
-				"lease|restart|timeout|nosm|unicast\n");
-		return 2;
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		if (!strcmp(s, scenarios[i].name)) {
+			scenarios[i].run();
+			break;
+		}
+		if (i + 1 == sizeof(scenarios) / sizeof(scenarios[0])) {
+			fprintf(stderr, "usage: ib_procs SCENARIO (see the comment at the top)\n");
+			return 2;
+		}
 	}
 	if (fails)
 		fprintf(stderr, "%s: %d failure(s)\n", s, fails);

@@ -40,7 +40,7 @@ int ib_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct um
 	lrh->sl = attr->sl & 0x0f;
 	lrh->lnh = attr->is_global ? UMC_LNH_IBA_GLOBAL : UMC_LNH_IBA_LOCAL;
 	lrh->dlid = dlid;
-	lrh->slid = (uint16_t)(pi.lid | attr->src_path_bits); /* LMC 0: the port's LID */
+	lrh->slid = attr->src_path_bits; /* the port's LID is added when sent (it may change) */
 	if (attr->is_global) {
 		grh->ipver = UMC_GRH_IPVER;
 		grh->tclass = attr->grh.traffic_class;

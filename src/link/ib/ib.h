@@ -52,6 +52,7 @@ struct ib_port {
 	/* As last registered; written with dev->rx_lock and dev->lock held, so
 	 * either one is enough to read it (the receive path holds rx_lock). */
 	struct umc_sm_port_info pi;
+	_Atomic uint16_t lid;	  /* pi.lid, for the data path (SLID of every send) */
 	_Atomic int state;	  /* enum ibv_port_state: ACTIVE while registered */
 	struct sockaddr_in ipoib; /* the IPoIB address (UMC_IB_ADDR) */
 	struct in_addr data_addr; /* local address of the data plane (reaches the SM) */
@@ -76,7 +77,7 @@ static inline struct ib_port *to_ib_port(struct umc_device *dev)
 /* An AH: the link headers to send and where the datagram goes. */
 struct ib_ah {
 	struct umc_ah ah;
-	struct umc_ib_hdr hdr;	 /* LRH (LNH, SL, DLID, SLID) and GRH template */
+	struct umc_ib_hdr hdr;	 /* LRH (LNH, SL, DLID, path bits) and GRH template */
 	struct sockaddr_in dst;	 /* the MLID's IP group, or the LID's data endpoint */
 	bool routed;		 /* dst is known (a unicast LID the SM knows) */
 };

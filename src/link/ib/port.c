@@ -113,20 +113,11 @@ static void ib_bcast_set(struct ib_port *port, const uint8_t *mad)
 /* SubnAdmGet(MCMemberRecord) of the broadcast MGID, into @mad. */
 static void ib_bcast_mad(uint8_t mad[UMC_MAD_SIZE])
 {
-	struct umc_sa_hdr h = {
-		.mad = {.base_version = UMC_MAD_BASE_VERSION,
-			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			.class_version = UMC_SA_CLASS_VERSION,
-			.method = UMC_MAD_METHOD_GET,
-			.attr_id = UMC_SA_ATTR_MCMEMBER_RECORD},
-		.comp_mask = UMC_MCM_COMP_MGID,
-	};
 	struct umc_mcmember rec = {0};
 
-	memset(mad, 0, UMC_MAD_SIZE);
 	memcpy(rec.mgid, ib_bcast_mgid, 16);
-	umc_sa_hdr_encode(mad, &h);
-	umc_mcmember_encode(mad + UMC_SA_HDR_LEN, &rec);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID, 0, &rec);
 }
 
 static void ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
@@ -148,6 +139,7 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	port->pi = a->info;
+	atomic_store_explicit(&port->lid, a->info.lid, memory_order_relaxed);
 	dev->active_mtu = a->info.active_mtu;
 	dev->guid = a->info.port_guid;
 	dev->pkey_count = a->info.pkey_count;
@@ -240,6 +232,27 @@ struct umc_sa_client *ib_port_sa(struct ib_port *port)
 	return __atomic_load_n(&port->sa, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * At exit the port unregisters, so that its memberships go at once (the
+ * kernel leaves a process's groups when its file closes), not when its
+ * lease passes.  In a child of fork the list holds the child's own
+ * devices only; a port the SM never answered has no client.
+ */
+static void ib_exit(void)
+{
+	struct umc_device **devs;
+	int n = __umc_dev_list(&devs);
+
+	for (int i = 0; i < n; i++) {
+		if (devs[i]->link->link_layer != IBV_LINK_LAYER_INFINIBAND)
+			continue;
+		struct umc_sa_client *sa = __atomic_exchange_n(&to_ib_port(devs[i])->sa, NULL,
+							       __ATOMIC_ACQ_REL);
+
+		umc_sa_close(sa);
+	}
+}
+
 /* The port of this process: registered with the SM named by UMC_SM. */
 static void ib_probe(void)
 {
@@ -265,6 +278,7 @@ static void ib_probe(void)
 	struct ibv_device *ib = &dev->ibdev;
 
 	dev->active_mtu = IBV_MTU_2048;
+	dev->gid_tbl_len = 1; /* GID 0: subnet prefix + port GUID */
 	dev->pkeys[0] = UMC_DEFAULT_PKEY;
 	dev->pkey_count = 1;
 	snprintf(ib->name, sizeof(ib->name), "umc_ib0");
@@ -273,6 +287,10 @@ static void ib_probe(void)
 	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/infiniband/umc_ib0");
 	if (umc_dev_register(dev, &umc_ib_link_ops))
 		goto err;
+	static bool exit_hook; /* atexit handlers are inherited by a child: once */
+
+	if (!exit_hook)
+		exit_hook = atexit(ib_exit) == 0;
 	/* A program finds the port up if the SM answers within the wait. */
 	if (ib_port_register(port, UMC_SA_REGISTER_TIMEOUT_MS)) {
 		pthread_attr_t attr;
@@ -305,7 +323,7 @@ static void ib_query_port(struct umc_device *dev, struct ibv_port_attr *attr)
 	attr->active_width = port->pi.active_width;
 	attr->active_speed = port->pi.active_speed;
 	pthread_mutex_unlock(&dev->lock);
-	attr->gid_tbl_len = 1;
+	attr->gid_tbl_len = dev->gid_tbl_len;
 	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_CLIENT_REG_SUP;
 	attr->max_msg_sz = 1u << 31;
 	attr->pkey_tbl_len = UMC_MAX_PKEYS;

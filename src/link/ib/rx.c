@@ -216,7 +216,9 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 		CNT(dev, rx_malformed);
 		return false;
 	}
-	if (umc_unlikely(ib.lrh.dlid != (e->mcg ? e->dlid : port->pi.lid))) {
+	uint16_t lid = atomic_load_explicit(&port->lid, memory_order_relaxed);
+
+	if (umc_unlikely(ib.lrh.dlid != (e->mcg ? e->dlid : lid))) {
 		CNT(dev, rx_bad_dlid);
 		return false;
 	}
@@ -235,7 +237,7 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	pkt->len = (uint32_t)plen;
 	pkt->slid = ib.lrh.slid;
 	pkt->sl = ib.lrh.sl;
-	pkt->sender = umc_unlikely(dev->block_self_qps) && ib.lrh.slid == port->pi.lid
+	pkt->sender = umc_unlikely(dev->block_self_qps) && ib.lrh.slid == lid
 			      ? __umc_qp_by_num(dev, pkt->hdr.deth.src_qpn)
 			      : NULL;
 	return true;

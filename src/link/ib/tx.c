@@ -101,7 +101,7 @@ static struct ib_tx *ib_tx_get(struct ib_qp *qp)
 }
 
 /* Encode packet @p into slot @k: headers, ICRC, VCRC and the iovec list. */
-static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p)
+static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t lid)
 {
 	static const uint8_t zeros[4];
 	struct ib_ah *ah = to_ib_ah(p->ah);
@@ -114,6 +114,7 @@ static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p)
 	uint16_t vcrc;
 	int niov = 0;
 
+	ib.lrh.slid |= lid; /* LMC 0: the path bits leave the LID as it is */
 	hl = umc_ib_hdr_encode(hdr, &ib, &p->hdr, p->len);
 	pad = p->hdr.bth.pad_cnt;
 	icrc = umc_ib_icrc_start(hdr, hl);
@@ -151,6 +152,7 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 	struct ib_qp *qp = to_ib_qp(uqp);
 	struct umc_device *dev = uqp->dev;
 	struct ib_tx *tx = ib_tx_get(qp);
+	uint16_t lid = atomic_load_explicit(&to_ib_port(dev)->lid, memory_order_relaxed);
 	int k = 0, from = 0;
 
 	if (umc_unlikely(!tx)) {
@@ -162,7 +164,7 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 			CNT(dev, tx_no_route); /* the fabric drops it */
 			continue;
 		}
-		ib_tx_build(tx, k++, &pkts[i]);
+		ib_tx_build(tx, k++, &pkts[i], lid);
 	}
 	while (from < k) {
 		int sent = sendmmsg(tx->fd, &tx->msg[from], (unsigned)(k - from), 0);
