@@ -450,6 +450,45 @@ static inline ssize_t t_sniff_recv(int fd, uint8_t *buf, size_t cap, int ms)
 	return recv(fd, buf, cap, MSG_DONTWAIT);
 }
 
+/*
+ * Start umc-sm ($UMC_BIN/umc-sm) for the simulated InfiniBand subnet, on an
+ * ephemeral port, and point the library at it (UMC_SM); its pid in @pid.
+ * Call before any device opens.  Returns false if it did not come up.
+ */
+static inline bool t_start_sm(pid_t *pid)
+{
+	const char *bin = getenv("UMC_BIN");
+	char path[4096], line[256] = {0};
+	int pfd[2];
+	ssize_t n;
+
+	if (!bin || pipe(pfd))
+		return false;
+	snprintf(path, sizeof(path), "%s/umc-sm", bin);
+	*pid = fork();
+	if (*pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], 3);
+		execl(path, "umc-sm", "--listen", "127.0.0.1:0", "--ready-fd", "3", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (*pid < 0 || !t_read_full(pfd[0], line, 1, T_WAIT_MS))
+		return false;
+	n = read(pfd[0], line + 1, sizeof(line) - 2);
+	close(pfd[0]);
+	char *at = strstr(line, "ready on "), *end;
+
+	if (n < 0 || !at)
+		return false;
+	at += strlen("ready on ");
+	end = strchr(at, ' ');
+	if (end)
+		*end = 0;
+	setenv("UMC_SM", at, 1);
+	return true;
+}
+
 /* RFC 1071 over an IPv4 header including its checksum: 0 when valid. */
 static inline uint16_t t_ipv4_csum(const uint8_t *h)
 {

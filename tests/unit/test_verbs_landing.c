@@ -397,41 +397,6 @@ static void test_len_err_flush_waits_for_burst(void **state)
 		expect_recv(e, &e->b, 30 + i, i * SLOT, 500, 70 + i);
 }
 
-/* umc-sm for the IB runs, on an ephemeral port; UMC_SM points the library at it. */
-static bool start_sm(void)
-{
-	const char *bin = getenv("UMC_BIN");
-	char path[4096], line[256] = {0};
-	int pfd[2];
-	ssize_t n;
-
-	if (!bin || pipe(pfd))
-		return false;
-	snprintf(path, sizeof(path), "%s/umc-sm", bin);
-	sm_pid = fork();
-	if (sm_pid == 0) {
-		close(pfd[0]);
-		dup2(pfd[1], 3);
-		execl(path, "umc-sm", "--listen", "127.0.0.1:0", "--ready-fd", "3", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	if (sm_pid < 0 || !t_read_full(pfd[0], line, 1, T_WAIT_MS))
-		return false;
-	n = read(pfd[0], line + 1, sizeof(line) - 2);
-	close(pfd[0]);
-	char *at = strstr(line, "ready on "), *end;
-
-	if (n < 0 || !at)
-		return false;
-	at += strlen("ready on ");
-	end = strchr(at, ' ');
-	if (end)
-		*end = 0;
-	setenv("UMC_SM", at, 1);
-	return true;
-}
-
 /* Every link that lands datagrams (link ops rx_lands): for now the IB link. */
 #define BOTH(t) cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &ib_env)
 
@@ -449,7 +414,7 @@ int main(void)
 
 	/* Before any device opens: no background receive thread in this process. */
 	setenv("UMC_RX_THREAD", "0", 1);
-	if (!start_sm()) {
+	if (!t_start_sm(&sm_pid)) {
 		fprintf(stderr, "test_verbs_landing: umc-sm did not start ($UMC_BIN)\n");
 		return 1;
 	}
