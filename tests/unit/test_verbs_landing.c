@@ -14,6 +14,10 @@
  *     and the first QP's receive it landed in stays posted for the next;
  *   - a corrupt datagram (bad ICRC or VCRC) lands, is dropped and counted,
  *     and its receive stays posted for the next good one;
+ *   - a receive whose MR was deregistered after the post (its buffer
+ *     kept, or registered again under a new lkey) is never lent: it
+ *     completes LOC_PROT_ERR without a byte written there, while the
+ *     receive before it still completes in place;
  *   - a burst in which the first QP's receive is too small: that QP
  *     completes LOC_LEN_ERR and is flushed, in queue order, only after
  *     the second QP got the burst's later datagrams copied from the first
@@ -290,19 +294,24 @@ static void test_refused_receive_stays_posted(void **state)
 	t_assert_cq_empty(e->b.cq);
 }
 
-/* A datagram to the group that fails its integrity check, sent from a plain socket. */
-static void send_corrupt(struct link_env *e)
+/*
+ * A datagram to the group sent from a plain socket, so that no progress of
+ * this process runs before the test polls: @len bytes of pattern @seed,
+ * with its CRCs right when @good (IB only), left zero (wrong) otherwise.
+ */
+static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good)
 {
 	struct umc_ud_hdr h = {
 		.bth = {.opcode = UMC_OP_UD_SEND_ONLY, .pkey = 0xffff, .dest_qpn = 0xffffff},
 		.deth = {.qkey = T_QKEY, .src_qpn = 0x77},
 	};
 	struct sockaddr_in to = {.sin_family = AF_INET};
-	uint8_t pkt[512] = {0};
+	uint8_t pkt[SLOT + 128] = {0};
 	size_t n;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0), ttl = 1;
 	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
 
+	assert_true(len <= SLOT && (e->ib || !good));
 	assert_true(fd >= 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
@@ -314,18 +323,35 @@ static void send_corrupt(struct link_env *e)
 				.hop_limit = 1},
 		};
 		memcpy(ib.grh.dgid, e->mgid.raw, 16);
-		n = umc_ib_hdr_encode(pkt, &ib, &h, 100);
-		n += 100 + h.bth.pad_cnt + UMC_ICRC_LEN + UMC_VCRC_LEN; /* CRCs left zero: wrong */
+		size_t hl = umc_ib_hdr_encode(pkt, &ib, &h, len);
+
+		t_fill(pkt + hl, len, seed);
+		n = hl + len + h.bth.pad_cnt; /* the pad: zeros */
+		if (good) {
+			uint32_t icrc = umc_ib_icrc_start(pkt, hl);
+
+			icrc = umc_icrc_update(icrc, pkt + hl, n - hl);
+			umc_icrc_put(pkt + n, umc_icrc_final(icrc));
+			umc_vcrc_put(pkt + n + UMC_ICRC_LEN,
+				     umc_vcrc_final(umc_vcrc_update(0xffff, pkt, n + UMC_ICRC_LEN)));
+		}
+		n += UMC_ICRC_LEN + UMC_VCRC_LEN;
 		to.sin_addr.s_addr = htonl(umc_sm_mlid_to_ip(pi, e->mlid));
 		to.sin_port = htons(pi->data_port);
 	} else {
 		n = umc_ud_hdr_encode(pkt, &h);
-		n += 100 + UMC_ICRC_LEN; /* ICRC left zero: wrong */
+		t_fill(pkt + n, len, seed);
+		n += len + UMC_ICRC_LEN; /* ICRC left zero: wrong */
 		to.sin_addr.s_addr = htonl(e->gip);
 		to.sin_port = htons(T_PORT);
 	}
 	assert_int_equal(sendto(fd, pkt, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
 	close(fd);
+}
+
+static void send_corrupt(struct link_env *e)
+{
+	send_raw(e, 100, 0, false);
 }
 
 static void test_corrupt_receive_stays_posted(void **state)
@@ -346,6 +372,78 @@ static void test_corrupt_receive_stays_posted(void **state)
 	/* The receive it landed in takes the next good datagram. */
 	send_one(e, 333, 51, T_QKEY, 0);
 	expect_recv(e, &e->a, 1, 0, 333, 51);
+}
+
+/*
+ * Receives 1, 2 (4 KiB at @spill, in an MR of its own that is deregistered
+ * once it is posted, and registered anew when @rereg: a fresh lkey that
+ * must not revive the old one) and 3, then two datagrams: 1 completes in
+ * place, 2 completes LOC_PROT_ERR and 3 is flushed, and neither @spill nor
+ * receive 3's buffer got a byte.
+ */
+static void expect_unlent(struct link_env *e, bool rereg)
+{
+	uint8_t *spill = malloc(4096);
+	struct ibv_mr *mr, *mr2 = NULL;
+	unsigned long prot = T_CNT(e->dev, rx_prot_err), base;
+	struct ibv_wc wc;
+
+	assert_non_null(spill);
+	memset(spill, 0xc3, 4096);
+	mr = ibv_reg_mr(e->pd, spill, 4096, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	struct ibv_sge sge = {(uintptr_t)spill, 4096, mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1}, *bw;
+
+	attach(e, &e->a);
+	memset(e->a.buf, 0xc3, 2 * SLOT);
+	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 1), 0);
+	assert_int_equal(ibv_post_recv(e->a.qp, &wr, &bw), 0);
+	assert_int_equal(t_post_recv(&e->a, SLOT, SLOT, 3), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	if (rereg) {
+		mr2 = ibv_reg_mr(e->pd, spill, 4096, IBV_ACCESS_LOCAL_WRITE);
+		assert_non_null(mr2);
+	}
+	/*
+	 * Both datagrams wait in the socket for one burst that lends all it
+	 * may (its hint says a full burst came last): the lend must stop at
+	 * receive 2, whose MR is gone.
+	 */
+	base = IN_PLACE(e);
+	send_raw(e, 1500, 81, true);
+	send_raw(e, 1500, 82, true);
+	pthread_mutex_lock(&e->dev->rx_lock);
+	for (int i = 0; i < e->dev->rx_nep; i++)
+		e->dev->rx_eps[i]->lend_hint = UMC_RX_BATCH;
+	pthread_mutex_unlock(&e->dev->rx_lock);
+	expect_recv(e, &e->a, 1, 0, 1500, 81);
+	assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	t_assert_cq_empty(e->a.cq);
+	assert_int_equal(IN_PLACE(e) - base, 1);
+	assert_int_equal(T_CNT(e->dev, rx_prot_err) - prot, 1);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(spill[i], 0xc3);
+	for (int i = SLOT; i < 2 * SLOT; i++)
+		assert_int_equal(e->a.buf[i], 0xc3);
+	if (mr2)
+		assert_int_equal(ibv_dereg_mr(mr2), 0);
+	free(spill);
+}
+
+static void test_deregistered_mr_not_lent(void **state)
+{
+	expect_unlent(*state, false);
+}
+
+static void test_reregistered_buffer_not_lent(void **state)
+{
+	expect_unlent(*state, true);
 }
 
 /*
@@ -408,6 +506,8 @@ int main(void)
 		BOTH(test_fan_out_copies_from_first),
 		BOTH(test_refused_receive_stays_posted),
 		BOTH(test_corrupt_receive_stays_posted),
+		BOTH(test_deregistered_mr_not_lent),
+		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
 	};
 	int rc;
