@@ -561,7 +561,12 @@ static void agent_stop(struct agent *a)
 			fail("%s: got \"%s\", expected \"%s...\"", what, r_, prefix);              \
 	} while (0)
 
-/* The SA observer: a port of the orchestrator's own. */
+/*
+ * The SA observer: a port of the orchestrator's own.  Open it only after the
+ * last agent_start(): it runs a thread, and fork() copies only the calling
+ * one, so a lock that thread holds at the fork (the allocator's, under
+ * AddressSanitizer) would stay held in the agent for ever.
+ */
 static struct umc_sa_client *observer;
 
 static void observer_open(const struct test_sm *sm)
@@ -687,6 +692,9 @@ static void scenario_sendonly(bool support)
 
 	if (start_sm(&sm, support ? NULL : noso))
 		exit(2);
+	agent_start(&r1);
+	agent_start(&r2);
+	agent_start(&s);
 	observer_open(&sm);
 	long cap2 = sa_cap_mask2();
 
@@ -695,9 +703,6 @@ static void scenario_sendonly(bool support)
 		     support ? "set" : "clear");
 	scenario_group(grp, 1);
 	udp_mgid(grp, mgid);
-	agent_start(&r1);
-	agent_start(&r2);
-	agent_start(&s);
 	reply_gid(ask(&r1, "open udp"), g1);
 	reply_gid(ask(&r2, "open udp"), g2);
 	reply_gid(ask(&s, "open udp"), gs);
@@ -762,10 +767,10 @@ static void scenario_aggregate(void)
 
 	if (start_sm(&sm, NULL))
 		exit(2);
+	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 2);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	ask(&a, "open udp");
 	ask(&a, "open udp");
@@ -864,10 +869,10 @@ static void scenario_lease(void)
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
 	if (start_sm(&sm, args))
 		exit(2);
+	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 4);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
@@ -897,10 +902,10 @@ static void scenario_exit(void)
 
 	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
 		exit(2);
+	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 7);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
