@@ -4,8 +4,9 @@
  * executables (static functions; each test file is its own program).
  *
  * Rules these helpers keep:
- *   - only the loopback device "umc_lo" is used, and only groups in
- *     239.0.0.0/8;
+ *   - on RoCEv2 only the loopback device "umc_lo" is used, and only
+ *     groups in 239.0.0.0/8; a test of the InfiniBand link ("umc_ib0")
+ *     starts a umc-sm of its own (t_start_sm), so its subnet is private;
  *   - groups are 239.P1.P2.N with P1.P2 = this process's pid, so that two
  *     runs of the suite (plain and sanitizer builds) or two test programs
  *     running in parallel never share a group; N is chosen per test;
