@@ -60,6 +60,7 @@ PROC_TIMEOUT=${PROC_TIMEOUT:-60}
 SM_BENCH=${SM_BENCH:-1} # 0: no umc-sm / OpenSM comparison
 IB=${IB:-1}             # 0: no umcast over the simulated InfiniBand link
 IB_ADDR=127.0.0.2       # umc_ib0's IPoIB address (UMC_IB_ADDR's default)
+IB_MTU=2048             # umc-sm's path MTU: larger messages are not measured on umc_ib0
 BIN=$BUILD/bin
 
 log() { printf '%s\n' "$*" >&2; }
@@ -258,7 +259,9 @@ order() {
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
-		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] || continue ;;
+		# umc_ib0: a UD message fits the path MTU (umc-perf refuses more).
+		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] && [ "$size" -le "$IB_MTU" ] ||
+			continue ;;
 		esac
 		[ "${3:-}" = ev ] && [ "$t" != umcast ] && [ "$t" != udp ] && continue
 		list+=("$t")
