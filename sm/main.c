@@ -113,10 +113,10 @@ static int open_socket(const struct umc_sm_config *cfg, struct sockaddr_in *boun
 }
 
 /*
- * SIGTERM and SIGINT stay blocked until the process exits: a second one
- * (timeout(1) signals its child and then the child's process group) may be
- * pending when the loop ends, and unblocking it would turn a clean exit
- * into death by that signal.
+ * Block SIGTERM and SIGINT for good and read them from a signalfd.  The mask
+ * is never restored: a second SIGTERM (timeout(1) sends one to the process
+ * and one to its group) may still be pending at exit, and unblocking it
+ * would kill umc-sm after its orderly shutdown.
  */
 static int open_signals(void)
 {

@@ -39,9 +39,14 @@
  *                         with ibv_create_ah_from_wc; a bystander port gets
  *                         nothing; a QPN nobody has is dropped
  *
- * As tests/integ/mc_procs.c, the orchestrator forks "agents" before any
- * umcast state exists and drives them over pipes with one-line commands;
- * readiness is a reply, every wait has a deadline.  The orchestrator
+ * As tests/integ/mc_procs.c, the orchestrator starts "agents" and drives
+ * them over pipes with one-line commands; readiness is a reply, every wait
+ * has a deadline.  An agent is this program executed again ("ib_procs
+ * agent CMD_FD REP_FD"), not a bare fork: the orchestrator may already
+ * have threads (its SA client's), and a forked child of a threaded process
+ * may only call async-signal-safe functions until it executes a program
+ * (POSIX fork(); a sanitizer's allocator lock held by another thread at
+ * the fork stays held in the child forever).  The orchestrator
  * itself only talks to the SA, as a port of its own, to see what the SA
  * holds (trusted SubnAdmGet, SM_Key 1).  Exit status 0 when every check
  * passed.
@@ -494,10 +499,17 @@ static void agent_start(struct agent *a)
 	if (pipe(c) || pipe(r))
 		exit(2);
 	a->pid = fork();
+	if (a->pid < 0)
+		exit(2);
 	if (a->pid == 0) {
+		char cmd[16], rep[16];
+
 		close(c[1]);
 		close(r[0]);
-		agent_loop(c[0], r[1]);
+		snprintf(cmd, sizeof(cmd), "%d", c[0]);
+		snprintf(rep, sizeof(rep), "%d", r[1]);
+		execl("/proc/self/exe", "ib_procs", "agent", cmd, rep, (char *)NULL);
+		_exit(127);
 	}
 	close(c[0]);
 	close(r[1]);
@@ -561,12 +573,7 @@ static void agent_stop(struct agent *a)
 			fail("%s: got \"%s\", expected \"%s...\"", what, r_, prefix);              \
 	} while (0)
 
-/*
- * The SA observer: a port of the orchestrator's own.  Open it only after the
- * last agent_start(): it runs a thread, and fork() copies only the calling
- * one, so a lock that thread holds at the fork (the allocator's, under
- * AddressSanitizer) would stay held in the agent for ever.
- */
+/* The SA observer: a port of the orchestrator's own. */
 static struct umc_sa_client *observer;
 
 static void observer_open(const struct test_sm *sm)
@@ -708,9 +715,6 @@ static void scenario_sendonly(bool support)
 
 	if (start_sm(&sm, support ? NULL : noso))
 		exit(2);
-	agent_start(&r1);
-	agent_start(&r2);
-	agent_start(&s);
 	observer_open(&sm);
 	long cap2 = sa_cap_mask2();
 
@@ -719,6 +723,9 @@ static void scenario_sendonly(bool support)
 		     support ? "set" : "clear");
 	scenario_group(grp, 1);
 	udp_mgid(grp, mgid);
+	agent_start(&r1);
+	agent_start(&r2);
+	agent_start(&s);
 	reply_gid(ask(&r1, "open udp"), g1);
 	reply_gid(ask(&r2, "open udp"), g2);
 	reply_gid(ask(&s, "open udp"), gs);
@@ -784,10 +791,10 @@ static void scenario_aggregate(void)
 
 	if (start_sm(&sm, NULL))
 		exit(2);
-	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 2);
 	udp_mgid(grp, mgid);
+	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	ask(&a, "open udp");
 	ask(&a, "open udp");
@@ -886,10 +893,10 @@ static void scenario_lease(void)
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
 	if (start_sm(&sm, args))
 		exit(2);
-	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 4);
 	udp_mgid(grp, mgid);
+	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
@@ -919,10 +926,10 @@ static void scenario_exit(void)
 
 	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
 		exit(2);
-	agent_start(&a);
 	observer_open(&sm);
 	scenario_group(grp, 7);
 	udp_mgid(grp, mgid);
+	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
 	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
@@ -1146,6 +1153,8 @@ int main(int argc, char **argv)
 	const char *s = argc > 1 ? argv[1] : "";
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc == 4 && !strcmp(s, "agent"))
+		agent_loop(atoi(argv[2]), atoi(argv[3])); /* never returns */
 	unsetenv("UMC_IB_ADDR");
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
 		if (!strcmp(s, scenarios[i].name)) {
