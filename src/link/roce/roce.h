@@ -12,6 +12,7 @@
  *   ah.c    address handles: the destination socket address and IP context
  *   rx.c    group sockets, IP membership (IGMP/MLD), receive and its checks
  *   tx.c    per-QP send sockets and sendmmsg
+ *   ucast.c unicast: the host's demultiplexer of UDP 4791 by DestQP
  */
 #ifndef UMC_LINK_ROCE_H
 #define UMC_LINK_ROCE_H
@@ -28,6 +29,36 @@ struct roce_port {
 	unsigned ifindex;
 	unsigned netdev_mtu;
 	struct roce_rx *rx; /* receive buffers, made on first use (rx.c) */
+	struct roce_uc *uc; /* unicast reception, made with the first QP (ucast.c) */
+};
+
+/*
+ * A receive endpoint of a port, registered with the core's engine: the
+ * socket of a group (bound to group:4791), or, with @mcg NULL, the port's
+ * unicast input, where the host's demultiplexer passes on the datagrams
+ * for this process's QPNs (ucast.c), each behind a struct roce_uc_fwd.
+ */
+struct roce_ep {
+	struct umc_rx_ep ep;
+	struct umc_mcg *mcg;
+};
+
+/*
+ * What the demultiplexer puts in front of a unicast datagram it passes on:
+ * the IP/UDP context only the owner of the UDP socket saw, which the
+ * receiver needs for the ICRC and the GRH.  Host byte order except the
+ * addresses (network order, IPv4 in the first 4 bytes).
+ */
+struct roce_uc_fwd {
+	uint8_t family; /* 4 or 6 */
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint8_t reserved;
+	uint16_t sport;
+	uint16_t reserved2;
+	uint32_t flow_label;
+	uint8_t src[16];
+	uint8_t dst[16];
 };
 
 static inline struct roce_port *to_roce_port(struct umc_device *dev)
@@ -61,6 +92,7 @@ struct roce_qp {
 	 */
 	uint16_t tx_sport[UMC_MAX_GIDS];
 	struct roce_tx *tx;
+	bool uc_claimed; /* its QPN is claimed at the host's demultiplexer (ucast.c) */
 };
 
 static inline struct roce_qp *to_roce_qp(struct umc_qp *qp)
@@ -88,11 +120,41 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more);
+/*
+ * roce_rx_sockopts - the options of a socket that receives RoCEv2 on
+ * @v4's family: a large receive buffer, TTL/TOS (hop limit, traffic
+ * class, flow label) as control messages, IP_PKTINFO when @pktinfo, and
+ * for IPv6 V6ONLY and UDP checksum 0 accepted.  Returns 0 or -errno.
+ */
+int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
+/*
+ * roce_rx_cmsg - fill @ip's family, source address and port (from the
+ * message's name) and TTL/TOS, hop limit, traffic class, flow label (from
+ * its control messages); @ip is zeroed by the caller.  An IP_PKTINFO
+ * message also sets the destination.  Returns the arrival interface
+ * IP_PKTINFO gave, or 0.
+ */
+unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);
 void roce_qp_cleanup(struct umc_qp *qp);
 int roce_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
+
+/* ucast.c */
+/*
+ * roce_uc_qp_add - claim @qp's QPN at the demultiplexer of every address
+ * of its port (connecting to it, or becoming it, first), so that unicast
+ * datagrams for it reach this process.  Context: qp_init (dev->rx_lock
+ * and dev->lock held).  Waits at most UMC_UC_CONNECT_MS + UMC_UC_REPLY_MS
+ * per address for another process.  Returns 0 (also when the
+ * demultiplexer could not answer in time: the claim stands and is sent
+ * again after a hand-over), -EADDRINUSE when another process of the host
+ * owns the QPN, or -ENOMEM / -EMFILE.
+ */
+int roce_uc_qp_add(struct roce_qp *qp);
+/* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */
+void roce_uc_qp_del(struct roce_qp *qp);
 
 /* ------------------------------------------------------------------------- */
 /* What the CM's RoCE join needs of a port (cm/roce.c).                      */
@@ -118,5 +180,23 @@ bool umc_roce_gid_live(struct umc_device *dev, int gid_index);
  * loopback, for instance.  Returns 0, or -ENODEV when it cannot.
  */
 int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid);
+
+/* The state of a port's unicast reception (umc_roce_uc_sync), for tests and diagnostics. */
+struct umc_roce_uc_info {
+	int addrs;	  /* addresses (GIDs) of the port with a demultiplexer */
+	int connected;	  /* ... to which this process is connected and registered */
+	int leading;	  /* ... whose demultiplexer is this process */
+	pid_t leader_pid; /* the demultiplexer of GID index 0, or 0 */
+	bool port_held;	  /* ... and it holds addr:4791 */
+};
+
+/*
+ * umc_roce_uc_sync - a barrier with the demultiplexer of every address of
+ * @dev's port: (re)connect where needed, then wait until each has handled
+ * every claim this process sent it so far (at most @timeout_ms in all).
+ * Fills @info.  Returns 0 when every address answered, -EAGAIN otherwise,
+ * -ENODEV when the port has no unicast reception (no QP yet).
+ */
+int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms);
 
 #endif /* UMC_LINK_ROCE_H */

@@ -1,0 +1,1292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ucast.c - RoCEv2 unicast: a datagram sent to one of the host's addresses
+ * reaches the process that owns its DestQP.
+ *
+ * Every umcast process is an HCA of its own with its own QPNs, yet all of
+ * them share the host's addresses and UDP port 4791, where RoCEv2 peers
+ * send.  A unicast datagram is given to one socket only, so per address one
+ * process, the demultiplexer, owns addr:4791 and passes each datagram on to
+ * the process that claimed its DestQP:
+ *
+ *   - Rendezvous: an abstract AF_UNIX SOCK_SEQPACKET name made of the
+ *     address (UC_NAME_FMT).  Abstract names belong to the network
+ *     namespace, as the UDP port does, need no file system and vanish with
+ *     their process, even one killed by SIGKILL.  The process that binds
+ *     the name is the demultiplexer; every process (the demultiplexer too,
+ *     through its own listener) connects to it.
+ *   - Registration: HELLO hands over, with SCM_RIGHTS, the sending end of a
+ *     SOCK_DGRAM socketpair whose other end is the port's unicast input in
+ *     the process's receive engine (rx.c); then CLAIM names its QPNs.  A
+ *     QPN that another live process claimed is refused (-EADDRINUSE) and
+ *     QP creation takes the next number (qp.c), so QPNs are unique on the
+ *     host, as on one rxe device.
+ *   - Data: the demultiplexer's agent thread reads addr:4791 with recvmmsg,
+ *     takes DestQP from BTH bytes 5-7, finds its owner in an open-addressing
+ *     table and sends the datagram, behind a struct roce_uc_fwd with the IP
+ *     context, to the owner's socket with sendmmsg (MSG_DONTWAIT: a full
+ *     queue drops, as a NIC's full buffer does).  The owner checks it as any
+ *     other datagram.  Nothing is allocated per datagram.
+ *   - Exit: a process that exits or is killed closes its connection and
+ *     the demultiplexer forgets its QPNs.  When the demultiplexer itself
+ *     goes, every connection to it hangs up; each process's agent thread
+ *     then connects or binds the name anew (one wins), the winner binds
+ *     addr:4791 as soon as the old socket is gone, and every process
+ *     registers again.  Datagrams arriving meanwhile are lost (UD is
+ *     unreliable); no process needs a restart.
+ *
+ * Claims at QP creation wait for the answer (UMC_UC_REPLY_MS at most);
+ * registrations after a hand-over are not waited for.  A demultiplexer that
+ * finds no owner for a DestQP first reads every pending connection and
+ * claim, so a claim sent before a peer could have learnt the QPN is seen.
+ *
+ * Why not SO_REUSEPORT with a classic BPF program (SO_ATTACH_REUSEPORT_CBPF,
+ * no privilege needed) that maps DestQP to a socket index: the index is the
+ * socket's position in the kernel's reuseport group, which no process can
+ * query, and when a socket closes the last one is moved into its place, so
+ * a killed process silently re-routes another's traffic until someone
+ * rebuilds and re-attaches the program from a shared view of the order,
+ * which a SIGKILL leaves stale; any process of the group may replace the
+ * program; an index out of range falls back to the hash.  An eBPF
+ * REUSEPORT_SOCKARRAY map would be exact but needs privilege.  See
+ * docs/design.md "Unicast".
+ *
+ * Threads and locks: one agent thread per process (for every port and
+ * address) does the demultiplexer's work and the reconnects; it never takes
+ * a device lock and never waits for an answer.  Per address, ctl_lock
+ * serialises the use of the connection to the demultiplexer; per port,
+ * qset_lock guards the list of the port's QPNs.  Order: dev->rx_lock,
+ * dev->lock, ctl_lock, qset_lock, uc_ag.lock; the agent thread only
+ * try-locks ctl_lock.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "link/roce/roce.h"
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
+
+/* The rendezvous: "\0" UC_NAME_FMT, with the address text (and "%ifindex" when scoped). */
+#define UC_NAME_FMT "umcast-rocev2-demux:%s"
+
+enum { UC_MAGIC = 0x55434d55, UC_VERSION = 1 };
+
+enum uc_op {
+	UC_HELLO = 1, /* with SCM_RIGHTS: the client's forwarding socket */
+	UC_CLAIM,     /* qpn[0..count): route these to me (count 0: a barrier) */
+	UC_RELEASE,   /* qpn[0..count): no longer mine */
+	UC_REPLY,     /* to every request: status, the refused qpn[] */
+};
+
+enum { UC_F_PORT = 1 }; /* UC_REPLY flags: the demultiplexer holds addr:4791 */
+
+/*
+ * One control message.  The header up to @status stays the same in every
+ * version, so a peer of another version can be told -EPROTONOSUPPORT.
+ */
+struct uc_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;
+	uint32_t seq;
+	int32_t status; /* UC_REPLY: 0 or -errno */
+	uint32_t pid;	/* UC_REPLY: the demultiplexer's */
+	uint16_t flags; /* UC_REPLY: UC_F_* */
+	uint16_t count; /* entries of qpn[] used */
+	uint32_t qpn[UMC_UC_MSG_QPNS];
+};
+
+#define UC_MSG_LEN(n) (offsetof(struct uc_msg, qpn) + (size_t)(n) * sizeof(uint32_t))
+
+enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
+
+/* What an epoll event of the agent refers to. */
+struct uc_tag {
+	enum uc_kind kind;
+	void *obj;
+};
+
+struct uc_leader;
+
+/* A process registered with this process's demultiplexer. */
+struct uc_client {
+	struct uc_tag tag;
+	struct uc_leader *lead;
+	int ctl;  /* the connection; -1 once dropped */
+	int data; /* its forwarding socket (HELLO), -1 before */
+	pid_t pid;
+	struct uc_client *dead_next; /* dropped, freed after the agent's round */
+};
+
+struct uc_slot {
+	uint32_t qpn;
+	struct uc_client *cl; /* NULL: empty */
+};
+
+struct uc_dom;
+
+/* This process as the demultiplexer of one address (agent-owned once published). */
+struct uc_leader {
+	struct uc_dom *dom;
+	int lfd; /* the listener, bound to the name */
+	int udp; /* addr:4791, -1 until bound */
+	struct uc_tag tag_l, tag_u;
+	uint64_t bind_at; /* next attempt at addr:4791 (monotonic ms) */
+	unsigned bind_fails;
+	struct uc_client **cl;
+	int ncl, clcap;
+	struct uc_client *dead;
+	struct uc_slot *tab; /* QPN -> client, linear probing */
+	uint32_t tmask, tshift, tcount;
+	struct roce_uc_fwd fwd0; /* the template: destination = the address */
+	/* One batch: datagrams in, then runs of them out per owner. */
+	struct mmsghdr rmsg[UMC_RX_BATCH];
+	struct iovec riov[UMC_RX_BATCH];
+	struct sockaddr_storage rname[UMC_RX_BATCH];
+	uint64_t rcmsg[UMC_RX_BATCH][16];
+	struct mmsghdr smsg[UMC_RX_BATCH];
+	struct iovec siov[UMC_RX_BATCH][2];
+	struct roce_uc_fwd fwd[UMC_RX_BATCH];
+	struct uc_client *sdst[UMC_RX_BATCH];
+	uint8_t rbuf[UMC_RX_BATCH][UMC_RX_SLOT];
+};
+
+/* One address (GID) of a port: the connection to its demultiplexer. */
+struct uc_dom {
+	struct roce_uc *uc;
+	int gid_index;
+	struct sockaddr_storage addr; /* addr:4791 */
+	socklen_t addr_len;
+	struct sockaddr_un name;
+	socklen_t name_len;
+	struct uc_tag tag;
+	pthread_mutex_t ctl_lock;
+	int ctl; /* connection to the demultiplexer, -1: none */
+	uint32_t seq;
+	pid_t leader_pid;
+	bool leader_port; /* its last answer said it holds addr:4791 */
+	bool proto_warned;
+	atomic_bool reconnect;		/* lost: the agent reconnects */
+	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
+	struct uc_dom *next;		/* uc_ag.doms */
+};
+
+/* A port's unicast reception. */
+struct roce_uc {
+	struct roce_ep ep; /* the input: forwarded datagrams, polled by the engine */
+	int data_tx;	   /* its peer, handed to each demultiplexer */
+	struct roce_port *rp;
+	bool inherited; /* made before a fork(): not this process's */
+	pthread_mutex_t qset_lock;
+	uint32_t *qpns; /* the port's claimed QPNs */
+	int nqpn, qcap;
+	int ndom;
+	struct uc_dom *dom[UMC_MAX_GIDS];
+};
+
+/* The process's agent. */
+static struct {
+	pthread_mutex_t lock; /* doms, start */
+	int epfd, wake;
+	bool running, atfork;
+	struct uc_tag wake_tag;
+	struct uc_dom *doms;
+	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
+} uc_ag = {.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .wake = -1};
+
+static uint64_t uc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void uc_sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void uc_agent_wake(void)
+{
+	atomic_store(&uc_ag.pending, true);
+	if (uc_ag.wake >= 0)
+		eventfd_write(uc_ag.wake, 1);
+}
+
+static void uc_ep_del(int fd)
+{
+	if (uc_ag.epfd >= 0)
+		epoll_ctl(uc_ag.epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = tag};
+
+	return epoll_ctl(uc_ag.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer's QPN table.                                            */
+
+static uint32_t uc_home(const struct uc_leader *l, uint32_t qpn)
+{
+	return (qpn * 0x9E3779B1u) >> l->tshift;
+}
+
+static struct uc_client *uc_tab_find(const struct uc_leader *l, uint32_t qpn)
+{
+	for (uint32_t i = uc_home(l, qpn);; i = (i + 1) & l->tmask) {
+		if (!l->tab[i].cl)
+			return NULL;
+		if (l->tab[i].qpn == qpn)
+			return l->tab[i].cl;
+	}
+}
+
+static void uc_tab_put(struct uc_slot *tab, uint32_t mask, uint32_t home, uint32_t qpn,
+		       struct uc_client *cl)
+{
+	uint32_t i = home;
+
+	while (tab[i].cl)
+		i = (i + 1) & mask;
+	tab[i] = (struct uc_slot){qpn, cl};
+}
+
+static int uc_tab_alloc(struct uc_leader *l, uint32_t size)
+{
+	struct uc_slot *tab = calloc(size, sizeof(*tab)), *old = l->tab;
+	uint32_t omask = l->tmask, shift = 32;
+
+	if (!tab)
+		return -ENOMEM;
+	for (uint32_t s = size; s > 1; s >>= 1)
+		shift--;
+	l->tab = tab;
+	l->tmask = size - 1;
+	l->tshift = shift;
+	for (uint32_t i = 0; old && i <= omask; i++)
+		if (old[i].cl)
+			uc_tab_put(tab, l->tmask, uc_home(l, old[i].qpn), old[i].qpn, old[i].cl);
+	free(old);
+	return 0;
+}
+
+static int uc_tab_insert(struct uc_leader *l, uint32_t qpn, struct uc_client *cl)
+{
+	if (2 * (l->tcount + 1) > l->tmask + 1 && uc_tab_alloc(l, 2 * (l->tmask + 1)))
+		return -ENOMEM;
+	uc_tab_put(l->tab, l->tmask, uc_home(l, qpn), qpn, cl);
+	l->tcount++;
+	return 0;
+}
+
+/* Empty slot @i, moving later entries of its probe run back (no tombstones). */
+static void uc_tab_del_at(struct uc_leader *l, uint32_t i)
+{
+	for (uint32_t j = (i + 1) & l->tmask; l->tab[j].cl; j = (j + 1) & l->tmask) {
+		uint32_t k = uc_home(l, l->tab[j].qpn);
+
+		/* Entry j may move to i unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			l->tab[i] = l->tab[j];
+			i = j;
+		}
+	}
+	l->tab[i].cl = NULL;
+	l->tcount--;
+}
+
+static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client *cl)
+{
+	for (uint32_t i = uc_home(l, qpn); l->tab[i].cl; i = (i + 1) & l->tmask) {
+		if (l->tab[i].qpn == qpn) {
+			if (l->tab[i].cl == cl)
+				uc_tab_del_at(l, i);
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer: clients.                                               */
+
+static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
+{
+	if (cl->ctl < 0)
+		return;
+	uc_ep_del(cl->ctl);
+	close(cl->ctl);
+	cl->ctl = -1;
+	if (cl->data >= 0)
+		close(cl->data);
+	cl->data = -1;
+	/* One pass suffices: uc_tab_del_at only moves entries back to slot i. */
+	for (uint32_t i = 0; i <= l->tmask; i++)
+		while (l->tab[i].cl == cl)
+			uc_tab_del_at(l, i);
+	for (int i = 0; i < l->ncl; i++) {
+		if (l->cl[i] == cl) {
+			l->cl[i] = l->cl[--l->ncl];
+			break;
+		}
+	}
+	/* An event or a batch may still name it: freed after the agent's round. */
+	cl->dead_next = l->dead;
+	l->dead = cl;
+}
+
+static void uc_lead_accept(struct uc_leader *l)
+{
+	for (;;) {
+		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct uc_client *cl;
+		struct ucred cred;
+		socklen_t clen = sizeof(cred);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (l->ncl == l->clcap) {
+			int cap = l->clcap ? 2 * l->clcap : 8;
+			struct uc_client **grown = realloc(l->cl, (size_t)cap * sizeof(*grown));
+
+			if (!grown) {
+				close(fd);
+				continue;
+			}
+			l->cl = grown;
+			l->clcap = cap;
+		}
+		cl = calloc(1, sizeof(*cl));
+		if (!cl) {
+			close(fd);
+			continue;
+		}
+		cl->tag = (struct uc_tag){UC_T_CLIENT, cl};
+		cl->lead = l;
+		cl->ctl = fd;
+		cl->data = -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+			cl->pid = cred.pid;
+		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
+			close(fd);
+			free(cl);
+			continue;
+		}
+		l->cl[l->ncl++] = cl;
+	}
+}
+
+/* Is @fd a datagram socket of AF_UNIX (the only thing HELLO may carry)? */
+static bool uc_fd_is_dgram_unix(int fd)
+{
+	int type = 0, domain = 0;
+	socklen_t len = sizeof(int);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
+		return false;
+	len = sizeof(int);
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
+	       type == SOCK_DGRAM;
+}
+
+static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct uc_msg *m,
+			    int *fd)
+{
+	struct uc_msg r = {
+		.magic = UC_MAGIC,
+		.version = UC_VERSION,
+		.op = UC_REPLY,
+		.seq = m->seq,
+		.pid = (uint32_t)getpid(),
+		.flags = l->udp >= 0 ? UC_F_PORT : 0,
+	};
+
+	switch (m->op) {
+	case UC_HELLO:
+		if (*fd < 0 || !uc_fd_is_dgram_unix(*fd)) {
+			r.status = -EINVAL;
+			break;
+		}
+		if (cl->data >= 0)
+			close(cl->data);
+		cl->data = *fd;
+		*fd = -1;
+		break;
+	case UC_CLAIM:
+		for (int i = 0; i < m->count; i++) {
+			uint32_t q = m->qpn[i];
+			struct uc_client *owner;
+			int err = 0;
+
+			if (q > 0xffffff || q == UMC_MCAST_QPN)
+				err = -EINVAL;
+			else if ((owner = uc_tab_find(l, q)) == cl)
+				continue;
+			else if (owner)
+				err = -EADDRINUSE;
+			else
+				err = uc_tab_insert(l, q, cl);
+			if (err) {
+				r.status = err;
+				r.qpn[r.count++] = q;
+			}
+		}
+		break;
+	case UC_RELEASE:
+		for (int i = 0; i < m->count; i++)
+			uc_tab_del(l, m->qpn[i], cl);
+		break;
+	default:
+		r.status = -EINVAL;
+		break;
+	}
+	send(cl->ctl, &r, UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* The first descriptor an SCM_RIGHTS message carried (-1 if none); closes any others. */
+static int uc_take_fd(struct msghdr *mh)
+{
+	int keep = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+			if (keep < 0)
+				keep = fd;
+			else
+				close(fd);
+		}
+	}
+	return keep;
+}
+
+/* Read and answer everything @cl sent; drop it on hang-up or nonsense. */
+static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
+{
+	while (cl->ctl >= 0) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(4 * sizeof(int))];
+		} cb;
+		struct uc_msg m;
+		struct iovec iov = {&m, sizeof(m)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+				    .msg_controllen = sizeof(cb.b)};
+		ssize_t n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int fd;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		fd = n > 0 ? uc_take_fd(&mh) : -1;
+		if (n >= (ssize_t)offsetof(struct uc_msg, pid) && m.magic == UC_MAGIC &&
+		    m.version != UC_VERSION) {
+			struct uc_msg r = {.magic = UC_MAGIC, .version = UC_VERSION, .op = UC_REPLY,
+					   .seq = m.seq, .status = -EPROTONOSUPPORT};
+
+			send(cl->ctl, &r, offsetof(struct uc_msg, pid), MSG_DONTWAIT | MSG_NOSIGNAL);
+			n = 0;
+		}
+		if (n < (ssize_t)UC_MSG_LEN(0) || m.magic != UC_MAGIC ||
+		    m.count > UMC_UC_MSG_QPNS || (size_t)n != UC_MSG_LEN(m.count)) {
+			if (fd >= 0)
+				close(fd);
+			uc_client_drop(l, cl);
+			return;
+		}
+		uc_lead_request(l, cl, &m, &fd);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* Take every pending connection and claim: before a DestQP is declared unknown. */
+static void uc_lead_drain(struct uc_leader *l)
+{
+	uc_lead_accept(l);
+	/* Backwards: a drop moves the last client into the hole. */
+	for (int i = l->ncl - 1; i >= 0; i--)
+		if (i < l->ncl)
+			uc_lead_client(l, l->cl[i]);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer: datagrams.                                             */
+
+static void uc_lead_reset(struct uc_leader *l, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &l->rmsg[i].msg_hdr;
+
+		mh->msg_name = &l->rname[i];
+		mh->msg_namelen = sizeof(l->rname[i]);
+		mh->msg_control = l->rcmsg[i];
+		mh->msg_controllen = sizeof(l->rcmsg[i]);
+		mh->msg_flags = 0;
+	}
+}
+
+/*
+ * sendmmsg a run of datagrams to one owner.  What a full queue does not
+ * take is dropped (uc_fwd_dropped); an owner that is gone (its process died
+ * before its hang-up was read) is dropped with its QPNs, and its datagrams
+ * count as rx_no_qp, as after the hang-up.
+ */
+static void uc_send_run(struct uc_leader *l, struct uc_client *cl, struct mmsghdr *m, int n)
+{
+	struct umc_device *dev = &l->dom->uc->rp->dev;
+
+	while (n > 0) {
+		int r = cl->data >= 0 ? sendmmsg(cl->data, m, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL)
+				      : (errno = ENOTCONN, -1);
+
+		if (r > 0) {
+			CNTN(dev, uc_forwarded, (unsigned long)r);
+			m += r;
+			n -= r;
+		} else if (r < 0 && errno == EINTR) {
+			continue;
+		} else if (r < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+			CNTN(dev, uc_fwd_dropped, (unsigned long)n);
+			return;
+		} else {
+			uc_client_drop(l, cl);
+			CNTN(dev, rx_no_qp, (unsigned long)n);
+			return;
+		}
+	}
+}
+
+/* Datagram @i of the batch, for @cl, into out slot @k. */
+static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *cl)
+{
+	struct umc_ip_ctx ip = {0};
+	struct roce_uc_fwd *f = &l->fwd[k];
+
+	roce_rx_cmsg(&l->rmsg[i].msg_hdr, &ip);
+	*f = l->fwd0;
+	f->tclass = ip.tclass;
+	f->hop_limit = ip.hop_limit;
+	f->sport = ip.sport;
+	f->flow_label = ip.flow_label;
+	memcpy(f->src, ip.src, sizeof(f->src));
+	l->siov[k][0] = (struct iovec){f, sizeof(*f)};
+	l->siov[k][1] = (struct iovec){l->rbuf[i], l->rmsg[i].msg_len};
+	l->smsg[k].msg_hdr = (struct msghdr){.msg_iov = l->siov[k], .msg_iovlen = 2};
+	l->sdst[k] = cl;
+}
+
+static void uc_lead_forward(struct uc_leader *l)
+{
+	struct umc_device *dev = &l->dom->uc->rp->dev;
+
+	for (int burst = 0; burst < 4; burst++) {
+		bool drained = false;
+		int n, k = 0;
+
+		n = recvmmsg(l->udp, l->rmsg, UMC_RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			const uint8_t *p = l->rbuf[i];
+			struct uc_client *cl;
+			uint32_t qpn;
+
+			if (umc_unlikely(l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				CNT(dev, rx_too_long);
+				continue;
+			}
+			if (umc_unlikely(l->rmsg[i].msg_len <
+					 UMC_BTH_LEN + UMC_DETH_LEN + UMC_ICRC_LEN)) {
+				CNT(dev, rx_malformed);
+				continue;
+			}
+			qpn = (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
+			if (umc_unlikely(qpn == UMC_MCAST_QPN)) {
+				/* rxe: the multicast QPN to a unicast address finds no group. */
+				CNT(dev, rx_no_group);
+				continue;
+			}
+			cl = uc_tab_find(l, qpn);
+			if (umc_unlikely(!cl) && !drained) {
+				uc_lead_drain(l);
+				drained = true;
+				cl = uc_tab_find(l, qpn);
+			}
+			if (umc_unlikely(!cl)) {
+				CNT(dev, rx_no_qp);
+				continue;
+			}
+			uc_lead_stage(l, i, k++, cl);
+		}
+		for (int s = 0, e; s < k; s = e) {
+			for (e = s + 1; e < k && l->sdst[e] == l->sdst[s]; e++)
+				;
+			uc_send_run(l, l->sdst[s], &l->smsg[s], e - s);
+		}
+		uc_lead_reset(l, n);
+		if (n < UMC_RX_BATCH)
+			return;
+	}
+}
+
+/* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
+static void uc_lead_bind(struct uc_leader *l)
+{
+	struct uc_dom *d = l->dom;
+	bool v4 = d->addr.ss_family == AF_INET;
+	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd >= 0 && !roce_rx_sockopts(fd, v4, false) &&
+	    !bind(fd, (struct sockaddr *)&d->addr, d->addr_len) &&
+	    !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
+		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	l->bind_fails++;
+	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
+					    ? UMC_UC_RETRY_MS
+					    : UMC_UC_RETRY_SLOW_MS);
+	atomic_store(&uc_ag.pending, true);
+}
+
+/*
+ * Become the demultiplexer of @d's address: bind the name (-EADDRINUSE:
+ * another process has), listen, try addr:4791, publish to the agent.
+ * Context: d->ctl_lock held.
+ */
+static int uc_lead_start(struct uc_dom *d)
+{
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
+	struct uc_leader *l;
+
+	if (lfd < 0)
+		return -errno;
+	if (bind(lfd, (struct sockaddr *)&d->name, d->name_len) || listen(lfd, UMC_UC_BACKLOG)) {
+		ret = -errno;
+		close(lfd);
+		return ret;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l || uc_tab_alloc(l, UMC_UC_TABLE_MIN)) {
+		free(l);
+		close(lfd);
+		return -ENOMEM;
+	}
+	l->dom = d;
+	l->lfd = lfd;
+	l->udp = -1;
+	l->tag_l = (struct uc_tag){UC_T_LISTEN, l};
+	l->tag_u = (struct uc_tag){UC_T_UDP, l};
+	l->fwd0.family = d->addr.ss_family == AF_INET ? 4 : 6;
+	if (d->addr.ss_family == AF_INET)
+		memcpy(l->fwd0.dst, &((struct sockaddr_in *)&d->addr)->sin_addr, 4);
+	else
+		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
+	for (int i = 0; i < UMC_RX_BATCH; i++) {
+		l->riov[i] = (struct iovec){l->rbuf[i], UMC_RX_SLOT};
+		l->rmsg[i].msg_hdr.msg_iov = &l->riov[i];
+		l->rmsg[i].msg_hdr.msg_iovlen = 1;
+	}
+	uc_lead_reset(l, UMC_RX_BATCH);
+	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
+	if (ret) {
+		free(l->tab);
+		free(l);
+		close(lfd);
+		return ret;
+	}
+	uc_lead_bind(l);
+	atomic_store(&d->lead, l);
+	uc_agent_wake();
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* This process as a client of an address's demultiplexer.                  */
+
+/* Send a request on d->ctl; returns its seq, or 0 when the connection failed. */
+static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int fd)
+{
+	struct uc_msg m = {.magic = UC_MAGIC, .version = UC_VERSION, .op = op,
+			   .seq = ++d->seq ? d->seq : ++d->seq, .count = (uint16_t)n};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {&m, UC_MSG_LEN(n)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (n)
+		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
+	if (fd >= 0) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	}
+	for (;;) {
+		if (sendmsg(d->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)iov.iov_len)
+			return m.seq;
+		if (errno != EINTR)
+			return 0;
+	}
+}
+
+/* The connection to the demultiplexer is gone: the agent makes a new one. */
+static void uc_dom_lost(struct uc_dom *d)
+{
+	if (d->ctl >= 0) {
+		uc_ep_del(d->ctl);
+		close(d->ctl);
+	}
+	d->ctl = -1;
+	d->leader_pid = 0;
+	d->leader_port = false;
+	atomic_store(&d->reconnect, true);
+	uc_agent_wake();
+}
+
+/* Note an answer (ours or one to an earlier request nobody waited for). */
+static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len)
+{
+	if (r->status == -EPROTONOSUPPORT) {
+		if (!d->proto_warned)
+			fprintf(stderr,
+				"umcast: the unicast demultiplexer of this host speaks another "
+				"protocol version: unicast cannot be received on %s\n",
+				d->name.sun_path + 1);
+		d->proto_warned = true;
+		return;
+	}
+	if (len < UC_MSG_LEN(0))
+		return;
+	d->leader_pid = (pid_t)r->pid;
+	d->leader_port = r->flags & UC_F_PORT;
+	if (r->status == -EADDRINUSE)
+		CNTN(&d->uc->rp->dev, uc_qpn_taken, r->count);
+}
+
+/*
+ * A request and its answer.  Returns the answer's status, -ETIMEDOUT (the
+ * request stands), or -ENOTCONN (the connection was lost: the agent
+ * registers everything again).  Context: d->ctl_lock held, d->ctl >= 0.
+ */
+static int uc_dom_call(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int timeout_ms)
+{
+	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
+	uint32_t seq = uc_dom_send(d, op, qpn, n, -1);
+
+	if (!seq) {
+		uc_dom_lost(d);
+		return -ENOTCONN;
+	}
+	for (;;) {
+		struct uc_msg r;
+		ssize_t len = recv(d->ctl, &r, sizeof(r), MSG_DONTWAIT);
+		struct pollfd p = {.fd = d->ctl, .events = POLLIN};
+		int64_t left;
+
+		if (len >= (ssize_t)offsetof(struct uc_msg, pid) && r.magic == UC_MAGIC &&
+		    r.op == UC_REPLY) {
+			uc_dom_reply(d, &r, (size_t)len);
+			if (r.seq == seq)
+				return r.status;
+			continue;
+		}
+		if (len > 0 || (len < 0 && errno == EINTR))
+			continue;
+		if (len == 0 || errno != EAGAIN) {
+			uc_dom_lost(d);
+			return -ENOTCONN;
+		}
+		left = (int64_t)(deadline - uc_now_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&p, 1, (int)left);
+	}
+}
+
+/* HELLO and every QPN of the port, on a new connection @fd (nothing waited for). */
+static int uc_dom_register(struct uc_dom *d, int fd)
+{
+	struct roce_uc *uc = d->uc;
+	int ret = 0;
+
+	d->ctl = fd;
+	if (!uc_dom_send(d, UC_HELLO, NULL, 0, uc->data_tx))
+		ret = -ENOTCONN;
+	pthread_mutex_lock(&uc->qset_lock);
+	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
+		int n = uc->nqpn - i < UMC_UC_MSG_QPNS ? uc->nqpn - i : UMC_UC_MSG_QPNS;
+
+		if (!uc_dom_send(d, UC_CLAIM, uc->qpns + i, n, -1))
+			ret = -ENOTCONN;
+	}
+	pthread_mutex_unlock(&uc->qset_lock);
+	d->tag = (struct uc_tag){UC_T_CTL, d};
+	/* The agent only watches for the hang-up, once; answers are read by callers. */
+	ret = ret ?: uc_ep_add(fd, EPOLLRDHUP | EPOLLONESHOT, &d->tag);
+	if (ret)
+		d->ctl = -1;
+	return ret;
+}
+
+/*
+ * Connect to the demultiplexer of @d's address, becoming it first if
+ * nobody is, and register.  @wait: retry while an election is under way
+ * (up to UMC_UC_CONNECT_MS); otherwise one attempt (the agent comes back).
+ * Context: d->ctl_lock held, d->ctl < 0.  Returns 0 or -errno.
+ */
+static int uc_dom_connect(struct uc_dom *d, bool wait)
+{
+	uint64_t deadline = uc_now_ms() + UMC_UC_CONNECT_MS;
+
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err;
+
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
+			if (uc_dom_register(d, fd) == 0) {
+				atomic_store(&d->reconnect, false);
+				return 0;
+			}
+			err = ECONNRESET;
+		} else {
+			err = errno;
+		}
+		close(fd);
+		if (err == ECONNREFUSED || err == ENOENT) {
+			/* Nobody listens: become the demultiplexer (or lose the race to). */
+			int ret = uc_lead_start(d);
+
+			if (ret == 0)
+				continue;
+			if (ret != -EADDRINUSE)
+				return ret;
+		} else if (err != EAGAIN && err != ECONNRESET && err != EINTR) {
+			return -err;
+		}
+		if (!wait || uc_now_ms() >= deadline)
+			return -EAGAIN;
+		uc_sleep_ms(1);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The agent thread.                                                         */
+
+/* Pending work: reconnects and port binds.  Returns the epoll timeout. */
+static int uc_agent_tick(void)
+{
+	uint64_t now = uc_now_ms();
+	int timeout = -1;
+
+	if (!atomic_exchange(&uc_ag.pending, false))
+		return -1;
+	pthread_mutex_lock(&uc_ag.lock);
+	for (struct uc_dom *d = uc_ag.doms; d; d = d->next) {
+		struct uc_leader *l = atomic_load(&d->lead);
+
+		if (l && l->udp < 0) {
+			if (now >= l->bind_at)
+				uc_lead_bind(l);
+			if (l->udp < 0) {
+				int ms = l->bind_at > now ? (int)(l->bind_at - now) : 0;
+
+				timeout = timeout < 0 || ms < timeout ? ms : timeout;
+			}
+		}
+		if (atomic_load(&d->reconnect)) {
+			if (pthread_mutex_trylock(&d->ctl_lock) == 0) {
+				if (d->ctl >= 0)
+					uc_dom_lost(d);
+				uc_dom_connect(d, false);
+				pthread_mutex_unlock(&d->ctl_lock);
+			}
+			if (atomic_load(&d->reconnect))
+				timeout = timeout < 0 || UMC_UC_RETRY_MS < timeout ? UMC_UC_RETRY_MS
+										  : timeout;
+		}
+	}
+	pthread_mutex_unlock(&uc_ag.lock);
+	if (timeout >= 0)
+		atomic_store(&uc_ag.pending, true);
+	return timeout;
+}
+
+static void *uc_agent_main(void *arg)
+{
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = epoll_wait(uc_ag.epfd, ev, 16, uc_agent_tick());
+		struct uc_leader *rounds[16];
+		int nr = 0;
+
+		for (int i = 0; i < n; i++) {
+			struct uc_tag *t = ev[i].data.ptr;
+			struct uc_client *cl;
+			struct uc_dom *d;
+			struct uc_leader *l = NULL;
+			eventfd_t v;
+
+			switch (t->kind) {
+			case UC_T_WAKE:
+				eventfd_read(uc_ag.wake, &v);
+				break;
+			case UC_T_CTL:
+				/* Our demultiplexer hung up (one-shot): reconnect from the tick. */
+				d = t->obj;
+				atomic_store(&d->reconnect, true);
+				atomic_store(&uc_ag.pending, true);
+				break;
+			case UC_T_LISTEN:
+				l = t->obj;
+				uc_lead_accept(l);
+				break;
+			case UC_T_UDP:
+				l = t->obj;
+				uc_lead_forward(l);
+				break;
+			case UC_T_CLIENT:
+				cl = t->obj;
+				l = cl->lead;
+				uc_lead_client(l, cl);
+				break;
+			}
+			if (l && l->dead && nr < 16)
+				rounds[nr++] = l;
+		}
+		/* Clients dropped in this round: no event of it names them any more. */
+		for (int i = 0; i < nr; i++) {
+			while (rounds[i]->dead) {
+				struct uc_client *c = rounds[i]->dead;
+
+				rounds[i]->dead = c->dead_next;
+				free(c);
+			}
+		}
+	}
+	return arg;
+}
+
+/* A forked child is another HCA: it lets go of what its parent's agent held. */
+static void uc_atfork_child(void)
+{
+	for (struct uc_dom *d = uc_ag.doms; d; d = d->next) {
+		struct uc_leader *l = atomic_load(&d->lead);
+
+		if (l) {
+			close(l->lfd);
+			if (l->udp >= 0)
+				close(l->udp);
+			for (int i = 0; i < l->ncl; i++) {
+				close(l->cl[i]->ctl);
+				if (l->cl[i]->data >= 0)
+					close(l->cl[i]->data);
+			}
+			atomic_store(&d->lead, NULL);
+		}
+		if (d->ctl >= 0)
+			close(d->ctl);
+		d->ctl = -1;
+		d->uc->inherited = true;
+	}
+	uc_ag.doms = NULL;
+	if (uc_ag.epfd >= 0)
+		close(uc_ag.epfd);
+	if (uc_ag.wake >= 0)
+		close(uc_ag.wake);
+	uc_ag.epfd = uc_ag.wake = -1;
+	uc_ag.running = false;
+	pthread_mutex_init(&uc_ag.lock, NULL);
+}
+
+/* Start the agent thread once.  Context: uc_ag.lock held. */
+static int uc_agent_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int ret;
+
+	if (uc_ag.running)
+		return 0;
+	if (!uc_ag.atfork) {
+		pthread_atfork(NULL, NULL, uc_atfork_child);
+		uc_ag.atfork = true;
+	}
+	uc_ag.epfd = epoll_create1(EPOLL_CLOEXEC);
+	uc_ag.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
+	ret = uc_ag.epfd < 0 || uc_ag.wake < 0 ? -errno
+					       : uc_ep_add(uc_ag.wake, EPOLLIN, &uc_ag.wake_tag);
+	if (!ret) {
+		/* The application's signals are not for this thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = -pthread_create(&tid, &attr, uc_agent_main, NULL);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (!ret) {
+		uc_ag.running = true;
+		return 0;
+	}
+	if (uc_ag.epfd >= 0)
+		close(uc_ag.epfd);
+	if (uc_ag.wake >= 0)
+		close(uc_ag.wake);
+	uc_ag.epfd = uc_ag.wake = -1;
+	return ret;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Ports and QPs.                                                            */
+
+/* The port's unicast reception, made on first use.  Context: dev->rx_lock held. */
+static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
+{
+	struct roce_uc *uc = rp->uc;
+	int sv[2], ret, buf = UMC_RX_SOCKBUF;
+
+	*ucp = NULL;
+	if (uc) {
+		*ucp = uc->inherited ? NULL : uc;
+		return 0;
+	}
+	uc = calloc(1, sizeof(*uc));
+	if (!uc)
+		return -ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
+		ret = -errno;
+		free(uc);
+		return ret;
+	}
+	/* The demultiplexer's sends are charged to this end: give it room. */
+	if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	uc->rp = rp;
+	uc->ep.ep.fd = sv[0];
+	uc->data_tx = sv[1];
+	pthread_mutex_init(&uc->qset_lock, NULL);
+	pthread_mutex_lock(&uc_ag.lock);
+	ret = uc_agent_start();
+	pthread_mutex_unlock(&uc_ag.lock);
+	ret = ret ?: umc_rx_add(&rp->dev, &uc->ep.ep);
+	if (ret) {
+		close(sv[0]);
+		close(sv[1]);
+		free(uc);
+		return ret;
+	}
+	rp->uc = uc;
+	*ucp = uc;
+	return 0;
+}
+
+/* A demultiplexer domain for every GID of the port that has none yet. */
+static void uc_port_doms(struct roce_uc *uc)
+{
+	struct umc_device *dev = &uc->rp->dev;
+
+	while (uc->ndom < dev->gid_count) {
+		struct uc_dom *d = calloc(1, sizeof(*d));
+		char text[INET6_ADDRSTRLEN + 16];
+		const void *a;
+		int n;
+
+		if (!d)
+			return;
+		d->uc = uc;
+		d->gid_index = uc->ndom;
+		d->ctl = -1;
+		pthread_mutex_init(&d->ctl_lock, NULL);
+		d->addr_len = roce_gid_sockaddr(dev, d->gid_index, UMC_ROCEV2_UDP_PORT, &d->addr);
+		if (d->addr.ss_family == AF_INET)
+			a = &((struct sockaddr_in *)&d->addr)->sin_addr;
+		else
+			a = &((struct sockaddr_in6 *)&d->addr)->sin6_addr;
+		inet_ntop(d->addr.ss_family, a, text, INET6_ADDRSTRLEN);
+		if (d->addr.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id)
+			snprintf(text + strlen(text), 16, "%%%u",
+				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
+		d->name.sun_family = AF_UNIX;
+		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, UC_NAME_FMT, text);
+		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+		pthread_mutex_lock(&uc_ag.lock);
+		d->next = uc_ag.doms;
+		uc_ag.doms = d;
+		pthread_mutex_unlock(&uc_ag.lock);
+		uc->dom[uc->ndom++] = d;
+	}
+}
+
+static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&uc->qset_lock);
+	if (uc->nqpn == uc->qcap) {
+		int cap = uc->qcap ? 2 * uc->qcap : 16;
+		uint32_t *grown = realloc(uc->qpns, (size_t)cap * sizeof(*grown));
+
+		if (grown) {
+			uc->qpns = grown;
+			uc->qcap = cap;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		uc->qpns[uc->nqpn++] = qpn;
+	pthread_mutex_unlock(&uc->qset_lock);
+	return ret;
+}
+
+static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
+{
+	pthread_mutex_lock(&uc->qset_lock);
+	for (int i = 0; i < uc->nqpn; i++) {
+		if (uc->qpns[i] == qpn) {
+			uc->qpns[i] = uc->qpns[--uc->nqpn];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&uc->qset_lock);
+}
+
+/* Tell every address's demultiplexer that @qpn is no longer ours (not waited for). */
+static void uc_release(struct roce_uc *uc, uint32_t qpn)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl >= 0 && !uc_dom_send(d, UC_RELEASE, &qpn, 1, -1))
+			uc_dom_lost(d);
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+}
+
+int roce_uc_qp_add(struct roce_qp *qp)
+{
+	struct roce_port *rp = to_roce_port(qp->qp.dev);
+	uint32_t qpn = qp->qp.ibqp.qp_num;
+	struct roce_uc *uc;
+	int ret = uc_port_get(rp, &uc);
+
+	if (ret || !uc)
+		return ret;
+	uc_port_doms(uc);
+	/* Connect first (registering the QPNs the port has), or leave it to the agent ... */
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl < 0 && uc_dom_connect(d, true))
+			uc_agent_wake();
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+	/* ... then claim the new one, waiting for each answer. */
+	ret = uc_qset_add(uc, qpn);
+	if (ret)
+		return ret;
+	for (int i = 0; i < uc->ndom && ret != -EADDRINUSE; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		ret = d->ctl >= 0 ? uc_dom_call(d, UC_CLAIM, &qpn, 1, UMC_UC_REPLY_MS) : 0;
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+	if (ret == -EADDRINUSE) {
+		uc_qset_del(uc, qpn);
+		uc_release(uc, qpn);
+		return -EADDRINUSE;
+	}
+	qp->uc_claimed = true;
+	return 0;
+}
+
+void roce_uc_qp_del(struct roce_qp *qp)
+{
+	struct roce_uc *uc = to_roce_port(qp->qp.dev)->uc;
+
+	if (!qp->uc_claimed || !uc || uc->inherited)
+		return;
+	uc_qset_del(uc, qp->qp.ibqp.qp_num);
+	uc_release(uc, qp->qp.ibqp.qp_num);
+	qp->uc_claimed = false;
+}
+
+int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms)
+{
+	struct roce_uc *uc = dev->link->link_layer == IBV_LINK_LAYER_ETHERNET ? to_roce_port(dev)->uc
+									       : NULL;
+	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
+	int ret = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (!uc || uc->inherited)
+		return -ENODEV;
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+		struct uc_leader *l = atomic_load(&d->lead);
+		int64_t left = (int64_t)(deadline - uc_now_ms());
+		int r = -EAGAIN;
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl < 0 && left > 0 && uc_dom_connect(d, true))
+			uc_agent_wake();
+		left = (int64_t)(deadline - uc_now_ms());
+		if (d->ctl >= 0 && left > 0)
+			r = uc_dom_call(d, UC_CLAIM, NULL, 0, (int)left);
+		if (r == 0)
+			info->connected++;
+		else
+			ret = -EAGAIN;
+		if (i == 0) {
+			info->leader_pid = d->leader_pid;
+			info->port_held = r == 0 && d->leader_port;
+		}
+		pthread_mutex_unlock(&d->ctl_lock);
+		info->leading += l != NULL;
+		info->addrs++;
+	}
+	return ret;
+}
