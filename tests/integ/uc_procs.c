@@ -22,6 +22,7 @@
  *                       in the middle of a ping-pong: the ping-pong
  *                       completes (retransmitting what the hand-over lost),
  *                       a survivor takes over, a new process receives.
+ *                       (UC_PROCS_ODD_UID=uid: B and D run as that user.)
  *   uc_procs conflict   two processes numbering QPs from UMC_QPN_BASE=0x11
  *                       get distinct QPNs (0x11 0x12, then 0x13 0x14), as
  *                       on one rxe device, and talk to each other.
@@ -40,6 +41,10 @@
  *                       completions, are what rxe accepts (ICRC over ID 0,
  *                       DF; DestQP 0x11; rxe's source port convention).
  *
+ * The one-host scenarios run in a network namespace of their own (the
+ * demultiplexer is per namespace, and every umcast process there takes
+ * part).  UC_PROCS_UID=uid runs every agent as that user.
+ *
  * The agents run through agent.h.  Messages: struct msg then a pattern;
  * every receiver checks the tag (which agent and QP it is for), seq,
  * length, pattern, src_qp, IBV_WC_GRH and the GRH's IPv4 addresses.
@@ -55,11 +60,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "agent.h"
+#include "test_isolate.h"
 #include "link/roce/roce.h" /* umc_roce_uc_sync, counters */
 #include "umc_int.h"
 #include "wire/wire.h" /* the replay: ICRC */
@@ -217,6 +224,17 @@ static const char *agent_setup(void)
 		if (fd < 0 || setns(fd, CLONE_NEWNET))
 			return "setns";
 		close(fd);
+	}
+	/* UC_PROCS_UID: agents run as that user; UC_PROCS_ODD_UID: odd agents only. */
+	const char *uid_env = getenv("UC_PROCS_UID");
+
+	if (!uid_env && (ua.a.id & 1))
+		uid_env = getenv("UC_PROCS_ODD_UID");
+	if (uid_env) {
+		uid_t uid = (uid_t)strtoul(uid_env, NULL, 0);
+
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			return "setuid";
 	}
 	if (ua.a.qpnbase)
 		setenv("UMC_QPN_BASE", ua.a.qpnbase, 1);
@@ -560,9 +578,13 @@ static void cmd_recv(int q, unsigned n, const char *src, uint32_t srcqpn)
 		}
 		m = check_msg(q, &wc, ip, srcqpn, M_DATA, why, sizeof(why));
 		post_recv(&ua.q[q], wc.wr_id);
-		if (!m || m->seq != ua.q[q].next_seq) {
-			agent_reply("fail recv %u: %s", k,
-				    m ? "out of order, lost or duplicated" : why);
+		if (!m) {
+			agent_reply("fail recv %u: %s", k, why);
+			return;
+		}
+		if (m->seq != ua.q[q].next_seq) {
+			agent_reply("fail recv %u: seq %u, expected %u (order, loss, duplicate)", k,
+				    m->seq, ua.q[q].next_seq);
 			return;
 		}
 		ua.q[q].next_seq++;
@@ -724,6 +746,7 @@ struct peer {
 static bool start(struct peer *p, int id, const char *addr, const char *netns,
 		  const char *qpnbase, uint32_t qkey)
 {
+	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%c", 'A' + id);
 	p->arg = (struct agent_arg){id, addr, netns, qpnbase, qkey ? qkey : QKEY};
 	agent_spawn(&p->ag, p->name, agent_main, &p->arg);
@@ -1269,6 +1292,9 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* The demultiplexer is per namespace: the one-host scenarios get their own. */
+	if (argc == 2 && !t_isolate_netns())
+		printf("# no namespace of our own: other umcast processes may take part\n");
 	if (argc == 2 && strcmp(argv[1], "pingpong") == 0)
 		scenario_pingpong();
 	else if (argc == 2 && strcmp(argv[1], "qkey") == 0)

@@ -8,7 +8,15 @@
  * statically), goes through a counter before reaching glibc.  After a
  * warm-up (which opens the send socket and the receive buffers), thousands
  * of ibv_post_send / ibv_post_recv / ibv_poll_cq calls carrying real
- * datagrams must not move the counter.
+ * datagrams must not move the counter: multicast through the group socket,
+ * and unicast through the host's demultiplexer (link/roce/ucast.c), whose
+ * agent thread forwards every datagram.
+ *
+ * The process takes a network namespace of its own when it can
+ * (test_isolate.h): then it is its own demultiplexer and every thread
+ * counts.  Where it cannot, another umcast process may register with its
+ * demultiplexer at any time, which allocates on the agent thread (control
+ * path): that thread is then left out, and so is the unicast case.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,14 +29,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/prctl.h>
+
+#include "test_isolate.h"
 #include "umc_int.h"
 
 static atomic_ulong allocs;
+static bool isolated;
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UMC_COUNTING_ALLOCATOR 0 /* ASan owns malloc */
 #else
 #define UMC_COUNTING_ALLOCATOR 1
+
+/* Count this allocation?  Not the demultiplexer's, unless we are alone. */
+static bool counted(void)
+{
+	char name[16] = "";
+
+	return isolated || prctl(PR_GET_NAME, name) || strcmp(name, "umc-ucast") != 0;
+}
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -37,19 +57,19 @@ extern void __libc_free(void *);
 
 void *malloc(size_t n)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_malloc(n);
 }
 
 void *calloc(size_t n, size_t m)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_calloc(n, m);
 }
 
 void *realloc(void *p, size_t n)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_realloc(p, n);
 }
 
@@ -67,7 +87,7 @@ struct rig {
 	struct ibv_cq *cq;
 	struct ibv_qp *tx, *rx;
 	struct ibv_mr *mr;
-	struct ibv_ah *ah;
+	struct ibv_ah *ah, *uc_ah; /* to the group; to 127.0.0.1 */
 	union ibv_gid mgid;
 	uint8_t *buf; /* BATCH receive slots, then one send buffer */
 };
@@ -121,6 +141,10 @@ static void rig_up(struct rig *r)
 				 .grh = {.dgid = r->mgid, .hop_limit = 64}};
 	r->ah = ibv_create_ah(r->pd, &aa);
 	assert_non_null(r->ah);
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
+	r->uc_ah = ibv_create_ah(r->pd, &aa);
+	assert_non_null(r->uc_ah);
 }
 
 static void rig_down(struct rig *r)
@@ -128,6 +152,7 @@ static void rig_down(struct rig *r)
 	assert_int_equal(ibv_detach_mcast(r->rx, &r->mgid, 0), 0);
 	umc_dev_member(ctx_dev(r->ctx), &r->mgid, -1);
 	ibv_destroy_ah(r->ah);
+	ibv_destroy_ah(r->uc_ah);
 	ibv_destroy_qp(r->tx);
 	ibv_destroy_qp(r->rx);
 	ibv_dereg_mr(r->mr);
@@ -137,8 +162,12 @@ static void rig_down(struct rig *r)
 	ibv_close_device(r->ctx);
 }
 
-/* One batch: BATCH receives posted, BATCH sends in one chain, all completions polled. */
-static void round_trip(struct rig *r, unsigned round)
+/*
+ * One batch: BATCH receives posted, BATCH sends in one chain, all
+ * completions polled.  @unicast: to the rx QP's QPN at 127.0.0.1, else to
+ * the group.
+ */
+static void round_trip(struct rig *r, unsigned round, bool unicast)
 {
 	struct ibv_sge rsge[BATCH], ssge[BATCH];
 	struct ibv_recv_wr rwr[BATCH], *rbad;
@@ -156,7 +185,9 @@ static void round_trip(struct rig *r, unsigned round)
 			.wr_id = i, .sg_list = &ssge[i], .num_sge = 1,
 			.opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
 			.imm_data = htonl(round), .next = i + 1 < BATCH ? &swr[i + 1] : NULL,
-			.wr.ud = {.ah = r->ah, .remote_qpn = 0xffffff, .remote_qkey = 0x01234567},
+			.wr.ud = {.ah = unicast ? r->uc_ah : r->ah,
+				  .remote_qpn = unicast ? r->rx->qp_num : 0xffffff,
+				  .remote_qkey = 0x01234567},
 		};
 	}
 	memset(sbuf, (int)round, SIZE);
@@ -182,33 +213,51 @@ static void round_trip(struct rig *r, unsigned round)
 	assert_int_equal(sends, BATCH);
 }
 
-static void test_data_path_allocates_nothing(void **state)
+static void data_path(bool unicast)
 {
 	struct rig r;
 
 	if (!UMC_COUNTING_ALLOCATOR)
 		skip(); /* under ASan the allocator is not ours to count */
+	if (unicast && !isolated)
+		skip(); /* the demultiplexer may be another process's, or serve others */
 	rig_up(&r);
-	round_trip(&r, 0); /* warm-up: send socket, receive buffers */
+	round_trip(&r, 0, unicast); /* warm-up: send socket, receive buffers */
 
 	unsigned long before = atomic_load(&allocs);
 
 	for (unsigned i = 1; i <= ROUNDS; i++)
-		round_trip(&r, i);
+		round_trip(&r, i, unicast);
 	unsigned long during = atomic_load(&allocs) - before;
 
-	print_message("%d datagrams sent and received, %lu allocations\n", ROUNDS * BATCH, during);
+	print_message("%s: %d datagrams sent and received, %lu allocations\n",
+		      unicast ? "unicast" : "multicast", ROUNDS * BATCH, during);
 	assert_int_equal(during, 0);
 	/* The counter works: the set-up did allocate. */
 	assert_true(before > 0);
+	if (unicast)
+		assert_true(atomic_load(&ctx_dev(r.ctx)->cnt.uc_forwarded) >= ROUNDS * BATCH);
 	rig_down(&r);
+}
+
+static void test_data_path_allocates_nothing(void **state)
+{
+	data_path(false);
+}
+
+static void test_unicast_path_allocates_nothing(void **state)
+{
+	data_path(true);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_data_path_allocates_nothing),
+		cmocka_unit_test(test_unicast_path_allocates_nothing),
 	};
+
+	isolated = t_isolate_netns();
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

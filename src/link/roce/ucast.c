@@ -82,6 +82,8 @@
 
 enum { UC_MAGIC = 0x55434d55, UC_VERSION = 1 };
 
+#define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
+
 enum uc_op {
 	UC_HELLO = 1, /* with SCM_RIGHTS: the client's forwarding socket */
 	UC_CLAIM,     /* qpn[0..count): route these to me (count 0: a barrier) */
@@ -1063,6 +1065,8 @@ static int uc_agent_start(void)
 		ret = -pthread_create(&tid, &attr, uc_agent_main, NULL);
 		pthread_attr_destroy(&attr);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!ret)
+			pthread_setname_np(tid, UMC_UC_THREAD_NAME);
 	}
 	if (!ret) {
 		uc_ag.running = true;
