@@ -9,7 +9,10 @@ all: $(BUILD)/Makefile
 $(BUILD)/Makefile:
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
 
-check test: all
+# The tests need their packages (scripts/deps.sh test): ON fails without them.
+check test:
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DUMC_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$$(nproc)
 	cd $(BUILD) && ctest --output-on-failure
 
 install: all

@@ -20,16 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "umc_param.h"
 #include "wire/wire.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
 
 static void check_reencode(const uint8_t *data, const struct umc_ud_hdr *h, size_t off)
 {

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # deps.sh - install what umcast needs on Debian 12, only what is missing.
 #   scripts/deps.sh build      to build the library and tools (the demo)
-#   scripts/deps.sh test       also what the tests use (cmocka, tshark, ...)
+#   scripts/deps.sh test       also what the tests use (cmocka, valgrind,
+#                              pandoc and man for the manual pages, tshark, ...)
 #   scripts/deps.sh bench      also the benchmark's baseline (libfabric)
+#   scripts/deps.sh fuzz       the build and clang's libFuzzer (scripts/fuzz.sh)
 # Runs apt-get as root, or through sudo.
 set -eu
 pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
 case "${1:-test}" in
 build) ;;
-test) pkgs+=(libcmocka-dev tshark iproute2 procps) ;;
+test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps
+	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+fuzz) pkgs+=(clang libclang-rt-dev) ;;
+*) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
 esac
 
 missing=()

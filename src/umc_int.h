@@ -62,6 +62,63 @@ struct umc_qp;
 struct umc_mcg;
 
 /* ------------------------------------------------------------------------- */
+/* fork(2) (fork.c).  A child of fork is a new HCA: a fresh device list,     */
+/* its own descriptors and threads.  Everything made before the fork         */
+/* belongs to the parent and gives EIO in the child (umcast(7), FORK).       */
+
+/* Bumped in every child of fork: an object made in generation g is the parent's when g differs. */
+extern unsigned umc_fork_gen;
+
+static inline bool umc_forked(unsigned gen)
+{
+	return umc_unlikely(gen != umc_fork_gen);
+}
+
+/*
+ * umc_fd_own - record @fd as a descriptor of the library, to be closed in a
+ * child of fork (@user_visible: the application can see the number, e.g.
+ * a channel's fd; the child then gets /dev/null at that number instead, so
+ * the number stays valid and never names another descriptor).  Best effort:
+ * a descriptor that cannot be recorded (no memory) stays open, unused, in a
+ * child.  Context: any thread; takes the registry's lock.
+ */
+void umc_fd_own(int fd, bool user_visible);
+
+/* umc_fd_close - forget @fd (umc_fd_own) and close it, both at once for fork. */
+void umc_fd_close(int fd);
+
+/*
+ * UMC_ATFORK_MUTEX - make the process-wide mutex @m safe across fork(2)
+ * with the usual pthread_atfork(3) discipline: taken before the fork,
+ * released after it in the parent and in the child, so a child never finds
+ * it held by a thread it does not have.  @child (a void (*)(void), or NULL)
+ * runs in the child while @m is still held, to reset what @m protects.
+ * The library's process-wide mutexes never nest, so the order in which the
+ * handlers of different files run does not matter.
+ */
+#define UMC_ATFORK_MUTEX(m, child)                                                                 \
+	static void m##_atfork_take(void)                                                          \
+	{                                                                                          \
+		pthread_mutex_lock(&m);                                                            \
+	}                                                                                          \
+	static void m##_atfork_parent(void)                                                        \
+	{                                                                                          \
+		pthread_mutex_unlock(&m);                                                          \
+	}                                                                                          \
+	static void m##_atfork_child(void)                                                         \
+	{                                                                                          \
+		void (*reset)(void) = child;                                                       \
+                                                                                                   \
+		if (reset)                                                                         \
+			reset();                                                                   \
+		pthread_mutex_unlock(&m);                                                          \
+	}                                                                                          \
+	__attribute__((constructor)) static void m##_atfork_register(void)                         \
+	{                                                                                          \
+		pthread_atfork(m##_atfork_take, m##_atfork_parent, m##_atfork_child);              \
+	}
+
+/* ------------------------------------------------------------------------- */
 /* Counters: every drop reason has its own (design: "dropped and counted").   */
 
 #define UMC_COUNTERS(X)                                                                            \
@@ -77,6 +134,7 @@ struct umc_mcg;
 	X(rx_bad_dlid)	     /* InfiniBand DLID neither this port's LID nor the endpoint's MLID */ \
 	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
 	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP here (or, at the demux, on the host) */ \
@@ -106,6 +164,8 @@ struct umc_counters {
  */
 struct umc_device {
 	struct ibv_device ibdev;
+	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
+	struct umc_device *inherited_next; /* the parent's devices, in a child of fork */
 	const struct umc_link_ops *link; /* completed: no NULL ops */
 	enum ibv_mtu active_mtu;	  /* the port's: the longest UD message */
 	uint64_t guid;			  /* node GUID, host order */
@@ -145,6 +205,20 @@ static inline struct umc_device *to_udev(struct ibv_device *d)
 {
 	return container_of(d, struct umc_device, ibdev);
 }
+
+/* Is @dev (and so every object on it) the parent's, in a child of fork? */
+static inline bool umc_dev_forked(const struct umc_device *dev)
+{
+	return umc_forked(dev->gen);
+}
+
+/*
+ * umc_devices_forked - in a child of fork (its atfork handler, one thread):
+ * the device list starts again empty, so the child's first use finds its
+ * own devices; the parent's are kept aside and their contexts get data-path
+ * ops that fail with EIO.
+ */
+void umc_devices_forked(void);
 
 /*
  * umc_devices - the process-wide device list, built once on first use by
@@ -220,20 +294,57 @@ socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct so
 /* ------------------------------------------------------------------------- */
 /* Verbs objects.                                                           */
 
+/*
+ * An open device: the struct verbs_context (which ends with the struct
+ * ibv_context handed to the application), then umcast's own fields.
+ */
 struct umc_context {
-	struct ibv_context ibctx;
+	struct verbs_context vctx;
 	struct umc_device *dev;
+	struct umc_context *next, **pprev; /* every open context (device.c) */
 };
 
 static inline struct umc_context *to_uctx(struct ibv_context *c)
 {
-	return container_of(c, struct umc_context, ibctx);
+	return container_of(c, struct umc_context, vctx.context);
 }
+
+/*
+ * umc_context_init - fill a new context of @dev: every slot of its
+ * ibv_context_ops and verbs_context (context.c), fds, comp vectors, mutex.
+ * Returns the struct ibv_context to hand to the application.
+ */
+struct ibv_context *umc_context_init(struct umc_context *ctx, struct umc_device *dev);
+
+/*
+ * umc_query_port - the whole struct ibv_port_attr of port @port_num, as
+ * ibv_query_port(3) describes it.  Returns 0 or EINVAL (bad port).
+ */
+int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
+
+/*
+ * umc_create_qp_ex - the create_qp_ex slot of the extended context: what
+ * ibv_create_qp_ex(3) and ibv_create_qp(3) do (qp.c).  Returns the QP or
+ * NULL with errno set.
+ */
+struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 
 static inline struct umc_device *ctx_dev(struct ibv_context *c)
 {
 	return to_uctx(c)->dev;
 }
+
+/* Is the context @c the parent's, in a child of fork? */
+static inline bool umc_ctx_forked(struct ibv_context *c)
+{
+	return umc_dev_forked(ctx_dev(c));
+}
+
+/*
+ * Point a parent's context, in a child of fork, at a data path that gives
+ * EIO and touches nothing (fork.c).
+ */
+void umc_ctx_forked_ops(struct ibv_context *ctx);
 
 /* A PD counts the QPs, MRs and AHs made on it: ibv_dealloc_pd is EBUSY until they go. */
 struct umc_pd {
@@ -256,7 +367,7 @@ static inline void umc_pd_put(struct ibv_pd *pd)
 	atomic_fetch_sub_explicit(&to_upd(pd)->usecnt, 1, memory_order_release);
 }
 
-/* MRs live in one process-wide table; the lkey is the index plus a key byte. */
+/* An MR as the application sees it; its L_Key names a slot of pd_mr.c's table. */
 struct umc_mr {
 	struct ibv_mr ibmr;
 	int access;
@@ -264,24 +375,51 @@ struct umc_mr {
 
 /*
  * umc_mr_check - is [addr, addr+len) inside a live MR @lkey of @pd with
- * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  Hot path: no lock.
+ * @access (IBV_ACCESS_LOCAL_WRITE for receives)?  The check made when a
+ * work request is posted.  Hot path: no lock.
  */
 bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access);
+
+/*
+ * umc_mr_get - take a hold on MR @lkey if [addr, addr+len) is inside it
+ * and it is live, of @pd, with @access.  While the hold is kept the range
+ * stays registered: ibv_dereg_mr of that MR waits for umc_mr_put().  For
+ * the receive path, which writes into the range under the hold.
+ * Context: any; no lock, never blocks.  Returns true with the hold taken.
+ */
+bool umc_mr_get(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len, int access);
+
+/* umc_mr_put - drop a hold umc_mr_get() took on MR @lkey. */
+void umc_mr_put(uint32_t lkey);
 
 enum umc_cq_arm {
 	UMC_CQ_ARM_ANY = 1,
 	UMC_CQ_ARM_SOLICITED = 2,
 };
 
+/*
+ * A completion in a CQ ring, with the work queue slots its reaping frees:
+ * @slots of the queue whose held count is *@wq_held (a QP's sq_held or
+ * rq_held), or nothing when @wq_held is NULL (the QP was reset or
+ * destroyed since: umc_cq_forget).
+ */
+struct umc_cqe {
+	struct ibv_wc wc;
+	atomic_uint *wq_held;
+	uint32_t slots;
+};
+
 struct umc_cq {
 	struct ibv_cq ibcq;
 	pthread_spinlock_t lock;
-	struct ibv_wc *ring; /* power of two */
+	struct umc_cqe *ring; /* power of two */
 	uint32_t mask;
 	uint32_t head, tail; /* consumer, producer */
 	int armed;	     /* 0 or enum umc_cq_arm */
 	atomic_int usecnt;   /* QPs using this CQ */
 	unsigned events;     /* CQ events handed out by ibv_get_cq_event (under ibcq.mutex) */
+	bool release;	     /* destroy when the last event is acked (umc_cq_release) */
+	struct ibv_comp_channel *release_ch; /* and then this channel, if not NULL */
 	bool notify_pending; /* queued on the channel */
 	struct umc_cq *notify_next;
 	struct umc_device *dev;
@@ -301,13 +439,35 @@ int umc_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 /*
  * umc_cq_push - append a completion; raise the channel event if armed.
  * @solicited: the packet had BTH.SE (for ibv_req_notify_cq(solicited_only)).
- * Returns false (and counts cq_overflow) when the CQ is full.
+ * @wq_held, @slots: the work queue slots reaping it gives back (struct
+ * umc_cqe); @wq_held may be NULL.  When the CQ is full the completion is
+ * dropped (counted in cq_overflow) and its slots are given back at once.
+ * Context: takes the CQ's spinlock, then the channel's mutex.
+ * Returns false when the CQ was full.
  */
-bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited);
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
+		 uint32_t slots);
+
+/*
+ * umc_cq_forget - make every completion of @cq that would give slots back
+ * to *@wq_held give back nothing, and set *@wq_held to 0: its QP is being
+ * reset (both work queues empty) or destroyed.  The completions stay in
+ * the CQ.  Context: the QP's posting is quiesced by the caller (sq_lock
+ * and rq_lock held, or the QP is off the device's list).
+ */
+void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held);
+
+/*
+ * umc_cq_release - destroy @cq, and then @ch if not NULL, for the CM's
+ * rdma_destroy_qp: at once if no CQ event ibv_get_cq_event handed out is
+ * unacked, otherwise when ibv_ack_cq_events acks the last of them.
+ * @cq must have no QP left.
+ */
+void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 
 struct umc_comp_channel {
 	struct ibv_comp_channel ch; /* ch.fd = notify[0]: readable iff an event is queued */
-	int notify[2];		   /* socketpair: one byte per queued CQ event */
+	int notify[2];		   /* socketpair: one byte while @pending is not empty */
 	int epfd;		   /* epoll(notify[0], dev->rx_epfd), for ibv_get_cq_event */
 	pthread_mutex_t lock;
 	struct umc_cq *pending, **pending_tail;
@@ -331,13 +491,25 @@ struct umc_attach {
 	struct umc_attach *next;
 };
 
+/*
+ * A UD QP.  ibqp.state and qkey are written by ibv_modify_qp (under sq_lock
+ * and rq_lock) and by the receive path when a receive fails (under rq_lock:
+ * __umc_qp_to_err), and read without a lock by the receive path: they are
+ * accessed atomically only (umc_qp_state, umc_qp_set_state).
+ *
+ * Queue depths (as mlx5): a WQE holds its slot from ibv_post_* until
+ * ibv_poll_cq reaps its completion; an unsignaled send WQE until a later
+ * signaled completion of the QP is reaped.  sq_held / rq_held count the
+ * slots held; a WR that finds its queue's count at the depth (cap) gets
+ * ENOMEM.
+ */
 struct umc_qp {
 	struct ibv_qp ibqp;
 	struct umc_device *dev;
 	uint32_t create_flags;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
-	uint32_t qkey;
+	_Atomic uint32_t qkey;
 	uint16_t pkey_index;
 	uint8_t port_num;
 	uint32_t sq_psn;	/* next PSN */
@@ -347,13 +519,31 @@ struct umc_qp {
 	uint8_t *rq;
 	size_t rq_stride;
 	uint32_t rq_mask, rq_head, rq_tail;
+	atomic_uint rq_held; /* posted receives whose completion is not reaped yet */
 
 	/* Send side. */
 	pthread_mutex_t sq_lock;
+	atomic_uint sq_held; /* send WQEs not retired by a reaped completion yet */
+	uint32_t sq_unsig;   /* unsignaled WQEs since the last signaled one (sq_lock) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
 	struct umc_qp *next;	     /* dev->qp_list */
 };
+
+/*
+ * The QP state, read without a lock.  Acquire: attributes ibv_modify_qp
+ * set before the state (the Q_Key) are seen with it.
+ */
+static inline enum ibv_qp_state umc_qp_state(struct umc_qp *qp)
+{
+	return __atomic_load_n(&qp->ibqp.state, __ATOMIC_ACQUIRE);
+}
+
+/* Publish a new state; release pairs with umc_qp_state().  Caller holds rq_lock. */
+static inline void umc_qp_set_state(struct umc_qp *qp, enum ibv_qp_state state)
+{
+	__atomic_store_n(&qp->ibqp.state, state, __ATOMIC_RELEASE);
+}
 
 static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 {

@@ -109,4 +109,88 @@ enum umc_param {
 #define UMC_RX_SOCKBUF (4 << 20)
 #endif
 
+/*
+ * Simulated InfiniBand subnet: umc-sm and the library's SA client
+ * (umc-sm(8); src/wire/sm_proto.h is the protocol between them).
+ */
+enum umc_sm_param {
+	/* UDP port umc-sm listens on (on 127.0.0.1 unless --listen says otherwise). */
+	UMC_SM_UDP_PORT = 4795,
+	/*
+	 * UDP port of IB packets sent to an MLID's IP group.  Never 4791, so
+	 * that Wireshark does not take IB-in-UDP for RoCEv2.
+	 */
+	UMC_IB_DATA_PORT = 4796,
+
+	/* Port lease: a port that does not renew for this long leaves every group. */
+	UMC_SM_LEASE_MS = 10000,
+	UMC_SM_LEASE_MIN_MS = 100,
+	UMC_SM_LEASE_MAX_MS = 3600000,
+
+	/* LIDs (IBA 4.1.3): the SM's own port is LID 1, clients from 2 up. */
+	UMC_SM_LID = 1,
+	UMC_SM_SL = 0,
+	UMC_SM_FIRST_CLIENT_LID = 2,
+	UMC_SM_MAX_UCAST_LID = 0xBFFF,
+	UMC_SM_MAX_PORTS = UMC_SM_MAX_UCAST_LID - UMC_SM_FIRST_CLIENT_LID + 1,
+
+	/*
+	 * Multicast LIDs 0xC000..0xFFFE (0xFFFF is the permissive LID).  The IPoIB
+	 * broadcast group holds 0xC000, so applications get 0xC001 and up; MLID m
+	 * travels to IPv4 group mcast_base + (m - 0xC000).
+	 */
+	UMC_SM_MLID_BASE = 0xC000,
+	UMC_SM_MLID_MAX = 0xFFFE,
+	UMC_SM_MLID_SPACE = 0x4000, /* MLIDs an IP base must have room for */
+
+	/* Port attributes umc-sm hands out (query_port; IBA 14.2.5.6 PortInfo). */
+	UMC_SM_PORT_MTU = 4,	   /* active MTU 2048, as an ibsim port */
+	UMC_SM_PORT_MAX_MTU = 5,   /* 4096 */
+	UMC_SM_PORT_WIDTH = 2,	   /* LinkWidthActive 4x */
+	UMC_SM_PORT_SPEED = 1,	   /* LinkSpeedActive SDR, 2.5 Gb/s per lane */
+	UMC_SM_PORT_RATE = 3,	   /* 4x SDR = 10 Gb/s (PathRecord rate code) */
+
+	/*
+	 * The IPoIB broadcast group ff12:401b:ffff::ffff:ffff, as OpenSM 3.3.23
+	 * creates it from its default partitions.conf: Q_Key 0x0B1B, MTU
+	 * selector 2 / 2048, rate selector 2 / 10 Gb/s, PacketLifeTime selector
+	 * 2 / 18, Scope 2 (link-local).
+	 */
+	UMC_IPOIB_QKEY = 0x0B1B,
+	UMC_IPOIB_BCAST_MTU = 0x84,
+	UMC_IPOIB_BCAST_RATE = 0x83,
+	UMC_IPOIB_BCAST_PKT_LIFE = 0x92,
+	UMC_IPOIB_BCAST_SCOPE = 2,
+
+	/* SA (IBA 15): ClassPortInfo.RespTimeValue (4.096 us * 2^16 = 268 ms, as OpenSM). */
+	UMC_SM_RESP_TIME_VALUE = 16,
+	/* SA-assigned MGIDs: candidates tried before ERR_NO_RESOURCES (as OpenSM). */
+	UMC_SM_MGID_TRIES = 1000,
+
+	/* RMPP sender (umc-sm, IBA 13.6): resend an unacknowledged window after this. */
+	UMC_SM_RMPP_RESEND_MS = 200,
+	UMC_SM_RMPP_RETRIES = 5,
+	UMC_SM_RMPP_MAX_WINDOW = 128,	  /* segments beyond the last ACK, whatever the receiver asks */
+	UMC_SM_RMPP_MAX_PER_PORT = 4,	  /* concurrent GetTable transfers per port; more: BUSY */
+	UMC_SM_RMPP_MAX_BYTES = 64 << 20, /* all transfers together; more: BUSY */
+
+	/* SA client (library): kernel-like MAD transactions (kernel-behaviour 7.16). */
+	UMC_SA_TIMEOUT_MS = 3000, /* whole transaction, split over the retries */
+	UMC_SA_RETRIES = 2,	  /* resends within the timeout */
+	UMC_SA_REGISTER_TIMEOUT_MS = 3000,
+	UMC_SA_REGISTER_RESEND_MS = 250,
+	UMC_SA_RESOLVE_TIMEOUT_MS = 1000,
+	UMC_SA_CLOSE_WAIT_MS = 100, /* UNREGISTER reply wait on close */
+	UMC_SA_RMPP_WINDOW = 32,    /* segments the client lets the SM send per ACK */
+	UMC_SA_RMPP_MAX_BYTES = 16 << 20, /* largest reassembled GetTable reply */
+	UMC_SA_TXN_BUCKETS = 256,
+	UMC_SA_LID_CACHE = 64,	    /* resolved LIDs cached per port */
+};
+
+/* 64-bit defaults (an enum cannot portably hold them). */
+#define UMC_SM_SUBNET_PREFIX 0xfe80000000000000ULL /* fe80::/64, the default GID prefix */
+#define UMC_SM_DEFAULT_SM_KEY 1ULL		   /* OpenSM's default sa_key */
+#define UMC_SM_GUID_BASE 0x0200000000000000ULL	   /* SM-assigned port GUIDs: base + n */
+#define UMC_SM_MCAST_BASE 0xEFFFC000U		   /* 239.255.192.0/18: exactly 16384 MLIDs */
+
 #endif /* UMC_PARAM_H */

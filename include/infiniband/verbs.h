@@ -2,24 +2,36 @@
 /*
  * <infiniband/verbs.h> - umcast's verbs API: the subset of libibverbs that a
  * UD multicast program uses (devices, PD, MR, CQ + completion channel, UD QP,
- * AH, multicast attach), source-compatible with rdma-core.
+ * AH, multicast attach), source- and binary-compatible with rdma-core 44.
  *
- * Every name, numeric value and public struct layout (field names, order and
- * types) matches rdma-core's libibverbs, so programs written for it build
- * unchanged.  Deliberate differences, all invisible to such programs:
- *   - struct ibv_device has no leading (obsolete) driver-ops member;
- *   - struct ibv_context_ops holds only the four hot-path entry points
- *     (poll_cq, req_notify_cq, post_send, post_recv);
- *   - ibv_query_port() and ibv_reg_mr() are plain functions, not macros;
- *     ibv_create_qp_ex() is a library function, not an inline;
- *   - only the verbs listed below exist: extended CQs, SRQs, memory windows,
- *     flow steering, async events etc. are not provided.
+ * Every name, numeric value and struct layout matches rdma-core's libibverbs
+ * (libibverbs 1.14, provider ABI IBVERBS_PRIVATE_34) on the same platform,
+ * including the objects a program only reaches through the inline functions
+ * below: the 32-slot struct ibv_context_ops and the struct verbs_context that
+ * precedes every struct ibv_context.  So:
+ *   - a program written for rdma-core builds unchanged against this header;
+ *   - a program built against rdma-core's headers runs on umcast through the
+ *     drop-in libraries (umc-run(1));
+ *   - a program built against this header also runs on rdma-core's own
+ *     libibverbs: the inline functions only use what both libraries provide.
+ * The static assertions at the end pin every size and offset that compiled
+ * code depends on; tests/abi compares each field with rdma-core's header.
+ *
+ * Only the verbs declared below are implemented: extended CQs, SRQs, memory
+ * windows, flow steering, async events etc. are not.  A verbs_context slot
+ * that umcast does not implement holds a function that fails with EOPNOTSUPP
+ * (NULL and errno EOPNOTSUPP for pointer results), as libibverbs' own
+ * defaults do.
  *
  * Return conventions (as the man pages of each verb say):
  *   - most int verbs return 0 or the positive errno value;
  *   - verbs returning a pointer return NULL and set errno;
  *   - ibv_poll_cq() returns the number of completions, negative on error;
- *   - a few verbs return -1 and set errno; their comments say so.
+ *   - a few verbs return -1 and set errno; their comments say so;
+ *   - in a child of fork(2), every verb on an object the parent made fails
+ *     at once with EIO in its own convention (ibv_poll_cq: -EIO), and a
+ *     device of the parent's list opens the child's own device (umcast(7),
+ *     FORK).
  */
 #ifndef INFINIBAND_VERBS_H
 #define INFINIBAND_VERBS_H
@@ -37,6 +49,14 @@
 extern "C" {
 #endif
 
+/* A compile-time check of the layout (C11 and C++11). */
+#ifdef __cplusplus
+#define UMC_ABI_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define UMC_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+struct ibv_device;
 struct ibv_context;
 struct ibv_cq;
 struct ibv_qp;
@@ -45,6 +65,41 @@ struct ibv_ah;
 struct ibv_mw;
 struct ibv_xrcd;
 struct ibv_rwq_ind_table;
+
+/*
+ * Objects of rdma-core's API that umcast does not implement.  They appear
+ * here only as pointer types, in the slots of struct verbs_context and
+ * struct ibv_context_ops, whose layout must be rdma-core's.
+ */
+struct ibv_counters;
+struct ibv_counters_init_attr;
+struct ibv_counter_attach_attr;
+struct ibv_cq_ex;
+struct ibv_cq_init_attr_ex;
+struct ibv_dm;
+struct ibv_alloc_dm_attr;
+struct ibv_flow;
+struct ibv_flow_attr;
+struct ibv_flow_action;
+struct ibv_flow_action_esp_attr;
+struct ibv_modify_cq_attr;
+struct ibv_mw_bind;
+struct ibv_ops_wr;
+struct ibv_parent_domain_init_attr;
+struct ibv_qp_open_attr;
+struct ibv_qp_rate_limit_attr;
+struct ibv_rwq_ind_table_init_attr;
+struct ibv_srq_init_attr_ex;
+struct ibv_td;
+struct ibv_td_init_attr;
+struct ibv_values_ex;
+struct ibv_wq;
+struct ibv_wq_attr;
+struct ibv_wq_init_attr;
+struct ibv_xrcd_init_attr;
+struct verbs_ex_private;
+/* The 48-byte port attributes of the IBVERBS_1.1 ibv_query_port() symbol. */
+struct _compat_ibv_port_attr;
 
 /* ------------------------------------------------------------------------- */
 /* Identifiers                                                               */
@@ -159,6 +214,89 @@ struct ibv_device_attr {
 	uint8_t phys_port_cnt;
 };
 
+/* Input of ibv_query_device_ex(); no comp_mask bit is defined yet. */
+struct ibv_query_device_ex_input {
+	uint32_t comp_mask;
+};
+
+/* On-demand paging capabilities (none on umcast). */
+struct ibv_odp_caps {
+	uint64_t general_caps;
+	struct {
+		uint32_t rc_odp_caps;
+		uint32_t uc_odp_caps;
+		uint32_t ud_odp_caps;
+	} per_transport_caps;
+};
+
+/* TCP segmentation offload capabilities (none on umcast). */
+struct ibv_tso_caps {
+	uint32_t max_tso;
+	uint32_t supported_qpts; /* bit (1 << enum ibv_qp_type) per QP type */
+};
+
+/* Receive-side scaling capabilities (none on umcast). */
+struct ibv_rss_caps {
+	uint32_t supported_qpts;
+	uint32_t max_rwq_indirection_tables;
+	uint32_t max_rwq_indirection_table_size;
+	uint64_t rx_hash_fields_mask;
+	uint8_t rx_hash_function;
+};
+
+/* Send rate limiting per QP, in kbit/s (none on umcast). */
+struct ibv_packet_pacing_caps {
+	uint32_t qp_rate_limit_min;
+	uint32_t qp_rate_limit_max;
+	uint32_t supported_qpts;
+};
+
+/* Tag matching capabilities (none on umcast). */
+struct ibv_tm_caps {
+	uint32_t max_rndv_hdr_size;
+	uint32_t max_num_tags;
+	uint32_t flags;
+	uint32_t max_ops;
+	uint32_t max_sge;
+};
+
+/* CQ moderation limits: completions and microseconds (none on umcast). */
+struct ibv_cq_moderation_caps {
+	uint16_t max_cq_count;
+	uint16_t max_cq_period;
+};
+
+/* PCIe atomic operand sizes per operation (none on umcast). */
+struct ibv_pci_atomic_caps {
+	uint16_t fetch_add;
+	uint16_t swap;
+	uint16_t compare_swap;
+};
+
+/*
+ * Extended device attributes, filled by ibv_query_device_ex(): the classic
+ * attributes, then capabilities of features umcast does not have (zero).
+ */
+struct ibv_device_attr_ex {
+	struct ibv_device_attr orig_attr;
+	uint32_t comp_mask;
+	struct ibv_odp_caps odp_caps;
+	uint64_t completion_timestamp_mask;
+	uint64_t hca_core_clock; /* kHz */
+	uint64_t device_cap_flags_ex; /* device_cap_flags and bits above 31 */
+	struct ibv_tso_caps tso_caps;
+	struct ibv_rss_caps rss_caps;
+	uint32_t max_wq_type_rq;
+	struct ibv_packet_pacing_caps packet_pacing_caps;
+	uint32_t raw_packet_caps;
+	struct ibv_tm_caps tm_caps;
+	struct ibv_cq_moderation_caps cq_mod_caps;
+	uint64_t max_dm_size;
+	struct ibv_pci_atomic_caps pci_atomic_caps;
+	uint32_t xrc_odp_caps;
+	uint32_t phys_port_cnt_ex;
+};
+
 /* Path MTU codes (IBA 7.7.9): bytes = 1 << (code + 7). */
 enum ibv_mtu {
 	IBV_MTU_256 = 1,
@@ -236,7 +374,6 @@ struct ibv_port_attr {
 	uint8_t link_layer; /* IBV_LINK_LAYER_* */
 	uint8_t flags;
 	uint16_t port_cap_flags2;
-	uint32_t active_speed_ex;
 };
 
 /* ------------------------------------------------------------------------- */
@@ -401,11 +538,7 @@ struct ibv_grh {
 	union ibv_gid dgid;
 };
 
-#ifdef __cplusplus
-static_assert(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes on the wire");
-#else
-_Static_assert(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes on the wire");
-#endif
+UMC_ABI_ASSERT(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes on the wire");
 
 /* Static rate codes (IBA 9.11.1), for ibv_ah_attr.static_rate. */
 enum ibv_rate {
@@ -748,8 +881,15 @@ enum {
 	IBV_SYSFS_PATH_MAX = 256,
 };
 
+/* Two obsolete driver entry points; kept for the layout, always NULL. */
+struct _ibv_device_ops {
+	struct ibv_context *(*_dummy1)(struct ibv_device *device, int cmd_fd);
+	void (*_dummy2)(struct ibv_context *context);
+};
+
 /* An RDMA device as listed by ibv_get_device_list(). */
 struct ibv_device {
+	struct _ibv_device_ops _ops;
 	enum ibv_node_type node_type;
 	enum ibv_transport_type transport_type;
 	char name[IBV_SYSFS_NAME_MAX];	      /* device name, ibv_get_device_name() */
@@ -758,27 +898,186 @@ struct ibv_device {
 	char ibdev_path[IBV_SYSFS_PATH_MAX]; /* path of the device, may be empty */
 };
 
-/*
- * Data-path entry points of a context; the static inline verbs below call
- * through them.  The library fills all four in every context it opens.
- */
-struct ibv_context_ops {
-	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
-	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+/* Memory window types (ibv_alloc_mw(3); not supported by umcast). */
+enum ibv_mw_type {
+	IBV_MW_TYPE_1 = 1,
+	IBV_MW_TYPE_2 = 2,
 };
 
-/* An open device. */
+/* Advice values of ibv_advise_mr(3) (not supported by umcast). */
+enum ibv_advise_mr_advice {
+	IBV_ADVISE_MR_ADVICE_PREFETCH,
+	IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+	IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+};
+
+/*
+ * The original operations table of a context: 32 slots.  Programs call the
+ * data-path slots (poll_cq, req_notify_cq, post_send, post_recv) through the
+ * inline functions below, and memory-window and SRQ inlines use alloc_mw,
+ * bind_mw, dealloc_mw and post_srq_recv.  The _compat_ slots are only read
+ * by programs built against libibverbs 1.1 and older; of those, umcast fills
+ * _compat_query_device and _compat_query_port (with ibv_query_device() and
+ * ibv_query_port(), as libibverbs does) and leaves the others NULL.
+ */
+struct ibv_context_ops {
+	int (*_compat_query_device)(struct ibv_context *context,
+				    struct ibv_device_attr *device_attr);
+	int (*_compat_query_port)(struct ibv_context *context, uint8_t port_num,
+				  struct _compat_ibv_port_attr *port_attr);
+	void *(*_compat_alloc_pd)(void);
+	void *(*_compat_dealloc_pd)(void);
+	void *(*_compat_reg_mr)(void);
+	void *(*_compat_rereg_mr)(void);
+	void *(*_compat_dereg_mr)(void);
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+	int (*dealloc_mw)(struct ibv_mw *mw);
+	void *(*_compat_create_cq)(void);
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	void *(*_compat_cq_event)(void);
+	void *(*_compat_resize_cq)(void);
+	void *(*_compat_destroy_cq)(void);
+	void *(*_compat_create_srq)(void);
+	void *(*_compat_modify_srq)(void);
+	void *(*_compat_query_srq)(void);
+	void *(*_compat_destroy_srq)(void);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
+	void *(*_compat_create_qp)(void);
+	void *(*_compat_query_qp)(void);
+	void *(*_compat_modify_qp)(void);
+	void *(*_compat_destroy_qp)(void);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+	void *(*_compat_create_ah)(void);
+	void *(*_compat_destroy_ah)(void);
+	void *(*_compat_attach_mcast)(void);
+	void *(*_compat_detach_mcast)(void);
+	void *(*_compat_async_event)(void);
+};
+
+/*
+ * An open device.  Every context umcast opens is the last member of a
+ * struct verbs_context, and abi_compat says so (__VERBS_ABI_IS_EXTENDED).
+ */
 struct ibv_context {
 	struct ibv_device *device;
 	struct ibv_context_ops ops;
-	int cmd_fd;
-	int async_fd;
-	int num_comp_vectors;
+	int cmd_fd;	      /* -1: umcast has no kernel command channel */
+	int async_fd;	      /* -1: no asynchronous events */
+	int num_comp_vectors; /* 1 */
 	pthread_mutex_t mutex;
-	void *abi_compat;
+	void *abi_compat;     /* __VERBS_ABI_IS_EXTENDED */
 };
+
+/* The value of ibv_context.abi_compat when a struct verbs_context precedes it. */
+#define __VERBS_ABI_IS_EXTENDED ((void *)UINTPTR_MAX)
+
+/*
+ * The extended part of a context, laid out in memory just before the
+ * struct ibv_context it ends with.  New slots were added at the top over
+ * time, so a slot at offset O exists when sz >= sizeof(struct verbs_context)
+ * - O (verbs_get_ctx_op()).  umcast fills every slot: query_port,
+ * query_device_ex and create_qp_ex work, the others fail with EOPNOTSUPP.
+ * The two ABI_placeholder slots repeat the flow slots for programs built
+ * against libibverbs 1.1.8.
+ */
+struct verbs_context {
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr, size_t port_attr_len);
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			 struct ibv_sge *sg_list, uint32_t num_sges);
+	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
+	int (*read_counters)(struct ibv_counters *counters, uint64_t *counters_value,
+			     uint32_t ncounters, uint32_t flags);
+	int (*attach_counters_point_flow)(struct ibv_counters *counters,
+					  struct ibv_counter_attach_attr *attr,
+					  struct ibv_flow *flow);
+	struct ibv_counters *(*create_counters)(struct ibv_context *context,
+						struct ibv_counters_init_attr *init_attr);
+	int (*destroy_counters)(struct ibv_counters *counters);
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t dm_offset,
+				    size_t length, unsigned int access);
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+	int (*free_dm)(struct ibv_dm *dm);
+	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
+				      struct ibv_flow_action_esp_attr *attr);
+	int (*destroy_flow_action)(struct ibv_flow_action *action);
+	struct ibv_flow_action *(*create_flow_action_esp)(struct ibv_context *context,
+							  struct ibv_flow_action_esp_attr *attr);
+	int (*modify_qp_rate_limit)(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
+	struct ibv_pd *(*alloc_parent_domain)(struct ibv_context *context,
+					      struct ibv_parent_domain_init_attr *attr);
+	int (*dealloc_td)(struct ibv_td *td);
+	struct ibv_td *(*alloc_td)(struct ibv_context *context, struct ibv_td_init_attr *init_attr);
+	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+	int (*post_srq_ops)(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad_op);
+	int (*destroy_rwq_ind_table)(struct ibv_rwq_ind_table *rwq_ind_table);
+	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(struct ibv_context *context,
+							  struct ibv_rwq_ind_table_init_attr *init_attr);
+	int (*destroy_wq)(struct ibv_wq *wq);
+	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *wq_attr);
+	struct ibv_wq *(*create_wq)(struct ibv_context *context,
+				    struct ibv_wq_init_attr *wq_init_attr);
+	int (*query_rt_values)(struct ibv_context *context, struct ibv_values_ex *values);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *init_attr);
+	struct verbs_ex_private *priv; /* NULL: umcast keeps its state elsewhere */
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
+	int (*ibv_destroy_flow)(struct ibv_flow *flow);
+	void (*ABI_placeholder2)(void);
+	struct ibv_flow *(*ibv_create_flow)(struct ibv_qp *qp, struct ibv_flow_attr *flow_attr);
+	void (*ABI_placeholder1)(void);
+	struct ibv_qp *(*open_qp)(struct ibv_context *context, struct ibv_qp_open_attr *attr);
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *xrcd_init_attr);
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
+	uint64_t _ABI_placeholder3;
+	size_t sz;		    /* sizeof(struct verbs_context) of the library */
+	struct ibv_context context; /* always last */
+};
+
+/*
+ * verbs_get_ctx - the struct verbs_context around @ctx, or NULL when @ctx
+ * is not extended (abi_compat is not __VERBS_ABI_IS_EXTENDED).
+ */
+static inline struct verbs_context *verbs_get_ctx(struct ibv_context *ctx)
+{
+	if (ctx->abi_compat != __VERBS_ABI_IS_EXTENDED)
+		return NULL;
+	return (struct verbs_context *)((uint8_t *)ctx - offsetof(struct verbs_context, context));
+}
+
+/*
+ * umc_verbs_ctx_op - helper of verbs_get_ctx_op(): the extended context of
+ * @ctx if its library's verbs_context reaches the slot at offset @off and
+ * that slot is set, else NULL.
+ */
+static inline struct verbs_context *umc_verbs_ctx_op(struct ibv_context *ctx, size_t off)
+{
+	struct verbs_context *vctx = verbs_get_ctx(ctx);
+	void (*slot)(void);
+
+	if (!vctx || vctx->sz < sizeof(*vctx) - off)
+		return NULL;
+	memcpy(&slot, (const uint8_t *)vctx + off, sizeof(slot));
+	return slot ? vctx : NULL;
+}
+
+/*
+ * verbs_get_ctx_op - the extended context of @ctx when slot @op (a member
+ * of struct verbs_context) can be called, else NULL.
+ */
+#define verbs_get_ctx_op(ctx, op) umc_verbs_ctx_op(ctx, offsetof(struct verbs_context, op))
 
 /* ------------------------------------------------------------------------- */
 /* Devices and contexts                                                      */
@@ -834,13 +1133,63 @@ int ibv_close_device(struct ibv_context *context);
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr);
 
 /*
- * ibv_query_port - fill @port_attr for port @port_num (ports are numbered
- * from 1; umcast devices have one).  active_mtu is derived from the interface
- * MTU; link_layer is IBV_LINK_LAYER_ETHERNET (RoCE) or _INFINIBAND.
- * Returns 0 or the errno value (EINVAL: bad port).  ibv_query_port(3)
+ * ibv_query_device_ex - fill @attr with the classic attributes
+ * (attr->orig_attr, as ibv_query_device()) and the extended ones; on umcast
+ * the extended capabilities are all zero and phys_port_cnt_ex is 1.
+ * @input: NULL, or with comp_mask 0.  Falls back to ibv_query_device() when
+ * the library has no extended query.
+ * Returns 0 or the errno value (EINVAL: input->comp_mask not 0).
+ * ibv_query_device_ex(3)
+ */
+static inline int ibv_query_device_ex(struct ibv_context *context,
+				      const struct ibv_query_device_ex_input *input,
+				      struct ibv_device_attr_ex *attr)
+{
+	struct verbs_context *vctx;
+	int ret;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	vctx = verbs_get_ctx_op(context, query_device_ex);
+	if (vctx) {
+		ret = vctx->query_device_ex(context, input, attr, sizeof(*attr));
+		if (ret != EOPNOTSUPP && ret != ENOSYS)
+			return ret;
+	}
+	memset(attr, 0, sizeof(*attr));
+	return ibv_query_device(context, &attr->orig_attr);
+}
+
+/*
+ * ibv_query_port - the exported function behind the ibv_query_port() macro
+ * below, for programs built against libibverbs 1.1: it fills the first 48
+ * bytes of a struct ibv_port_attr (all fields before port_cap_flags2).
+ * Returns 0 or the errno value (EINVAL: bad port).
  */
 int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-		   struct ibv_port_attr *port_attr);
+		   struct _compat_ibv_port_attr *port_attr);
+
+/*
+ * ibv_query_port - fill @port_attr for port @port_num (ports are numbered
+ * from 1; umcast devices have one).  active_mtu is derived from the interface
+ * MTU; link_layer is IBV_LINK_LAYER_ETHERNET (RoCE) or _INFINIBAND.  The
+ * call goes through the context's query_port slot with the caller's
+ * sizeof(struct ibv_port_attr), so the library writes no more than that.
+ * Returns 0 or the errno value (EINVAL: bad port).  ibv_query_port(3)
+ */
+static inline int ___ibv_query_port(struct ibv_context *context, uint8_t port_num,
+				    struct ibv_port_attr *port_attr)
+{
+	struct verbs_context *vctx = verbs_get_ctx_op(context, query_port);
+
+	if (!vctx) {
+		memset(port_attr, 0, sizeof(*port_attr));
+		return ibv_query_port(context, port_num, (struct _compat_ibv_port_attr *)port_attr);
+	}
+	return vctx->query_port(context, port_num, port_attr, sizeof(*port_attr));
+}
+
+#define ibv_query_port(context, port_num, port_attr) ___ibv_query_port(context, port_num, port_attr)
 
 /*
  * ibv_query_gid - read entry @index of port @port_num's GID table into @gid.
@@ -987,12 +1336,27 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init
  * ibv_create_qp_ex - as ibv_create_qp() on @context, with the fields selected
  * by attr->comp_mask: IBV_QP_INIT_ATTR_PD (required) and
  * IBV_QP_INIT_ATTR_CREATE_FLAGS (only IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is
- * supported: the QP never receives its own multicast sends).
+ * supported: the QP never receives its own multicast sends).  A comp_mask of
+ * IBV_QP_INIT_ATTR_PD alone is ibv_create_qp() on that PD; anything else goes
+ * through the context's create_qp_ex slot.
  * Returns the QP, or NULL with errno set (EINVAL; EOPNOTSUPP: other mask bits
- * or create flags; ENOMEM).  ibv_create_qp_ex(3)
+ * or create flags, or no create_qp_ex slot; ENOMEM).  ibv_create_qp_ex(3)
  */
-struct ibv_qp *ibv_create_qp_ex(struct ibv_context *context,
-				struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+static inline struct ibv_qp *ibv_create_qp_ex(struct ibv_context *context,
+					      struct ibv_qp_init_attr_ex *qp_init_attr_ex)
+{
+	struct verbs_context *vctx;
+
+	if (qp_init_attr_ex->comp_mask == IBV_QP_INIT_ATTR_PD)
+		return ibv_create_qp(qp_init_attr_ex->pd,
+				     (struct ibv_qp_init_attr *)qp_init_attr_ex);
+	vctx = verbs_get_ctx_op(context, create_qp_ex);
+	if (!vctx) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return vctx->create_qp_ex(context, qp_init_attr_ex);
+}
 
 /*
  * ibv_modify_qp - change the attributes named by @attr_mask (enum
@@ -1101,6 +1465,29 @@ int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
 /* ------------------------------------------------------------------------- */
+/* fork                                                                      */
+
+enum ibv_fork_status {
+	IBV_FORK_DISABLED,
+	IBV_FORK_ENABLED,
+	IBV_FORK_UNNEEDED,
+};
+
+/*
+ * ibv_fork_init - make the library safe for fork(2).  umcast always is (it
+ * pins no memory for DMA; a child of fork is a new HCA, umcast(7) FORK), so
+ * this does nothing.  Returns 0 (rdma-core: 0 or the errno value).
+ * ibv_fork_init(3)
+ */
+int ibv_fork_init(void);
+
+/*
+ * ibv_is_fork_initialized - IBV_FORK_UNNEEDED, whether ibv_fork_init() was
+ * called or not.  ibv_is_fork_initialized(3)
+ */
+enum ibv_fork_status ibv_is_fork_initialized(void);
+
+/* ------------------------------------------------------------------------- */
 /* Strings                                                                   */
 
 /*
@@ -1122,6 +1509,111 @@ const char *ibv_node_type_str(enum ibv_node_type node_type);
  */
 const char *ibv_port_state_str(enum ibv_port_state port_state);
 
+/* ------------------------------------------------------------------------- */
+/* The ABI                                                                   */
+
+/*
+ * What compiled code relies on, checked at every build of a program that
+ * includes this header.  The ops tables are counted in slots (any
+ * platform); the sizes and offsets in bytes are rdma-core 44's on x86-64
+ * Linux with glibc.  tests/abi compares every field of every struct with
+ * rdma-core's installed header on the build machine.
+ */
+#define UMC_ABI_SLOT(n) ((n) * sizeof(void (*)(void)))
+UMC_ABI_ASSERT(sizeof(struct ibv_context_ops) == UMC_ABI_SLOT(32), "ibv_context_ops: 32 slots");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, alloc_mw) == UMC_ABI_SLOT(7), "alloc_mw slot");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, poll_cq) == UMC_ABI_SLOT(11), "poll_cq slot");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, req_notify_cq) == UMC_ABI_SLOT(12),
+	       "req_notify_cq slot");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, post_srq_recv) == UMC_ABI_SLOT(20),
+	       "post_srq_recv slot");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, post_send) == UMC_ABI_SLOT(25), "post_send slot");
+UMC_ABI_ASSERT(offsetof(struct ibv_context_ops, post_recv) == UMC_ABI_SLOT(26), "post_recv slot");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, query_port) == 0, "verbs_context grows up");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, create_cq_ex) == UMC_ABI_SLOT(25), "create_cq_ex");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, query_device_ex) == UMC_ABI_SLOT(27),
+	       "query_device_ex slot");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, create_qp_ex) == UMC_ABI_SLOT(33), "create_qp_ex");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, close_xrcd) == UMC_ABI_SLOT(37), "close_xrcd");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, sz) + sizeof(size_t) ==
+		       offsetof(struct verbs_context, context),
+	       "sz just before the context");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, context) + sizeof(struct ibv_context) ==
+		       sizeof(struct verbs_context),
+	       "the context ends the verbs_context");
+UMC_ABI_ASSERT(offsetof(struct ibv_device, node_type) == sizeof(struct _ibv_device_ops),
+	       "ibv_device starts with the obsolete ops");
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
+UMC_ABI_ASSERT(sizeof(struct ibv_device) == 664, "ibv_device");
+UMC_ABI_ASSERT(offsetof(struct ibv_device, name) == 24, "ibv_device.name");
+UMC_ABI_ASSERT(offsetof(struct ibv_device, ibdev_path) == 408, "ibv_device.ibdev_path");
+UMC_ABI_ASSERT(sizeof(struct ibv_context) == 328, "ibv_context");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, ops) + offsetof(struct ibv_context_ops, poll_cq) ==
+		       0x60,
+	       "context->ops.poll_cq");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, ops) +
+			       offsetof(struct ibv_context_ops, req_notify_cq) ==
+		       0x68,
+	       "context->ops.req_notify_cq");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, ops) + offsetof(struct ibv_context_ops, post_send) ==
+		       0xd0,
+	       "context->ops.post_send");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, ops) + offsetof(struct ibv_context_ops, post_recv) ==
+		       0xd8,
+	       "context->ops.post_recv");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, cmd_fd) == 264, "ibv_context.cmd_fd");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, num_comp_vectors) == 272,
+	       "ibv_context.num_comp_vectors");
+UMC_ABI_ASSERT(offsetof(struct ibv_context, abi_compat) == 320, "ibv_context.abi_compat");
+UMC_ABI_ASSERT(sizeof(struct verbs_context) == 648, "verbs_context");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, sz) == 312, "verbs_context.sz");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, query_device_ex) == 216,
+	       "verbs_context.query_device_ex");
+UMC_ABI_ASSERT(offsetof(struct verbs_context, create_qp_ex) == 264, "verbs_context.create_qp_ex");
+UMC_ABI_ASSERT(sizeof(struct ibv_port_attr) == 52, "ibv_port_attr");
+UMC_ABI_ASSERT(offsetof(struct ibv_port_attr, port_cap_flags2) == 48,
+	       "the 48-byte compat port attributes end before port_cap_flags2");
+UMC_ABI_ASSERT(offsetof(struct ibv_port_attr, link_layer) == 46, "ibv_port_attr.link_layer");
+UMC_ABI_ASSERT(sizeof(struct ibv_device_attr) == 232, "ibv_device_attr");
+UMC_ABI_ASSERT(offsetof(struct ibv_device_attr, max_mcast_grp) == 188,
+	       "ibv_device_attr.max_mcast_grp");
+UMC_ABI_ASSERT(offsetof(struct ibv_device_attr, phys_port_cnt) == 227,
+	       "ibv_device_attr.phys_port_cnt");
+UMC_ABI_ASSERT(sizeof(struct ibv_device_attr_ex) == 400, "ibv_device_attr_ex");
+UMC_ABI_ASSERT(offsetof(struct ibv_device_attr_ex, phys_port_cnt_ex) == 396,
+	       "ibv_device_attr_ex.phys_port_cnt_ex");
+UMC_ABI_ASSERT(sizeof(struct ibv_wc) == 48, "ibv_wc");
+UMC_ABI_ASSERT(offsetof(struct ibv_wc, byte_len) == 20, "ibv_wc.byte_len");
+UMC_ABI_ASSERT(offsetof(struct ibv_wc, src_qp) == 32, "ibv_wc.src_qp");
+UMC_ABI_ASSERT(offsetof(struct ibv_wc, wc_flags) == 36, "ibv_wc.wc_flags");
+UMC_ABI_ASSERT(sizeof(struct ibv_send_wr) == 128, "ibv_send_wr");
+UMC_ABI_ASSERT(offsetof(struct ibv_send_wr, wr.ud.ah) == 40, "ibv_send_wr.wr.ud.ah");
+UMC_ABI_ASSERT(offsetof(struct ibv_send_wr, wr.ud.remote_qkey) == 52,
+	       "ibv_send_wr.wr.ud.remote_qkey");
+UMC_ABI_ASSERT(sizeof(struct ibv_recv_wr) == 32, "ibv_recv_wr");
+UMC_ABI_ASSERT(sizeof(struct ibv_sge) == 16, "ibv_sge");
+UMC_ABI_ASSERT(sizeof(struct ibv_qp) == 160, "ibv_qp");
+UMC_ABI_ASSERT(offsetof(struct ibv_qp, qp_num) == 52, "ibv_qp.qp_num");
+UMC_ABI_ASSERT(sizeof(struct ibv_cq) == 128, "ibv_cq");
+UMC_ABI_ASSERT(offsetof(struct ibv_cq, cq_context) == 16, "ibv_cq.cq_context");
+UMC_ABI_ASSERT(sizeof(struct ibv_comp_channel) == 16, "ibv_comp_channel");
+UMC_ABI_ASSERT(sizeof(struct ibv_pd) == 16, "ibv_pd");
+UMC_ABI_ASSERT(sizeof(struct ibv_mr) == 48, "ibv_mr");
+UMC_ABI_ASSERT(offsetof(struct ibv_mr, lkey) == 36, "ibv_mr.lkey");
+UMC_ABI_ASSERT(sizeof(struct ibv_ah) == 24, "ibv_ah");
+UMC_ABI_ASSERT(sizeof(struct ibv_ah_attr) == 32, "ibv_ah_attr");
+UMC_ABI_ASSERT(offsetof(struct ibv_ah_attr, dlid) == 24, "ibv_ah_attr.dlid");
+UMC_ABI_ASSERT(sizeof(struct ibv_qp_attr) == 144, "ibv_qp_attr");
+UMC_ABI_ASSERT(offsetof(struct ibv_qp_attr, ah_attr) == 56, "ibv_qp_attr.ah_attr");
+UMC_ABI_ASSERT(offsetof(struct ibv_qp_attr, port_num) == 129, "ibv_qp_attr.port_num");
+UMC_ABI_ASSERT(sizeof(struct ibv_qp_init_attr) == 64, "ibv_qp_init_attr");
+UMC_ABI_ASSERT(sizeof(struct ibv_qp_init_attr_ex) == 136, "ibv_qp_init_attr_ex");
+UMC_ABI_ASSERT(offsetof(struct ibv_qp_init_attr_ex, comp_mask) == 60,
+	       "ibv_qp_init_attr_ex.comp_mask");
+UMC_ABI_ASSERT(offsetof(struct ibv_qp_init_attr_ex, create_flags) == 80,
+	       "ibv_qp_init_attr_ex.create_flags");
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,9 @@
  *
  * Return convention: functions returning int give 0 on success or -1 with
  * errno set (rdma_getaddrinfo() may also return an EAI_* code); functions
- * returning a pointer give NULL with errno set.
+ * returning a pointer give NULL with errno set.  In a child of fork(2), a
+ * call on an id, event or event channel of the parent fails with EIO
+ * (umcast(7), FORK).
  *
  * Deliberate behaviour differences from librdmacm (see the man pages):
  *   - rdma_leave_multicast() and rdma_destroy_id() do not wait for the

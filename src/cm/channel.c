@@ -60,8 +60,11 @@ struct umc_cm_channel *umc_cm_chan_create(void)
 		errno = err;
 		return NULL;
 	}
+	umc_fd_own(sv[0], true);
+	umc_fd_own(sv[1], false);
 	chan->ch.fd = sv[0];
 	chan->wfd = sv[1];
+	chan->gen = umc_fork_gen;
 	pthread_mutex_init(&chan->lock, NULL);
 	chan->tail = &chan->head;
 	atomic_init(&chan->refcnt, 1);
@@ -79,8 +82,8 @@ void umc_cm_chan_put(struct umc_cm_channel *chan)
 {
 	if (atomic_fetch_sub(&chan->refcnt, 1) != 1)
 		return;
-	close(chan->ch.fd);
-	close(chan->wfd);
+	umc_fd_close(chan->ch.fd);
+	umc_fd_close(chan->wfd);
 	pthread_mutex_destroy(&chan->lock);
 	free(chan);
 }
@@ -138,14 +141,15 @@ UMC_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
  * been destroyed first (rdma_destroy_event_channel(3)); if they were not,
  * their later events are dropped, and the memory lives on until the last
  * id is destroyed.  A thread still blocked in rdma_get_cm_event() on the
- * channel stays blocked, as with librdmacm.
+ * channel stays blocked, as with librdmacm.  In a child of fork, the
+ * parent's channel is left alone.
  */
 UMC_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct umc_cm_channel *chan;
 	struct umc_cm_event *list;
 
-	if (!channel)
+	if (!channel || umc_forked(to_chan(channel)->gen))
 		return;
 	chan = to_chan(channel);
 	pthread_mutex_lock(&chan->lock);
@@ -370,8 +374,8 @@ int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int
  * (librdmacm-behaviour 2.5).  Every event must be acked.
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @event or @channel), EAGAIN
- * (non-blocking fd, no event), EINTR, ENODEV (no device at all).
- * rdma_get_cm_event(3).
+ * (non-blocking fd, no event), EINTR, ENODEV (no device at all), EIO (the
+ * parent's channel in a child of fork).  rdma_get_cm_event(3).
  */
 UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
@@ -385,6 +389,10 @@ UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 	}
 	if (!event || !channel) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (umc_forked(to_chan(channel)->gen)) {
+		errno = EIO;
 		return -1;
 	}
 	ret = umc_cm_get_event(to_chan(channel), &evt, &err);
@@ -407,7 +415,8 @@ UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
  * id->event, so the id never acks it a second time (rxe-observed 5,
  * case 18).
  *
- * Return: 0, or -1 with errno EINVAL for a NULL event.  rdma_ack_cm_event(3).
+ * Return: 0, or -1 with errno EINVAL for a NULL event, EIO for an event of
+ * the parent's in a child of fork.  rdma_ack_cm_event(3).
  */
 UMC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
@@ -418,6 +427,8 @@ UMC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(event->id))
+		return -1;
 	evt = container_of(event, struct umc_cm_event, ev);
 	idp = evt->idp;
 	pthread_mutex_lock(&idp->lock);

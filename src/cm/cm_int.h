@@ -57,6 +57,7 @@ struct umc_cm_channel {
 	unsigned owed; /* events queued whose byte did not fit in the socket */
 	bool closed;   /* rdma_destroy_event_channel was called */
 	atomic_int refcnt;
+	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
 };
 
 static inline struct umc_cm_channel *to_chan(struct rdma_event_channel *c)
@@ -144,6 +145,7 @@ struct umc_cm_id {
 	struct rdma_cm_id id;
 	pthread_mutex_t lock;
 	atomic_int refcnt;
+	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
 	struct umc_cm_channel *chan; /* holds a reference */
 	bool sync;		     /* created without a channel: private one */
 	enum umc_cm_state state;
@@ -174,6 +176,19 @@ struct umc_cm_id {
 static inline struct umc_cm_id *to_cmid(struct rdma_cm_id *id)
 {
 	return container_of(id, struct umc_cm_id, id);
+}
+
+/*
+ * umc_cm_id_forked - is @id the parent's, in a child of fork?  Then errno
+ * is set to EIO and the rdma_* call returns -1 at once, taking no lock
+ * (umcast(7), FORK).
+ */
+static inline bool umc_cm_id_forked(struct rdma_cm_id *id)
+{
+	if (!umc_forked(to_cmid(id)->gen))
+		return false;
+	errno = EIO;
+	return true;
 }
 
 void umc_cm_id_get(struct umc_cm_id *idp);

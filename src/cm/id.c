@@ -104,7 +104,8 @@ static void __cm_publish(struct umc_cm_id *idp)
  *           groups), RDMA_PS_TCP or RDMA_PS_IB (RC ids).
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @id, unknown port space: kernel
- * ucma_get_qp_type), ENODEV (no device: librdmacm ucma_init), ENOMEM.
+ * ucma_get_qp_type), ENODEV (no device: librdmacm ucma_init), ENOMEM, EIO
+ * (@channel is the parent's, in a child of fork).
  */
 UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
 			      void *context, enum rdma_port_space ps)
@@ -134,6 +135,10 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 		errno = EINVAL;
 		return -1;
 	}
+	if (channel && umc_forked(to_chan(channel)->gen)) {
+		errno = EIO;
+		return -1;
+	}
 	idp = calloc(1, sizeof(*idp));
 	if (!idp) {
 		errno = ENOMEM;
@@ -155,6 +160,7 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 	}
 	pthread_mutex_init(&idp->lock, NULL);
 	atomic_init(&idp->refcnt, 1);
+	idp->gen = umc_fork_gen;
 	idp->state = UMC_CM_IDLE;
 	idp->id.channel = &idp->chan->ch;
 	idp->id.context = context;
@@ -175,7 +181,8 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
  * events the application still holds keep the id's memory alive until they
  * are acked.  A QP made by rdma_create_qp() should be destroyed first.
  *
- * Return: 0, or -1 with errno EINVAL for a NULL id.  rdma_destroy_id(3).
+ * Return: 0, or -1 with errno EINVAL for a NULL id, EIO for the parent's id
+ * in a child of fork (nothing is released).  rdma_destroy_id(3).
  */
 UMC_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
@@ -187,6 +194,8 @@ UMC_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);
 	idp->state = UMC_CM_DESTROYING;
@@ -266,7 +275,7 @@ int umc_cm_complete(struct umc_cm_id *idp)
  * Return: 0, or -1 with errno: EINVAL (NULL @id or @addr, unknown family,
  * id already bound or resolved: kernel rdma_bind_addr), EADDRNOTAVAIL (no
  * device owns the address: kernel rdma_translate_ip), EAFNOSUPPORT (AF_IB),
- * ENOMEM.  rdma_bind_addr(3).
+ * ENOMEM, EIO (the parent's id in a child of fork).  rdma_bind_addr(3).
  */
 UMC_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
@@ -278,6 +287,8 @@ UMC_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);
 	if (idp->state != UMC_CM_IDLE) {
@@ -381,8 +392,9 @@ static int __cm_resolve(struct umc_cm_id *idp, const struct sockaddr *src,
  * Return: 0, or -1 with errno: EINVAL (NULL @id, bad @dst or @src family,
  * id already resolved, source and destination families differ, @src on
  * another device than the bound one), EADDRNOTAVAIL (@src is not local),
- * ENOMEM; for a synchronous id, the error of the ADDR_ERROR event.
- * rdma_resolve_addr(3), librdmacm-behaviour 2.7.
+ * ENOMEM, EIO (the parent's id in a child of fork); for a synchronous id,
+ * the error of the ADDR_ERROR event.  rdma_resolve_addr(3),
+ * librdmacm-behaviour 2.7.
  */
 UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 				 struct sockaddr *dst_addr, int timeout_ms)
@@ -398,6 +410,8 @@ UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	evt = umc_cm_event_new(idp, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	if (!evt) {

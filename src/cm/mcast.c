@@ -139,9 +139,12 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 		   uint16_t join_flags, void *context)
 {
 	struct umc_cm_id *idp = to_cmid(id);
-	struct umc_cm_mc *mc = calloc(1, sizeof(*mc));
+	struct umc_cm_mc *mc;
 	int ret;
 
+	if (umc_cm_id_forked(id))
+		return -1;
+	mc = calloc(1, sizeof(*mc));
 	if (!mc) {
 		errno = ENOMEM;
 		return -1;
@@ -205,6 +208,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
  *  ENOTSUPP    (524) AF_IB group on RoCE;
  *  ENOSYS      the device is neither RoCE nor IB;
  *  ENODEV      the interface cannot join the IP group;
+ *  EIO         the parent's id, in a child of fork;
  *  ENOMEM.
  * A synchronous id waits for the event: then the errno of its status
  * (EPERM when attaching the QP failed, as librdmacm).
@@ -269,8 +273,8 @@ UMC_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
  * application still holds stays valid until acked.
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @id, NULL or unknown-family
- * @addr), EADDRNOTAVAIL (no join of @addr on @id).
- * rdma_leave_multicast(3).
+ * @addr), EADDRNOTAVAIL (no join of @addr on @id), EIO (the parent's id in
+ * a child of fork).  rdma_leave_multicast(3).
  */
 UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
@@ -283,6 +287,8 @@ UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);
 	for (pp = &idp->mc_list; (mc = *pp); pp = &mc->next)

@@ -13,31 +13,36 @@
 
 #include "cm/cm_int.h"
 
+/*
+ * Destroy a CQ and/or channel the CM made.  A CQ whose events the
+ * application has not all acked goes (with its channel) when the last one
+ * is acked: ibv_destroy_cq would be EBUSY now (umc_cq_release).
+ */
+static void cm_destroy_cq(struct ibv_cq *cq, bool own_cq, struct ibv_comp_channel *ch, bool own_ch)
+{
+	if (own_cq)
+		umc_cq_release(cq, own_ch ? ch : NULL);
+	else if (own_ch)
+		(void)ibv_destroy_comp_channel(ch);
+}
+
 /* Destroy the CQs and channels the CM made for @id (ucma_destroy_cqs). */
 static void cm_destroy_cqs(struct umc_cm_id *idp)
 {
 	struct rdma_cm_id *id = &idp->id;
 
-	if (idp->own_recv_cq) {
-		(void)ibv_destroy_cq(id->recv_cq);
+	cm_destroy_cq(id->recv_cq, idp->own_recv_cq, id->recv_cq_channel, idp->own_recv_ch);
+	if (idp->own_recv_cq)
 		id->recv_cq = NULL;
-		idp->own_recv_cq = false;
-	}
-	if (idp->own_send_cq) {
-		(void)ibv_destroy_cq(id->send_cq);
-		id->send_cq = NULL;
-		idp->own_send_cq = false;
-	}
-	if (idp->own_recv_ch) {
-		(void)ibv_destroy_comp_channel(id->recv_cq_channel);
+	if (idp->own_recv_ch)
 		id->recv_cq_channel = NULL;
-		idp->own_recv_ch = false;
-	}
-	if (idp->own_send_ch) {
-		(void)ibv_destroy_comp_channel(id->send_cq_channel);
+	idp->own_recv_cq = idp->own_recv_ch = false;
+	cm_destroy_cq(id->send_cq, idp->own_send_cq, id->send_cq_channel, idp->own_send_ch);
+	if (idp->own_send_cq)
+		id->send_cq = NULL;
+	if (idp->own_send_ch)
 		id->send_cq_channel = NULL;
-		idp->own_send_ch = false;
-	}
+	idp->own_send_cq = idp->own_send_ch = false;
 }
 
 /* A completion channel and a CQ of @size entries (ucma_create_cqs).
@@ -136,7 +141,8 @@ static int cm_init_conn_qp(struct umc_cm_id *idp, struct ibv_qp *qp)
  * device, CQs that differ from the id's own), ENODEV (RDMA_PS_IPOIB on
  * RoCE: no IPoIB broadcast group gives the Q_Key, as the kernel), or the
  * error of ibv_create_comp_channel, ibv_create_cq, ibv_create_qp_ex or
- * ibv_modify_qp.  rdma_create_qp(3).
+ * ibv_modify_qp; EIO for the parent's id in a child of fork.
+ * rdma_create_qp(3).
  */
 UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
@@ -148,6 +154,8 @@ UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		errno = EINVAL;
 		return -1;
 	}
+	if (umc_cm_id_forked(id))
+		return -1;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);
 	if (id->qp || !id->verbs) {
@@ -234,19 +242,22 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 /**
  * rdma_destroy_qp - destroy the id's QP and the CQs and completion
- * channels rdma_create_qp() made for it.
+ * channels rdma_create_qp() made for it.  A CM-made CQ with a CQ event the
+ * application has not acked yet is destroyed, with its channel, by the
+ * ibv_ack_cq_events() that acks the last one (librdmacm's ibv_destroy_cq
+ * would wait for it).
  *
  * Unlike librdmacm, the QP is first detached from every group it is
  * attached to, by the CM or by the application (DESIGN.md: librdmacm leaks
  * a QP that is still attached, rxe-observed 9); the joins themselves stay
- * until left.
+ * until left.  In a child of fork, the parent's id is left alone.
  * rdma_destroy_qp(3).
  */
 UMC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct umc_cm_id *idp;
 
-	if (!id)
+	if (!id || umc_forked(to_cmid(id)->gen))
 		return;
 	idp = to_cmid(id);
 	pthread_mutex_lock(&idp->lock);

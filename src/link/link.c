@@ -20,6 +20,11 @@ static void default_query_port(struct umc_device *dev, struct ibv_port_attr *att
 {
 }
 
+static int default_netdev(struct umc_device *dev, char *ifname, unsigned *ifindex)
+{
+	return -ENODEV;
+}
+
 static int default_addr_gid(struct umc_device *dev, const struct sockaddr *sa)
 {
 	return -EADDRNOTAVAIL;
@@ -81,6 +86,7 @@ static const struct umc_link_ops umc_link_default_ops = {
 	.qp_size = sizeof(struct umc_qp),
 	.probe = default_probe,
 	.query_port = default_query_port,
+	.netdev = default_netdev,
 	.addr_gid = default_addr_gid,
 	.ah_init = default_ah_init,
 	.init_ah_from_wc = default_init_ah_from_wc,
@@ -124,6 +130,7 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, qp_size);
 		LINK_SET(dst, src, probe);
 		LINK_SET(dst, src, query_port);
+		LINK_SET(dst, src, netdev);
 		LINK_SET(dst, src, addr_gid);
 		LINK_SET(dst, src, ah_init);
 		LINK_SET(dst, src, init_ah_from_wc);

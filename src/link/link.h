@@ -91,6 +91,14 @@ struct umc_link_ops {
 	void (*query_port)(struct umc_device *dev, struct ibv_port_attr *attr);
 
 	/*
+	 * netdev - the network interface behind the port, if any (the
+	 * kernel's netdev of a RoCE port; sysfs device/net, GID entry
+	 * ndev_ifindex).  Writes its name (IF_NAMESIZE bytes) and index.
+	 * Returns 0 or -ENODEV.
+	 */
+	int (*netdev)(struct umc_device *dev, char *ifname, unsigned *ifindex);
+
+	/*
 	 * addr_gid - does local address @sa (AF_INET or AF_INET6, IPv4-mapped
 	 * already turned into AF_INET) select @dev?  rdma_bind_addr and
 	 * rdma_resolve_addr use it.  Returns the GID index of the port's

@@ -13,13 +13,20 @@
 
 #include "umc_int.h"
 
-/* ibv_create_ah(3): NULL and errno EINVAL for a wrong port or an ah_attr the link refuses. */
+/*
+ * ibv_create_ah(3): NULL and errno EINVAL for a wrong port or an ah_attr
+ * the link refuses, EIO for the parent's PD in a child of fork.
+ */
 UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct umc_device *dev = ctx_dev(pd->context);
 	struct umc_ah *ah;
 	int ret;
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return NULL;
+	}
 	if (attr->port_num != UMC_PORT_NUM) {
 		errno = EINVAL;
 		return NULL;
@@ -44,6 +51,8 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	if (umc_ctx_forked(ah->context))
+		return EIO;
 	umc_pd_put(ah->pd);
 	free(to_uah(ah));
 	return 0;
@@ -54,7 +63,8 @@ UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
  * UD message: DLID, SL and path bits from the completion, the GRH part
  * from the 40 bytes in front of its buffer, as the link layer reads them
  * (on RoCE an IPv4 or IPv6 header).  Returns 0, or -1 when the link cannot
- * answer it (on RoCE: no GRH, or no local GID fits).
+ * answer it (on RoCE: no GRH, or no local GID fits), and with errno EIO
+ * for the parent's context in a child of fork.
  */
 UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 				   struct ibv_wc *wc, struct ibv_grh *grh,
@@ -62,6 +72,10 @@ UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return -1;
+	}
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->dlid = wc->slid;
 	ah_attr->sl = wc->sl;
@@ -77,7 +91,7 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc
 	struct ibv_ah_attr attr;
 
 	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr)) {
-		errno = EINVAL;
+		errno = umc_ctx_forked(pd->context) ? EIO : EINVAL;
 		return NULL;
 	}
 	return ibv_create_ah(pd, &attr);

@@ -8,9 +8,11 @@
  * itself when the ring is empty, so a busy-polling program needs no other
  * thread.
  *
- * A completion channel's fd is one end of a socketpair holding one byte
- * per CQ event queued on the channel, so poll(2) on it says exactly what
- * libibverbs' does: an event is ready.  ibv_get_cq_event waits on an
+ * A completion channel's fd is one end of a socketpair that holds one byte
+ * exactly while at least one CQ event is queued on the channel (the byte
+ * is written when the queue becomes non-empty and read when it becomes
+ * empty), so poll(2) on it says exactly what libibverbs' does, an event is
+ * ready, for any number of events.  ibv_get_cq_event waits on an
  * internal epoll of that socket and the device's group sockets, running
  * the receive engine when datagrams arrive; while the application waits
  * elsewhere (poll on the fd), the background receive thread delivers as
@@ -32,11 +34,16 @@
 
 UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct umc_comp_channel *ch = calloc(1, sizeof(*ch));
+	struct umc_comp_channel *ch;
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct umc_device *dev = ctx_dev(context);
 	int saved;
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
@@ -55,6 +62,9 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	ev.data.fd = dev->rx_epfd;
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
 		goto err;
+	umc_fd_own(ch->epfd, false);
+	umc_fd_own(ch->notify[0], true);
+	umc_fd_own(ch->notify[1], false);
 	ch->ch.fd = ch->notify[0];
 	ch->ch.context = context;
 	ch->dev = dev;
@@ -79,29 +89,47 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
 
+	if (umc_dev_forked(ch->dev))
+		return EIO;
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	close(ch->epfd);
-	close(ch->notify[0]);
-	close(ch->notify[1]);
+	umc_fd_close(ch->epfd);
+	umc_fd_close(ch->notify[0]);
+	umc_fd_close(ch->notify[1]);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
 }
 
-/* Queue @cq's event on its channel: one list entry and one byte. */
-static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
+/*
+ * The fd's byte: written when the pending list becomes non-empty, read
+ * when it becomes empty, so the socketpair never holds more than one byte
+ * and never fills.  Caller holds ch->lock.
+ */
+static void __umc_chan_ready(struct umc_comp_channel *ch, bool ready)
 {
 	static const char one = 1;
+	char byte;
 
+	if (ready)
+		(void)!write(ch->notify[1], &one, 1);
+	else
+		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+}
+
+/* Queue @cq's event on its channel. */
+static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
+{
 	pthread_mutex_lock(&ch->lock);
 	if (!cq->notify_pending) {
+		bool was_empty = !ch->pending;
+
 		cq->notify_pending = true;
 		cq->notify_next = NULL;
 		*ch->pending_tail = cq;
 		ch->pending_tail = &cq->notify_next;
-		/* The socketpair holds far more bytes than there are CQs. */
-		(void)!write(ch->notify[1], &one, 1);
+		if (was_empty)
+			__umc_chan_ready(ch, true);
 	}
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -109,8 +137,6 @@ static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 /* Take @cq off its channel's list (destroy); caller holds ch->lock. */
 static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 {
-	char byte;
-
 	for (struct umc_cq **p = &ch->pending; *p; p = &(*p)->notify_next) {
 		if (*p != cq)
 			continue;
@@ -118,7 +144,8 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 		if (ch->pending_tail == &cq->notify_next)
 			ch->pending_tail = p;
 		cq->notify_pending = false;
-		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+		if (!ch->pending)
+			__umc_chan_ready(ch, false);
 		return;
 	}
 }
@@ -126,25 +153,29 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 /*
  * ibv_get_cq_event(3): wait for the next CQ event on @channel.  Returns 0,
  * or -1 with errno EAGAIN when the channel fd is non-blocking and no event
- * is ready.
+ * is ready, EIO for the parent's channel in a child of fork.
  */
 UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
 	struct epoll_event ev;
-	char byte;
 
+	if (umc_dev_forked(ch->dev)) {
+		errno = EIO;
+		return -1;
+	}
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
 		struct umc_cq *ucq = ch->pending;
 
 		if (ucq) {
 			ch->pending = ucq->notify_next;
-			if (!ch->pending)
+			if (!ch->pending) {
 				ch->pending_tail = &ch->pending;
+				__umc_chan_ready(ch, false);
+			}
 			ucq->notify_pending = false;
-			(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
 			pthread_mutex_unlock(&ch->lock);
 			pthread_mutex_lock(&ucq->ibcq.mutex);
 			ucq->events++;
@@ -172,12 +203,52 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	}
 }
 
+/* Destroy a released CQ (umc_cq_release), then its channel. */
+static void umc_cq_release_now(struct ibv_cq *cq, struct ibv_comp_channel *ch)
+{
+	if (ibv_destroy_cq(cq) == 0 && ch)
+		(void)ibv_destroy_comp_channel(ch);
+}
+
+/*
+ * ibv_ack_cq_events(3).  Acking the last event of a CQ that
+ * rdma_destroy_qp released destroys it (umc_cq_release).
+ */
 UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
+	struct umc_cq *ucq = to_ucq(cq);
+	struct ibv_comp_channel *ch = NULL;
+	bool release = false;
+
+	if (umc_ctx_forked(cq->context))
+		return;
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
+	if (ucq->release && cq->comp_events_completed == ucq->events) {
+		ucq->release = false;
+		release = true;
+		ch = ucq->release_ch;
+	}
 	pthread_cond_signal(&cq->cond);
 	pthread_mutex_unlock(&cq->mutex);
+	if (release)
+		umc_cq_release_now(cq, ch);
+}
+
+void umc_cq_release(struct ibv_cq *ibcq, struct ibv_comp_channel *ch)
+{
+	struct umc_cq *cq = to_ucq(ibcq);
+	bool now;
+
+	pthread_mutex_lock(&ibcq->mutex);
+	now = cq->events == ibcq->comp_events_completed;
+	if (!now) {
+		cq->release = true;
+		cq->release_ch = ch;
+	}
+	pthread_mutex_unlock(&ibcq->mutex);
+	if (now)
+		umc_cq_release_now(ibcq, ch);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -190,6 +261,10 @@ UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 	struct umc_cq *cq;
 	uint32_t size = 1;
 
+	if (umc_ctx_forked(context) || (channel && umc_dev_forked(to_uchan(channel)->dev))) {
+		errno = EIO;
+		return NULL;
+	}
 	if (cqe < 1 || cqe > UMC_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors) {
 		errno = EINVAL;
@@ -229,6 +304,8 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct umc_cq *cq = to_ucq(ibcq);
 	bool unacked;
 
+	if (umc_dev_forked(cq->dev))
+		return EIO;
 	pthread_mutex_lock(&ibcq->mutex);
 	unacked = cq->events != ibcq->comp_events_completed;
 	pthread_mutex_unlock(&ibcq->mutex);
@@ -252,17 +329,30 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
+/* Give @slots back to the work queue whose held count is *@wq_held. */
+static inline void umc_wq_free(atomic_uint *wq_held, uint32_t slots)
+{
+	if (wq_held)
+		atomic_fetch_sub_explicit(wq_held, slots, memory_order_relaxed);
+}
+
+bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
+		 uint32_t slots)
 {
 	bool raise = false;
+	struct umc_cqe *e;
 
 	pthread_spin_lock(&cq->lock);
 	if (umc_unlikely(cq->tail - cq->head > cq->mask)) {
+		umc_wq_free(wq_held, slots);
 		pthread_spin_unlock(&cq->lock);
 		atomic_fetch_add_explicit(&cq->dev->cnt.cq_overflow, 1, memory_order_relaxed);
 		return false;
 	}
-	cq->ring[cq->tail++ & cq->mask] = *wc;
+	e = &cq->ring[cq->tail++ & cq->mask];
+	e->wc = *wc;
+	e->wq_held = wq_held;
+	e->slots = slots;
 	if (cq->armed == UMC_CQ_ARM_ANY || (cq->armed == UMC_CQ_ARM_SOLICITED && solicited)) {
 		cq->armed = 0;
 		atomic_fetch_sub_explicit(&cq->dev->cq_armed, 1, memory_order_relaxed);
@@ -274,13 +364,32 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return true;
 }
 
+void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held)
+{
+	pthread_spin_lock(&cq->lock);
+	for (uint32_t i = cq->head; i != cq->tail; i++)
+		if (cq->ring[i & cq->mask].wq_held == wq_held)
+			cq->ring[i & cq->mask].wq_held = NULL;
+	atomic_store_explicit(wq_held, 0, memory_order_relaxed);
+	pthread_spin_unlock(&cq->lock);
+}
+
+/*
+ * Reaping frees the slots (struct umc_cqe).  The slots are given back
+ * under the CQ's lock, so umc_cq_forget() never races with a reaper that
+ * still holds a pointer to the QP's count.
+ */
 static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
 {
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
-	while (n < num && cq->head != cq->tail)
-		wc[n++] = cq->ring[cq->head++ & cq->mask];
+	while (n < num && cq->head != cq->tail) {
+		const struct umc_cqe *e = &cq->ring[cq->head++ & cq->mask];
+
+		wc[n++] = e->wc;
+		umc_wq_free(e->wq_held, e->slots);
+	}
 	pthread_spin_unlock(&cq->lock);
 	return n;
 }

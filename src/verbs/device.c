@@ -9,6 +9,8 @@
  * grows: when an address is not found (an interface or address that
  * appeared later), every link probes again and new devices and GIDs are
  * appended, so existing GID indices never move, as in a GID cache.
+ * A child of fork(2) starts with an empty list and builds its own
+ * (umc_devices_forked; fork.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,8 +25,12 @@
 /* Fixed storage: readers walk it without a lock while it grows (append only). */
 static struct umc_device *umc_devs[UMC_MAX_DEVICES];
 static _Atomic int umc_ndevs;
-static pthread_once_t umc_devs_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t umc_devs_lock = PTHREAD_MUTEX_INITIALIZER; /* writers */
+static atomic_bool umc_devs_scanned; /* every link probed once */
+/* Writers of the list, and the list of open contexts. */
+static pthread_mutex_t umc_devs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct umc_context *umc_ctx_list;
+/* In a child of fork: the parent's devices, kept so that its objects stay reachable. */
+static struct umc_device *umc_devs_inherited;
 
 int __umc_dev_list(struct umc_device ***list)
 {
@@ -39,6 +45,7 @@ int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 	if (n == UMC_MAX_DEVICES)
 		return -ENOSPC;
 	dev->link = umc_link_complete(ops);
+	dev->gen = umc_fork_gen;
 	dev->ibdev.node_type = IBV_NODE_CA;
 	dev->ibdev.transport_type = dev->link->transport;
 	dev->rx_epfd = -1;
@@ -74,30 +81,82 @@ static void umc_stats_dump(void)
 	}
 }
 
-/* Every link layer looks for new ports and addresses. */
-static void umc_devices_probe(void)
+/* Every link layer looks for new ports and addresses; caller holds umc_devs_lock. */
+static void __umc_devices_probe(void)
 {
 	const struct umc_link_ops *const *links;
 	int n = umc_links(&links);
 
-	pthread_mutex_lock(&umc_devs_lock);
 	for (int i = 0; i < n; i++)
 		links[i]->probe();
+}
+
+static void umc_devices_probe(void)
+{
+	pthread_mutex_lock(&umc_devs_lock);
+	__umc_devices_probe();
 	pthread_mutex_unlock(&umc_devs_lock);
 }
 
+/* The first probe of this process (or of this child of fork). */
 static void umc_devices_init(void)
 {
-	umc_devices_probe();
-	if (getenv("UMC_STATS"))
-		atexit(umc_stats_dump);
+	static bool stats; /* atexit handlers are inherited: register once */
+
+	pthread_mutex_lock(&umc_devs_lock);
+	if (!atomic_load(&umc_devs_scanned)) {
+		__umc_devices_probe();
+		atomic_store(&umc_devs_scanned, true);
+		if (!stats && getenv("UMC_STATS"))
+			stats = atexit(umc_stats_dump) == 0;
+	}
+	pthread_mutex_unlock(&umc_devs_lock);
 }
 
 int umc_devices(struct umc_device ***list)
 {
-	pthread_once(&umc_devs_once, umc_devices_init);
+	if (umc_unlikely(!atomic_load_explicit(&umc_devs_scanned, memory_order_acquire)))
+		umc_devices_init();
 	*list = umc_devs;
 	return atomic_load(&umc_ndevs);
+}
+
+/* In the child of fork (one thread, umc_devs_lock held by the forking thread). */
+void umc_devices_forked(void)
+{
+	int n = atomic_load(&umc_ndevs);
+
+	for (int i = 0; i < n; i++) {
+		umc_devs[i]->inherited_next = umc_devs_inherited;
+		umc_devs_inherited = umc_devs[i];
+		umc_devs[i] = NULL;
+	}
+	atomic_store(&umc_ndevs, 0);
+	atomic_store(&umc_devs_scanned, false);
+	/* Every context open now is the parent's: its data path gives EIO. */
+	for (struct umc_context *c = umc_ctx_list; c; c = c->next)
+		umc_ctx_forked_ops(&c->vctx.context);
+}
+
+UMC_ATFORK_MUTEX(umc_devs_lock, umc_devices_forked)
+
+/*
+ * The device of this process for @dev's port: @dev itself, or in a child
+ * of fork, for a device of the parent's list, the child's own device of
+ * the same name (NULL if the child has none).
+ */
+static struct umc_device *umc_dev_current(struct umc_device *dev)
+{
+	struct umc_device **devs, *cur = NULL;
+	int n;
+
+	if (!umc_dev_forked(dev))
+		return dev;
+	n = umc_devices(&devs);
+	for (int i = 0; i < n && !cur; i++)
+		if (strcmp(devs[i]->ibdev.name, dev->ibdev.name) == 0)
+			cur = devs[i];
+	return cur;
 }
 
 static int umc_dev_find_addr(const struct sockaddr *sa, struct umc_device **devp, int *gid_index)
@@ -194,9 +253,12 @@ UMC_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 	return device->name;
 }
 
+/* In a child of fork, a device of the parent's list names the child's device of that port. */
 UMC_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	return htobe64(to_udev(device)->guid);
+	struct umc_device *dev = umc_dev_current(to_udev(device));
+
+	return htobe64((dev ? dev : to_udev(device))->guid);
 }
 
 /* The receive epoll fd exists once a context of the device is open. */
@@ -212,17 +274,24 @@ static int umc_dev_rx_init(struct umc_device *dev)
 			ret = -errno;
 			if (dev->rx_wake_fd >= 0)
 				close(dev->rx_wake_fd);
+		} else {
+			umc_fd_own(dev->rx_wake_fd, false);
+			umc_fd_own(dev->rx_epfd, false);
 		}
 	}
 	pthread_mutex_unlock(&dev->rx_lock);
 	return ret;
 }
 
+/*
+ * ibv_open_device(3).  In a child of fork, a device of the parent's list
+ * opens the child's own device of that port (ENODEV if there is none).
+ */
 UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct umc_device *dev = to_udev(device);
+	struct umc_device *dev = umc_dev_current(to_udev(device));
 	struct umc_context *ctx;
-	int ret = umc_dev_rx_init(dev);
+	int ret = dev ? umc_dev_rx_init(dev) : -ENODEV;
 
 	if (ret) {
 		errno = -ret;
@@ -233,23 +302,33 @@ UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->dev = dev;
-	ctx->ibctx.device = device;
-	ctx->ibctx.ops.poll_cq = umc_poll_cq;
-	ctx->ibctx.ops.req_notify_cq = umc_req_notify_cq;
-	ctx->ibctx.ops.post_send = umc_post_send;
-	ctx->ibctx.ops.post_recv = umc_post_recv;
-	ctx->ibctx.cmd_fd = -1;
-	ctx->ibctx.async_fd = -1;
-	ctx->ibctx.num_comp_vectors = 1;
-	pthread_mutex_init(&ctx->ibctx.mutex, NULL);
-	return &ctx->ibctx;
+	umc_context_init(ctx, dev);
+	pthread_mutex_lock(&umc_devs_lock);
+	ctx->next = umc_ctx_list;
+	if (ctx->next)
+		ctx->next->pprev = &ctx->next;
+	ctx->pprev = &umc_ctx_list;
+	umc_ctx_list = ctx;
+	pthread_mutex_unlock(&umc_devs_lock);
+	return &ctx->vctx.context;
 }
 
+/* ibv_close_device(3): -1 and errno EIO for the parent's context in a child of fork. */
 UMC_EXPORT int ibv_close_device(struct ibv_context *context)
 {
+	struct umc_context *ctx = to_uctx(context);
+
+	if (umc_ctx_forked(context)) {
+		errno = EIO;
+		return -1;
+	}
+	pthread_mutex_lock(&umc_devs_lock);
+	*ctx->pprev = ctx->next;
+	if (ctx->next)
+		ctx->next->pprev = ctx->pprev;
+	pthread_mutex_unlock(&umc_devs_lock);
 	pthread_mutex_destroy(&context->mutex);
-	free(to_uctx(context));
+	free(ctx);
 	return 0;
 }
 
@@ -292,6 +371,8 @@ UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_a
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev))
+		return EIO;
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "umcast 0.1");
 	attr->node_guid = htobe64(dev->guid);
@@ -322,11 +403,12 @@ UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_a
 	return 0;
 }
 
-UMC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-			      struct ibv_port_attr *attr)
+int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr)
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev))
+		return EIO;
 	if (port_num != UMC_PORT_NUM)
 		return EINVAL;
 	memset(attr, 0, sizeof(*attr));
@@ -339,6 +421,10 @@ UMC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int 
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return -1;
+	}
 	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_GIDS)
 		return -1;
 	if (index < __atomic_load_n(&dev->gid_count, __ATOMIC_ACQUIRE))
@@ -354,6 +440,10 @@ UMC_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return -1;
+	}
 	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS)
 		return -1;
 	*pkey = index < dev->pkey_count ? htobe16(dev->pkeys[index]) : 0;
@@ -365,6 +455,10 @@ UMC_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 {
 	struct umc_device *dev = ctx_dev(context);
 
+	if (umc_dev_forked(dev)) {
+		errno = EIO;
+		return -1;
+	}
 	if (port_num != UMC_PORT_NUM) {
 		errno = EINVAL;
 		return -1;

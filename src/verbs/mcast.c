@@ -162,9 +162,14 @@ static bool umc_qp_has_gid(struct umc_qp *qp, const union ibv_gid *gid)
 	return false;
 }
 
-/* ib_attach_mcast's checks: a multicast GID, a UD QP, a valid MLID on IB. */
+/*
+ * ib_attach_mcast's checks: a multicast GID, a UD QP, a valid MLID on IB;
+ * and not the parent's QP in a child of fork (EIO).
+ */
 static int umc_mcast_chk(struct umc_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (umc_dev_forked(qp->dev))
+		return -EIO;
 	if (!umc_gid_is_multicast(gid) || qp->ibqp.qp_type != IBV_QPT_UD)
 		return -EINVAL;
 	if (qp->dev->link->link_layer == IBV_LINK_LAYER_INFINIBAND &&
@@ -245,8 +250,9 @@ static int __umc_detach(struct umc_device *dev, struct umc_qp *qp, const union i
 /*
  * ibv_attach_mcast(3): attach @ibqp to the group @gid.  Returns 0, or
  * EINVAL (GID not multicast, QP not UD, on IB an MLID below 0xC000 or
- * 0xFFFF), ENOMEM (a group, per-group or total attachment limit), or the
- * socket error of opening the group (kernel-behaviour 5.1, 7.28-29).
+ * 0xFFFF), ENOMEM (a group, per-group or total attachment limit), the
+ * socket error of opening the group (kernel-behaviour 5.1, 7.28-29), or
+ * EIO for the parent's QP in a child of fork.
  */
 UMC_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {

@@ -33,6 +33,9 @@
  *     which is what rxe did when measured (kernel 6.1, rocev2-wire.md
  *     section 8; a reading of newer rxe source, section 1.9, says the
  *     datagram is dropped instead);
+ *   - every SGE of that receive must still lie in a live local-write MR of
+ *     the QP's PD; otherwise it completes with IBV_WC_LOC_PROT_ERR, nothing
+ *     is written, and the QP goes to the error state (umc_qp_recv);
  *   - there is no sender exclusion, except for packets sent by a QP of this
  *     device that was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.
  *
@@ -104,17 +107,66 @@ static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void
 	}
 }
 
-/* Deliver one packet to one attached QP (rxe: check_type_state, check_keys, send_data_in). */
+/* Drop the holds umc_sges_hold() took on the first @n SGEs. */
+static void umc_sges_release(const struct ibv_sge *sge, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (sge[i].length)
+			umc_mr_put(sge[i].lkey);
+}
+
+/*
+ * Check a receive WQE's SGEs again now that a datagram is to be written
+ * into them: each must still lie in a live local-write MR of @pd (the MR
+ * may have been deregistered, and its memory freed, since the receive was
+ * posted).  Every SGE is checked, not only those this datagram reaches, so
+ * that a WQE is either wholly valid or refused before anything is written
+ * (rxe's copy_data looks each SGE up as the copy reaches it and may have
+ * written the first ones when a later one fails).  A zero-length SGE takes
+ * no byte and is not looked up, as in rxe.  On success the MRs are held
+ * until umc_sges_release(), so ibv_dereg_mr cannot return during the copy.
+ */
+static bool umc_sges_hold(struct ibv_pd *pd, const struct ibv_sge *sge, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (sge[i].length &&
+		    umc_unlikely(!umc_mr_get(pd, sge[i].lkey, sge[i].addr, sge[i].length,
+					     IBV_ACCESS_LOCAL_WRITE))) {
+			umc_sges_release(sge, i);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A receive WQE taken by a datagram it cannot accept: complete it with
+ * @status and move the QP to the error state, flushing its other receives.
+ * Caller holds rq_lock.
+ */
+static void __umc_rwqe_fail(struct umc_qp *qp, struct ibv_wc *wc, enum ibv_wc_status status)
+{
+	wc->status = status;
+	umc_cq_push(to_ucq(qp->ibqp.recv_cq), wc, false, &qp->rq_held, 1);
+	__umc_qp_to_err(qp);
+}
+
+/*
+ * Deliver one packet to one attached QP (rxe: check_type_state, check_keys,
+ * check_resource, send_data_in).  The WQE is taken, filled and completed
+ * under rq_lock, so its completion keeps the order of the queue even when
+ * ibv_modify_qp flushes the queue meanwhile, and a reset cannot come
+ * between taking the WQE and accounting its completion.
+ */
 static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = qp->dev;
-	struct ibv_sge sge[UMC_MAX_SGE];
+	enum ibv_qp_state state = umc_qp_state(qp);
 	struct umc_rwqe *w;
 	uint64_t room = 0;
-	int nsge;
+	bool delivered;
 
-	if (umc_unlikely(qp->ibqp.state != IBV_QPS_RTR && qp->ibqp.state != IBV_QPS_RTS &&
-			 qp->ibqp.state != IBV_QPS_SQE)) {
+	if (umc_unlikely(state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQE)) {
 		CNT(dev, rx_bad_state);
 		return;
 	}
@@ -122,7 +174,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_pkey_viol);
 		return;
 	}
-	if (umc_unlikely(pkt->hdr.deth.qkey != qp->qkey)) {
+	/* Read after the state (acquire): a Q_Key set with the state is seen. */
+	if (umc_unlikely(pkt->hdr.deth.qkey !=
+			 atomic_load_explicit(&qp->qkey, memory_order_relaxed))) {
 		CNT(dev, rx_qkey_viol);
 		return;
 	}
@@ -134,29 +188,37 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		return;
 	}
 	w = (struct umc_rwqe *)(qp->rq + (qp->rq_head++ & qp->rq_mask) * qp->rq_stride);
-	nsge = w->num_sge;
-	memcpy(sge, w->sge, nsge * sizeof(*sge));
 	struct ibv_wc wc = {
 		.wr_id = w->wr_id,
 		.opcode = IBV_WC_RECV,
 		.qp_num = qp->ibqp.qp_num,
 	};
 
-	for (int i = 0; i < nsge; i++)
-		room += sge[i].length;
+	for (int i = 0; i < w->num_sge; i++)
+		room += w->sge[i].length;
 	if (umc_unlikely(room < UMC_GRH_LEN + (uint64_t)pkt->len)) {
-		wc.status = IBV_WC_LOC_LEN_ERR;
-		umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, false);
-		__umc_qp_to_err(qp);
+		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_LEN_ERR);
 		pthread_spin_unlock(&qp->rq_lock);
 		CNT(dev, rx_too_long);
 		return;
 	}
-	pthread_spin_unlock(&qp->rq_lock);
-
-	/* The buffer is ours until the completion is pushed. */
-	umc_scatter(sge, nsge, 0, pkt->grh, sizeof(pkt->grh));
-	umc_scatter(sge, nsge, UMC_GRH_LEN, pkt->payload, pkt->len);
+	/*
+	 * A receive buffer that is not in a valid MR is IBA's "local protection
+	 * error" completion; as after any completion error, the QP goes to the
+	 * error state.  rxe reports this case as IBV_WC_LOC_QP_OP_ERR (its
+	 * copy_data's failed L_Key lookup is a "malformed WQE", a class A error
+	 * that also moves the QP to the error state); umcast reports
+	 * IBV_WC_LOC_PROT_ERR, the status IBA names for it.
+	 */
+	if (umc_unlikely(!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
+		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
+		pthread_spin_unlock(&qp->rq_lock);
+		CNT(dev, rx_prot_err);
+		return;
+	}
+	umc_scatter(w->sge, w->num_sge, 0, pkt->grh, sizeof(pkt->grh));
+	umc_scatter(w->sge, w->num_sge, UMC_GRH_LEN, pkt->payload, pkt->len);
+	umc_sges_release(w->sge, w->num_sge);
 
 	wc.status = IBV_WC_SUCCESS;
 	wc.byte_len = UMC_GRH_LEN + pkt->len;
@@ -169,7 +231,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->hdr.imm_be;
 	}
-	if (umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se))
+	delivered = umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
+	pthread_spin_unlock(&qp->rq_lock);
+	if (delivered)
 		CNT(dev, rx_delivered);
 }
 

@@ -8,6 +8,18 @@
  * sendmmsg by the link), so the send queue never holds work and a send
  * completion is generated as soon as the datagram is out.  Receive WQEs
  * wait in a ring until the progress engine (progress.c) fills them.
+ *
+ * Queue depths are still those of a NIC, as mlx5 keeps them: a WQE holds
+ * its slot until ibv_poll_cq reaps its completion (an unsignaled send WQE
+ * until a later signaled completion of the same QP is reaped), and a WR
+ * that finds its queue full gets ENOMEM, as on mlx5 and rxe (struct
+ * umc_qp).  So a CQ of max_send_wr + max_recv_wr entries never overflows
+ * (rxe frees a send slot when it generates the completion instead, so a
+ * CQ there can overflow).  The depth granted is exactly the
+ * depth asked for, and is what ibv_create_qp and ibv_query_qp report: IBA
+ * allows a CI to grant more (rxe rounds a depth up to 2^n - 1, mlx5 to a
+ * power of two), but with no hardware ring to fill there is no reason to,
+ * and a CQ the CM sizes from the request then always fits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,7 +32,6 @@
 /* QP numbers.                                                               */
 
 static pthread_mutex_t umc_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t umc_qpn_once = PTHREAD_ONCE_INIT;
 static uint32_t umc_qpn_next;
 
 /* A forked child is another HCA: it numbers its QPs from its own pid. */
@@ -29,10 +40,7 @@ static void umc_qpn_forked(void)
 	umc_qpn_next = 0;
 }
 
-static void umc_qpn_init(void)
-{
-	pthread_atfork(NULL, NULL, umc_qpn_forked);
-}
+UMC_ATFORK_MUTEX(umc_qpn_lock, umc_qpn_forked)
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
@@ -62,7 +70,6 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 {
 	uint32_t qpn;
 
-	pthread_once(&umc_qpn_once, umc_qpn_init);
 	pthread_mutex_lock(&umc_qpn_lock);
 	if (!umc_qpn_next)
 		umc_qpn_next = umc_qpn_base();
@@ -133,12 +140,11 @@ static void umc_qp_free(struct umc_qp *qp)
 	free(qp);
 }
 
-UMC_EXPORT struct ibv_qp *ibv_create_qp_ex(struct ibv_context *ctx,
-					   struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	struct umc_device *dev = ctx_dev(ctx);
 	struct umc_qp *qp;
-	int ret = umc_qp_chk_init(ctx, attr);
+	int ret = umc_dev_forked(dev) ? -EIO : umc_qp_chk_init(ctx, attr);
 
 	if (ret) {
 		errno = -ret;
@@ -229,7 +235,7 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = ibv_create_qp_ex(pd->context, &ex);
+	qp = umc_create_qp_ex(pd->context, &ex);
 	if (qp)
 		attr->cap = ex.cap;
 	return qp;
@@ -237,13 +243,16 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 
 /*
  * ibv_destroy_qp(3): EBUSY while the QP is attached to a multicast group
- * (as rxe; rdma_destroy_qp detaches first).
+ * (as rxe; rdma_destroy_qp detaches first).  Its completions still in a CQ
+ * stay there (as rxe) and free nothing when reaped.
  */
 UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 	struct umc_device *dev = qp->dev;
 
+	if (umc_dev_forked(dev))
+		return EIO;
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	if (qp->attached) {
@@ -262,6 +271,9 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&dev->rx_lock);
 
+	/* Off the list: the receive engine cannot reach the QP any more. */
+	umc_cq_forget(to_ucq(ibqp->send_cq), &qp->sq_held);
+	umc_cq_forget(to_ucq(ibqp->recv_cq), &qp->rq_held);
 	umc_qp_free(qp);
 	return 0;
 }
@@ -335,20 +347,33 @@ static void __umc_qp_flush_rq(struct umc_qp *qp)
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		umc_cq_push(cq, &wc, false);
+		umc_cq_push(cq, &wc, false, &qp->rq_held, 1);
 	}
 }
 
 /* Move @qp to the error state and flush its receives; caller holds rq_lock. */
 void __umc_qp_to_err(struct umc_qp *qp)
 {
-	qp->ibqp.state = IBV_QPS_ERR;
+	umc_qp_set_state(qp, IBV_QPS_ERR);
 	__umc_qp_flush_rq(qp);
+}
+
+/*
+ * RESET empties both work queues (IBA 10.3.1): posted receives are
+ * discarded without completions, and completions already in the CQs no
+ * longer hold slots.  Caller holds sq_lock and rq_lock.
+ */
+static void __umc_qp_reset_queues(struct umc_qp *qp)
+{
+	qp->rq_head = qp->rq_tail;
+	qp->sq_unsig = 0;
+	umc_cq_forget(to_ucq(qp->ibqp.send_cq), &qp->sq_held);
+	umc_cq_forget(to_ucq(qp->ibqp.recv_cq), &qp->rq_held);
 }
 
 static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, int mask)
 {
-	enum ibv_qp_state cur = qp->ibqp.state, next = cur;
+	enum ibv_qp_state cur = umc_qp_state(qp), next = cur;
 	const struct umc_qp_transition *t;
 
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
@@ -373,20 +398,24 @@ static int umc_qp_chk_attr(struct umc_qp *qp, const struct ibv_qp_attr *attr, in
 /*
  * ibv_modify_qp(3): EINVAL for a transition UD does not have, a missing
  * required attribute or an attribute the transition does not take
- * (IBA 10.3.1), a bad port or P_Key index.
+ * (IBA 10.3.1), a bad port or P_Key index.  The Q_Key is stored before the
+ * state is published (release), so the receive path, which reads both
+ * without a lock, never sees the new state with the old Q_Key.
  */
 UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 	int ret;
 
+	if (umc_dev_forked(qp->dev))
+		return EIO;
 	pthread_mutex_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);
 	ret = umc_qp_chk_attr(qp, attr, attr_mask);
 	if (ret)
 		goto out;
 	if (attr_mask & IBV_QP_QKEY)
-		qp->qkey = attr->qkey;
+		atomic_store_explicit(&qp->qkey, attr->qkey, memory_order_relaxed);
 	if (attr_mask & IBV_QP_PKEY_INDEX)
 		qp->pkey_index = attr->pkey_index;
 	if (attr_mask & IBV_QP_PORT)
@@ -398,8 +427,8 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 			__umc_qp_to_err(qp);
 		} else {
 			if (attr->qp_state == IBV_QPS_RESET)
-				qp->rq_head = qp->rq_tail; /* discarded, no completions */
-			ibqp->state = attr->qp_state;
+				__umc_qp_reset_queues(qp);
+			umc_qp_set_state(qp, attr->qp_state);
 		}
 	}
 out:
@@ -413,9 +442,11 @@ UMC_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 
+	if (umc_dev_forked(qp->dev))
+		return EIO;
 	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = attr->cur_qp_state = ibqp->state;
-	attr->qkey = qp->qkey;
+	attr->qp_state = attr->cur_qp_state = umc_qp_state(qp);
+	attr->qkey = atomic_load_explicit(&qp->qkey, memory_order_relaxed);
 	attr->pkey_index = qp->pkey_index;
 	attr->port_num = qp->port_num;
 	attr->sq_psn = qp->sq_psn;
@@ -451,25 +482,30 @@ static bool umc_sges_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int
 /*
  * ibv_post_recv: EINVAL for a QP in RESET, more SGEs than max_recv_sge, or
  * an SGE outside a local-write MR of the QP's PD; ENOMEM when the receive
- * queue is full.  *bad_wr is the first WR not posted.
+ * queue is full (max_recv_wr WQEs posted whose completions are not reaped
+ * yet).  *bad_wr is the first WR not posted.  In the error state the WRs
+ * are accepted and flushed at once.
  */
 int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
+	enum ibv_qp_state state;
 	uint64_t total;
 	int ret = 0;
 
 	pthread_spin_lock(&qp->rq_lock);
+	state = umc_qp_state(qp);
 	for (; wr; wr = wr->next) {
-		if (umc_unlikely(ibqp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
+		if (umc_unlikely(state == IBV_QPS_RESET || wr->num_sge < 0 ||
 				 (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
 				 !umc_sges_ok(ibqp->pd, wr->sg_list, wr->num_sge,
 					      IBV_ACCESS_LOCAL_WRITE, &total))) {
 			ret = EINVAL;
 			break;
 		}
-		if (umc_unlikely(qp->rq_tail - qp->rq_head > qp->rq_mask ||
-				 qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr)) {
+		/* The ring holds at least max_recv_wr WQEs: the held count decides. */
+		if (umc_unlikely(atomic_load_explicit(&qp->rq_held, memory_order_relaxed) >=
+				 qp->cap.max_recv_wr)) {
 			ret = ENOMEM;
 			break;
 		}
@@ -479,8 +515,9 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+		atomic_fetch_add_explicit(&qp->rq_held, 1, memory_order_relaxed);
 	}
-	if (umc_unlikely(ibqp->state == IBV_QPS_ERR))
+	if (umc_unlikely(state == IBV_QPS_ERR))
 		__umc_qp_flush_rq(qp);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (ret)
@@ -510,93 +547,135 @@ static int umc_chk_send_wr(struct umc_qp *qp, const struct ibv_send_wr *wr, uint
 	return 0;
 }
 
-static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n)
+/*
+ * Complete @n posted send WRs with @status.  A successful unsignaled WR
+ * generates no completion and keeps its slot until the next completion of
+ * the QP is reaped, which retires it with its own WQE; a WR completed in
+ * error always generates a completion (IBA 10.7.3.1; rxe's do_complete).
+ * Caller holds sq_lock.
+ */
+static void umc_send_complete(struct umc_qp *qp, struct ibv_send_wr **wrs, int n,
+			      enum ibv_wc_status status)
 {
 	struct umc_cq *cq = to_ucq(qp->ibqp.send_cq);
 
 	for (int i = 0; i < n; i++) {
-		if (!qp->sq_sig_all && !(wrs[i]->send_flags & IBV_SEND_SIGNALED))
+		if (status == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+		    !(wrs[i]->send_flags & IBV_SEND_SIGNALED)) {
+			qp->sq_unsig++;
 			continue;
+		}
 		struct ibv_wc wc = {
 			.wr_id = wrs[i]->wr_id,
-			.status = IBV_WC_SUCCESS,
+			.status = status,
 			.opcode = IBV_WC_SEND,
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		umc_cq_push(cq, &wc, false);
+		umc_cq_push(cq, &wc, false, &qp->sq_held, qp->sq_unsig + 1);
+		qp->sq_unsig = 0;
 	}
 }
 
 /*
- * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP not in RTS,
- * another opcode, no AH or an AH of another PD, too many SGEs, inline data
- * above max_inline_data, or an SGE outside an MR of the QP's PD.  A message
- * longer than the path MTU is completed successfully and not sent, with its
- * PSN consumed (IBA C10-93.1.1; rxe does the same).  A Q_Key with the high
- * bit set is replaced by the QP's own (IBA 10.2.4.3).
+ * Take the next PSN for send WR @wr of @len bytes and build its packet in
+ * *@p.  Returns 1, or 0 when the message is above the path MTU: then it is
+ * not sent (the caller still completes it).  Caller holds sq_lock.
+ */
+static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint64_t len,
+			  struct umc_tx_pkt *p)
+{
+	uint32_t psn = qp->sq_psn, qkey = wr->wr.ud.remote_qkey;
+
+	qp->sq_psn = (psn + 1) & 0xffffff;
+	if (umc_unlikely(len > (128u << qp->dev->active_mtu))) {
+		atomic_fetch_add_explicit(&qp->dev->cnt.tx_too_long, 1, memory_order_relaxed);
+		return 0;
+	}
+	p->ah = to_uah(wr->wr.ud.ah);
+	p->sge = wr->sg_list;
+	p->num_sge = wr->num_sge;
+	p->len = (uint32_t)len;
+	p->hdr = (struct umc_ud_hdr){
+		.bth = {
+			.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? UMC_OP_UD_SEND_ONLY_IMM
+								   : UMC_OP_UD_SEND_ONLY,
+			.se = !!(wr->send_flags & IBV_SEND_SOLICITED),
+			.pad_cnt = umc_ud_pad(len),
+			.pkey = qp->dev->pkeys[qp->pkey_index],
+			.dest_qpn = wr->wr.ud.remote_qpn & 0xffffff,
+			.psn = psn,
+		},
+		.deth = {
+			.qkey = (qkey & 0x80000000u)
+					? atomic_load_explicit(&qp->qkey, memory_order_relaxed)
+					: qkey,
+			.src_qpn = qp->ibqp.qp_num,
+		},
+		.imm_be = wr->imm_data,
+	};
+	return 1;
+}
+
+/*
+ * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP in RESET,
+ * INIT or RTR, another opcode, no AH or an AH of another PD, too many
+ * SGEs, inline data above max_inline_data, or an SGE outside an MR of the
+ * QP's PD; ENOMEM when the send queue is full (max_send_wr WQEs not
+ * retired by a reaped completion).  *bad_wr is the first WR not posted.
+ * In the error state (and SQE, whose send queue is in error) a WR is
+ * accepted and completed with IBV_WC_WR_FLUSH_ERR, signaled or not, and
+ * nothing is sent (IBA 10.3.1; rxe accepts sends from RTS on and flushes
+ * them in ERR).  A message longer than the path MTU is completed
+ * successfully and not sent, with its PSN consumed (IBA C10-93.1.1; rxe
+ * does the same).  A Q_Key with the high bit set is replaced by the QP's
+ * own (IBA 10.2.4.3).
  */
 int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
 	struct umc_device *dev = qp->dev;
-	const uint64_t mtu = 128u << dev->active_mtu;
 	struct umc_tx_pkt pkts[UMC_TX_BATCH];
 	struct ibv_send_wr *done[UMC_TX_BATCH];
 	int n = 0, ndone = 0, ret = 0;
+	enum ibv_wc_status status = IBV_WC_SUCCESS;
+	enum ibv_qp_state state;
 	uint64_t len;
 
 	pthread_mutex_lock(&qp->sq_lock);
-	for (; wr; wr = wr->next) {
-		if (umc_unlikely(ibqp->state != IBV_QPS_RTS)) {
-			ret = EINVAL;
-			break;
+	/* One state for the whole list, so its completions keep their order. */
+	state = umc_qp_state(qp);
+	if (umc_unlikely(state != IBV_QPS_RTS)) {
+		if (state != IBV_QPS_ERR && state != IBV_QPS_SQE) {
+			ret = wr ? EINVAL : 0;
+			goto out;
 		}
+		status = IBV_WC_WR_FLUSH_ERR;
+	}
+	for (; wr; wr = wr->next) {
 		ret = umc_chk_send_wr(qp, wr, &len);
 		if (umc_unlikely(ret))
 			break;
-		uint32_t psn = qp->sq_psn;
-
-		qp->sq_psn = (psn + 1) & 0xffffff;
-		if (umc_unlikely(len > mtu)) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_too_long, 1, memory_order_relaxed);
-		} else {
-			struct umc_tx_pkt *p = &pkts[n++];
-			uint32_t qkey = wr->wr.ud.remote_qkey;
-
-			p->ah = to_uah(wr->wr.ud.ah);
-			p->sge = wr->sg_list;
-			p->num_sge = wr->num_sge;
-			p->len = (uint32_t)len;
-			p->hdr = (struct umc_ud_hdr){
-				.bth = {
-					.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM
-							  ? UMC_OP_UD_SEND_ONLY_IMM
-							  : UMC_OP_UD_SEND_ONLY,
-					.se = !!(wr->send_flags & IBV_SEND_SOLICITED),
-					.pad_cnt = umc_ud_pad(len),
-					.pkey = dev->pkeys[qp->pkey_index],
-					.dest_qpn = wr->wr.ud.remote_qpn & 0xffffff,
-					.psn = psn,
-				},
-				.deth = {
-					.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey,
-					.src_qpn = ibqp->qp_num,
-				},
-				.imm_be = wr->imm_data,
-			};
+		if (umc_unlikely(atomic_load_explicit(&qp->sq_held, memory_order_relaxed) >=
+				 qp->cap.max_send_wr)) {
+			ret = ENOMEM;
+			break;
 		}
+		atomic_fetch_add_explicit(&qp->sq_held, 1, memory_order_relaxed);
 		done[ndone++] = wr;
+		if (umc_likely(status == IBV_WC_SUCCESS))
+			n += umc_tx_prepare(qp, wr, len, &pkts[n]);
 		if (ndone == UMC_TX_BATCH) {
 			if (n)
 				dev->link->xmit(qp, pkts, n);
-			umc_send_complete(qp, done, ndone);
+			umc_send_complete(qp, done, ndone, status);
 			n = ndone = 0;
 		}
 	}
 	if (n)
 		dev->link->xmit(qp, pkts, n);
-	umc_send_complete(qp, done, ndone);
+	umc_send_complete(qp, done, ndone, status);
+out:
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (ret)
 		*bad_wr = wr;

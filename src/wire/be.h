@@ -27,6 +27,12 @@ static inline void put_be32(uint8_t *p, uint32_t v)
 	put_be24(p + 1, v);
 }
 
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
 static inline uint32_t get_be16(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 8 | p[1];
@@ -40,6 +46,11 @@ static inline uint32_t get_be24(const uint8_t *p)
 static inline uint32_t get_be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | get_be24(p + 1);
+}
+
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
 #endif /* UMC_WIRE_BE_H */

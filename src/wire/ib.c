@@ -157,11 +157,11 @@ int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct um
 		return ret;
 	if (umc_vcrc_final(umc_vcrc_update(0xffff, p, len - UMC_VCRC_LEN)) !=
 	    umc_vcrc_get(p + len - UMC_VCRC_LEN))
-		return -EILSEQ;
+		return -EIO;
 	icrc = umc_ib_icrc_start(p, hl + off);
 	icrc = umc_icrc_update(icrc, p + hl + off, tlen - off - UMC_ICRC_LEN);
 	if (umc_icrc_final(icrc) != umc_icrc_get(p + len - UMC_VCRC_LEN - UMC_ICRC_LEN))
-		return -EIO;
+		return -EILSEQ;
 	*payload_off = hl + off;
 	*payload_len = plen;
 	return 0;

@@ -162,8 +162,8 @@ static inline uint16_t umc_vcrc_get(const uint8_t *in)
  *
  * Returns: 0; -EBADMSG for a truncated or inconsistent packet;
  * -EPROTONOSUPPORT for another LVer, LNH, NxtHdr, opcode or a non-zero
- * TVer; -EILSEQ for a bad VCRC; -EIO for a bad ICRC (so that a receiver
- * counts them apart).
+ * TVer; -EIO for a bad VCRC (the link-level check); -EILSEQ for a bad ICRC
+ * (as RoCEv2's receive check), so that a receiver counts them apart.
  */
 int umc_ib_decode(const uint8_t *p, size_t len, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
 		  size_t *payload_off, size_t *payload_len);

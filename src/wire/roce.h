@@ -116,4 +116,17 @@ int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t 
  */
 void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len);
 
+/**
+ * umc_rocev2_rx_check - decode a received UD datagram and check its ICRC
+ * under @ip, solving the IPv4 ID when the assumed one does not fit
+ * (roce_rx.c).
+ *
+ * Returns: 0 (*@id_solved says whether ip->ip_id was replaced); -EBADMSG or
+ * -EPROTONOSUPPORT for a malformed datagram (umc_ud_decode()); -EILSEQ for
+ * a wrong ICRC.
+ */
+int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
+			struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
+			bool *id_solved);
+
 #endif /* UMC_WIRE_ROCE_H */

@@ -2,7 +2,8 @@
 # test_mckey.sh - umc-mckey end to end on loopback (127.0.0.1, 239.x groups):
 #
 #  1. two receivers and a send-only sender (-o): every receiver gets every
-#     message with the right bytes, and the exact mckey output;
+#     message with the right bytes (-P: each payload carries umc-mckey's
+#     checked pattern), and the exact mckey output;
 #  2. a full-member sender (no -o) and a receiver;
 #  3. one receiver with two QPs (-c 2): each QP gets every message;
 #  4. a receiver with no sender gives up after -t and exits non-zero;
@@ -46,7 +47,7 @@ receiver_output() {	# group, number of joins, per-qp lines...
 
 echo "# 1. two receivers, one send-only sender"
 G=$(random_group)
-start r1 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT"
+start r1 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT" -P	# every payload checked
 start r2 $T "$MCKEY" -m "$G" -b $BIND -C "$COUNT"
 wait_line r1 '^mckey: joined dgid:' 10 && wait_line r2 '^mckey: joined dgid:' 10
 start s1 $T "$MCKEY" -m "$G" -b $BIND -s -o -w 0 -C "$COUNT"
@@ -133,5 +134,9 @@ start u2 $T "$MCKEY" -M ff0e::1
 finish u2
 expect_rc u2 1
 expect_line u2 "unmapped multicast address requires binding to source address"
+start u3 $T "$MCKEY" -m 239.1.1.1 -P -S 7
+finish u3
+expect_rc u3 1
+expect_line u3 "mckey: -P needs messages of at least 8 bytes (-S)"
 
 summary

@@ -15,21 +15,9 @@ GROUP=ff0e::99:$X
 WORK=$(mktemp -d)
 trap 'kill $RPID 2>/dev/null; ip netns del $NSA 2>/dev/null; ip netns del $NSB 2>/dev/null; rm -rf "$WORK"' EXIT
 RPID=
-ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot create namespaces"; exit 77; }
-ip netns add "$NSB"
-ip -n "$NSA" link add veth-a type veth peer name veth-b netns "$NSB"
-ip -n "$NSA" addr add "fd99:$X::1/64" dev veth-a nodad
-ip -n "$NSB" addr add "fd99:$X::2/64" dev veth-b nodad
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-ip -n "$NSA" link set veth-a up
-ip -n "$NSB" link set veth-b up
-# The kernel adds the ff00::/8 multicast route once the link has carrier.
-for ns in "$NSA" "$NSB"; do
-	for _ in $(seq 100); do
-		ip -n "$ns" -6 route show table local | grep -q '^multicast ff00::/8' && break
-		sleep 0.05
-	done
-done
+# shellcheck source=netns_lib.sh
+. "$(dirname "$0")/netns_lib.sh"
+veth_hosts_v6 "$NSA" "$NSB" "fd99:$X" || { echo "SKIP: cannot create namespaces"; exit 77; }
 
 fails=0
 # Loopback: no IPv6 multicast route, so no join.

@@ -37,8 +37,14 @@
 static atomic_ulong allocs;
 static bool isolated;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UMC_COUNTING_ALLOCATOR 0 /* ASan owns malloc */
+#if defined(__has_feature) /* clang */
+#define UMC_HAS_FEATURE(x) __has_feature(x)
+#else
+#define UMC_HAS_FEATURE(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+	UMC_HAS_FEATURE(address_sanitizer) || UMC_HAS_FEATURE(thread_sanitizer)
+#define UMC_COUNTING_ALLOCATOR 0 /* the sanitizer owns malloc */
 #else
 #define UMC_COUNTING_ALLOCATOR 1
 

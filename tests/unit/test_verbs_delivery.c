@@ -25,6 +25,8 @@
  *   DESIGN.md (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB honoured; drops counted
  *     per reason; completion channel fds work with poll(2)).
  */
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -402,6 +404,111 @@ static void test_qkey_mismatch(void **state)
 	assert_int_equal(T_CNT(f->e.dev, rx_qkey_viol), viol0 + 4);
 	assert_int_equal(ibv_detach_mcast(c.qp, &f->e.mgid, 0), 0);
 	t_qp_free(&c);
+}
+
+/*
+ * ibv_modify_qp while datagrams arrive (ThreadSanitizer: the receive path
+ * reads the QP's state and Q_Key while the modify writes them).  A thread
+ * keeps polling A's CQ, which runs the receive engine, and reposts; the
+ * main thread sends, sets A's Q_Key after every datagram (to another value
+ * one time in four) and takes A through ERR and RESET back to RTS now and
+ * then.  Every completion is a
+ * whole datagram or a flush, and afterwards A receives normally.
+ */
+enum { MOD_N = 300, MOD_SLOTS = 8 };
+
+struct modfx {
+	struct fx *f;
+	atomic_bool stop;
+	atomic_int ok, flushed;
+	atomic_ulong rounds; /* poller iterations */
+};
+
+static void *mod_poller(void *arg)
+{
+	struct modfx *m = arg;
+	struct t_qp *a = &m->f->a;
+
+	while (!atomic_load(&m->stop)) {
+		struct ibv_wc wc[MOD_SLOTS];
+		int n = ibv_poll_cq(a->cq, MOD_SLOTS, wc);
+
+		atomic_fetch_add(&m->rounds, 1);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 40 + 24)
+				atomic_fetch_add(&m->ok, 1);
+			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+				atomic_fetch_add(&m->flushed, 1);
+			else
+				atomic_store(&m->ok, -1000000); /* anything else fails the test */
+			/* May be refused (RESET, full): the main thread tops up after RTS. */
+			(void)t_post_recv(a, (size_t)wc[i].wr_id * 1024, 1024, wc[i].wr_id);
+		}
+		if (!n)
+			t_poll_rx(m->f->e.dev, 1);
+	}
+	return NULL;
+}
+
+static void top_up(struct t_qp *a)
+{
+	for (uint64_t k = 0; k < MOD_SLOTS; k++)
+		(void)t_post_recv(a, (size_t)k * 1024, 1024, k);
+}
+
+static void test_modify_while_receiving(void **state)
+{
+	struct fx *f = *state;
+	struct modfx m = {.f = f};
+	struct ibv_qp_attr qa;
+	pthread_t th;
+
+	attach(f, &f->a);
+	top_up(&f->a);
+	assert_int_equal(pthread_create(&th, NULL, mod_poller, &m), 0);
+	for (int i = 0; i < MOD_N; i++) {
+		unsigned long r = atomic_load(&m.rounds);
+		uint64_t until = t_now_ms() + 100;
+
+		send_msg(f, &f->s, 24, (unsigned)i, T_QKEY, false, 0, 0);
+		/* Give the poller a turn (bounded: the outcome does not depend on it). */
+		while (atomic_load(&m.rounds) == r && t_now_ms() < until)
+			sched_yield();
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = IBV_QPS_RTS;
+		qa.qkey = i % 4 == 3 ? T_QKEY ^ 1 : T_QKEY;
+		assert_int_equal(ibv_modify_qp(f->a.qp, &qa, IBV_QP_STATE | IBV_QP_QKEY), 0);
+		if (i % 50 == 49) {
+			qa.qp_state = IBV_QPS_ERR;
+			assert_int_equal(ibv_modify_qp(f->a.qp, &qa, IBV_QP_STATE), 0);
+			qa.qp_state = IBV_QPS_RESET;
+			assert_int_equal(ibv_modify_qp(f->a.qp, &qa, IBV_QP_STATE), 0);
+			assert_int_equal(t_qp_rts(f->a.qp, T_QKEY, 0), 0);
+			top_up(&f->a);
+		}
+	}
+	atomic_store(&m.stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	print_message("delivered %d, flushed %d of %d sent\n", atomic_load(&m.ok),
+		      atomic_load(&m.flushed), MOD_N);
+	assert_true(atomic_load(&m.ok) >= 0);
+	assert_true(atomic_load(&m.ok) <= MOD_N);
+
+	/*
+	 * Settled: with its own Q_Key, A gets the next datagram.  On loopback a
+	 * datagram is in the group socket when its send completes, so one pass
+	 * of the engine while A is in RESET takes every earlier one away.
+	 */
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_RESET;
+	assert_int_equal(ibv_modify_qp(f->a.qp, &qa, IBV_QP_STATE), 0);
+	(void)T_CNT(f->e.dev, rx_packets);
+	assert_int_equal(t_qp_rts(f->a.qp, T_QKEY, 0), 0);
+	while (ibv_poll_cq(f->a.cq, 1, &(struct ibv_wc){0}) == 1)
+		;
+	assert_int_equal(t_post_recv(&f->a, 0, 2048, 77), 0);
+	send_msg(f, &f->s, 30, 9999, T_QKEY, false, 0, 0);
+	expect_recv(&f->a, 0, 77, 30, 9999, f->s.qp->qp_num, NULL);
 }
 
 /* No receive posted: dropped and counted; a receive posted later does not get it. */
@@ -1105,6 +1212,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_sender_attached_gets_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_attach_one_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_qkey_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_modify_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_recv_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_buffer_loc_len_err, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_above_mtu, setup, teardown),

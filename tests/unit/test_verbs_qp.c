@@ -501,6 +501,317 @@ static void test_unsignaled_send(void **state)
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 }
 
+/* ------------------------------------------------------------------------- */
+/* Queue depths (mlx5, rxe): a send WQE holds its slot until its completion  */
+/* is reaped by ibv_poll_cq, an unsignaled one until a later signaled        */
+/* completion of its QP is; a receive WQE until its completion is reaped.    */
+/* A WR past the depth is ENOMEM with *bad_wr at it.                         */
+
+/* A QP of @depth send WRs (@sig_all) on its own CQ of @cqe entries, in RTS. */
+static struct ibv_qp *depth_qp(struct t_fx *f, uint32_t sdepth, uint32_t rdepth, int sig_all,
+			       struct ibv_cq **cq, int cqe)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD, .sq_sig_all = sig_all,
+		.cap = {.max_send_wr = sdepth, .max_recv_wr = rdepth, .max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_qp *qp;
+
+	*cq = ibv_create_cq(f->e.ctx, cqe, NULL, NULL, 0);
+	assert_non_null(*cq);
+	ia.send_cq = ia.recv_cq = *cq;
+	qp = ibv_create_qp(f->e.pd, &ia);
+	assert_non_null(qp);
+	/* The depth granted is the depth asked for, and the depth enforced. */
+	assert_int_equal(ia.cap.max_send_wr, sdepth);
+	assert_int_equal(ia.cap.max_recv_wr, rdepth);
+	assert_int_equal(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qia), 0);
+	assert_int_equal(qa.cap.max_send_wr, sdepth);
+	assert_int_equal(qia.cap.max_recv_wr, rdepth);
+	assert_int_equal(t_qp_rts(qp, T_QKEY, 0), 0);
+	return qp;
+}
+
+/* @n send WRs chained, wr_id = @id0 + i, flags @flags. */
+static void send_chain(struct t_fx *f, struct ibv_send_wr *wr, struct ibv_sge *sge, int n,
+		       uint64_t id0, int flags)
+{
+	for (int i = 0; i < n; i++) {
+		send_wr(f, &wr[i], &sge[i], id0 + (uint64_t)i);
+		wr[i].send_flags = (unsigned)flags;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+}
+
+/* Poll @cq empty; returns how many completions it held, checking wr_ids from @id0 on. */
+static int reap(struct ibv_cq *cq, uint64_t id0, enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+	int n = 0;
+
+	while (ibv_poll_cq(cq, 1, &wc) == 1) {
+		assert_int_equal(wc.status, st);
+		assert_int_equal(wc.wr_id, id0 + (uint64_t)n);
+		n++;
+	}
+	return n;
+}
+
+static void test_send_queue_depth(void **state)
+{
+	struct t_fx *f = *state;
+	enum { N = 64 };
+	static struct ibv_send_wr wr[N];
+	static struct ibv_sge sge[N];
+	struct ibv_send_wr *bad = NULL;
+	unsigned long tx0 = T_CNT(f->e.dev, tx_packets), ovf0 = T_CNT(f->e.dev, cq_overflow);
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 4, 4, 1, &cq, 256);
+	struct ibv_wc wc;
+
+	send_chain(f, wr, sge, N, 0, 0);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[4]);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0 + 4);
+	/* Still full until something is reaped. */
+	bad = NULL;
+	assert_int_equal(ibv_post_send(qp, &wr[4], &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[4]);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0 + 4);
+	/* Reaping one completion frees one slot. */
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 0);
+	assert_int_equal(ibv_post_send(qp, &wr[4], &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[5]);
+	/* Reaping all frees all. */
+	assert_int_equal(reap(cq, 1, IBV_WC_SUCCESS), 4);
+	assert_int_equal(ibv_post_send(qp, &wr[5], &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[9]);
+	assert_int_equal(reap(cq, 5, IBV_WC_SUCCESS), 4);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0 + 9);
+	assert_int_equal(T_CNT(f->e.dev, cq_overflow), ovf0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
+/* Unsignaled WQEs keep their slots until a later signaled completion is reaped. */
+static void test_unsignaled_hold_slots(void **state)
+{
+	struct t_fx *f = *state;
+	struct ibv_send_wr wr[8], *bad = NULL;
+	struct ibv_sge sge[8];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 4, 4, 0, &cq, 16);
+	struct ibv_wc wc;
+
+	/* 3 unsignaled + 1 signaled: full. */
+	send_chain(f, wr, sge, 5, 0, 0);
+	wr[3].send_flags = IBV_SEND_SIGNALED;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[4]);
+	/* The one completion frees all four. */
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	send_chain(f, wr, sge, 5, 10, IBV_SEND_SIGNALED);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[4]);
+	assert_int_equal(reap(cq, 10, IBV_WC_SUCCESS), 4);
+
+	/* Two unsignaled: no completion, and their slots stay taken. */
+	send_chain(f, wr, sge, 2, 20, 0);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), 0);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	send_chain(f, wr, sge, 3, 30, IBV_SEND_SIGNALED);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[2]);
+	/* The first signaled completion retires the two unsignaled WQEs before it too. */
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 30);
+	send_chain(f, wr, sge, 4, 40, IBV_SEND_SIGNALED);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[3]); /* 31 still holds one slot */
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(reap(cq, 40, IBV_WC_SUCCESS), 3);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
+/* sq_sig_all: every WR is signaled whatever its flags, each completion frees its own slot. */
+static void test_sq_sig_all_depth(void **state)
+{
+	struct t_fx *f = *state;
+	struct ibv_send_wr wr[6], *bad = NULL;
+	struct ibv_sge sge[6];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 2, 1, 1, &cq, 8);
+	struct ibv_wc wc;
+
+	send_chain(f, wr, sge, 3, 0, 0);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[2]);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 0);
+	assert_int_equal(ibv_post_send(qp, &wr[2], &bad), 0);
+	assert_int_equal(reap(cq, 1, IBV_WC_SUCCESS), 2);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
+/*
+ * A CQ with room for both queues never overflows: the QP sends to a group
+ * it is attached to (it gets a copy of each datagram, kernel-behaviour
+ * 7.30), and however much the application posts without polling, the CQ
+ * holds every completion.
+ */
+static void test_cq_sized_for_queues(void **state)
+{
+	struct t_fx *f = *state;
+	enum { SD = 3, RD = 4, CH = 16 };
+	struct ibv_send_wr wr[CH], *bad;
+	struct ibv_sge sge[CH];
+	struct ibv_cq *cq;
+	/* ibv_create_cq may give more than asked: ask for exactly SD + RD. */
+	struct ibv_qp *qp = depth_qp(f, SD, RD, 1, &cq, SD + RD);
+	unsigned long ovf0 = T_CNT(f->e.dev, cq_overflow);
+	unsigned long del0 = T_CNT(f->e.dev, rx_delivered);
+	int sends = 0, recvs = 0, got_s = 0, got_r = 0;
+
+	assert_int_equal(umc_dev_member(f->e.dev, &f->e.mgid, +1), 0);
+	assert_int_equal(ibv_attach_mcast(qp, &f->e.mgid, 0), 0);
+	for (int round = 0; round < 3; round++) {
+		for (int k = 0; k < CH; k++) {
+			struct ibv_recv_wr rw, *rb;
+			struct ibv_sge rs;
+
+			recv_wr(f, &rw, &rs, (uint64_t)(100 + recvs));
+			rs.addr = (uintptr_t)f->buf + 2048;
+			rs.length = 2048;
+			if (ibv_post_recv(qp, &rw, &rb))
+				break;
+			recvs++;
+		}
+		bad = NULL;
+		send_chain(f, wr, sge, CH, (uint64_t)sends, 0);
+		int ret = ibv_post_send(qp, wr, &bad);
+
+		if (round == 0) {
+			assert_int_equal(ret, ENOMEM);
+			assert_ptr_equal(bad, &wr[SD]);
+		}
+		sends += ret ? (int)(bad - wr) : CH;
+		/* Let every datagram sent so far be received (or find no receive). */
+		assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_delivered,
+					   del0 + (unsigned long)(sends < recvs ? sends : recvs),
+					   T_WAIT_MS));
+		assert_int_equal(T_CNT(f->e.dev, cq_overflow), ovf0);
+	}
+	/* Only the first round could post: nothing was reaped in between. */
+	assert_int_equal(sends, SD);
+	assert_int_equal(recvs, RD);
+	struct ibv_wc wc;
+
+	while (ibv_poll_cq(cq, 1, &wc) == 1) {
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		if (wc.opcode == IBV_WC_SEND)
+			got_s++;
+		else
+			got_r++;
+	}
+	assert_int_equal(got_s, SD);
+	assert_int_equal(got_r, SD);
+	assert_int_equal(T_CNT(f->e.dev, cq_overflow), ovf0);
+	assert_int_equal(ibv_detach_mcast(qp, &f->e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(f->e.dev, &f->e.mgid, -1), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
+/*
+ * Completions outlive their QP's reset and destruction: they stay in the
+ * CQ (as on rxe) and free nothing when reaped; RESET empties both queues.
+ */
+static void test_completions_outlive_qp(void **state)
+{
+	struct t_fx *f = *state;
+	struct ibv_send_wr wr[4], *bad;
+	struct ibv_sge sge[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 2, 2, 1, &cq, 16);
+	uint32_t qpn = qp->qp_num;
+	struct ibv_wc wc[2];
+
+	send_chain(f, wr, sge, 2, 0, 0);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), 0);
+	/* RESET: the queues are empty again, the completions stay. */
+	assert_int_equal(to_state(qp, IBV_QPS_RESET, 0, NULL), 0);
+	assert_int_equal(t_qp_rts(qp, T_QKEY, 0), 0);
+	send_chain(f, wr, sge, 3, 10, 0);
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[2]);
+	assert_int_equal(ibv_poll_cq(cq, 2, wc), 2);
+	assert_int_equal(wc[0].wr_id, 0);
+	assert_int_equal(wc[1].wr_id, 1);
+	/* Reaping the pre-reset completions freed nothing. */
+	assert_int_equal(ibv_post_send(qp, &wr[2], &bad), ENOMEM);
+	/* Destroyed with its completions in the CQ: they are still there, intact. */
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_poll_cq(cq, 2, wc), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(wc[i].wr_id, 10 + i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].qp_num, qpn);
+	}
+	assert_int_equal(ibv_poll_cq(cq, 1, wc), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
+/*
+ * IBA 10.3.1 (error state) and rxe: a send posted to a QP in the error
+ * state is accepted and completes with IBV_WC_WR_FLUSH_ERR, signaled or
+ * not; nothing is sent and no PSN is used.  It holds its slot like any WR.
+ */
+static void test_post_send_in_err(void **state)
+{
+	struct t_fx *f = *state;
+	struct ibv_send_wr wr[4], *bad = NULL;
+	struct ibv_sge sge[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = depth_qp(f, 3, 1, 0, &cq, 16);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	unsigned long tx0 = T_CNT(f->e.dev, tx_packets);
+	struct ibv_wc wc;
+
+	assert_int_equal(to_state(qp, IBV_QPS_ERR, 0, NULL), 0);
+	send_chain(f, wr, sge, 4, 0, 0);
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	wr[2].opcode = IBV_WR_SEND_WITH_IMM;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[3]);
+	for (uint64_t id = 0; id < 3; id++) {
+		assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+		assert_int_equal(wc.wr_id, id);
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc.qp_num, qp->qp_num);
+	}
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	assert_int_equal(T_CNT(f->e.dev, tx_packets), tx0);
+	assert_int_equal(ibv_query_qp(qp, &qa, IBV_QP_SQ_PSN, &qia), 0);
+	assert_int_equal(qa.sq_psn, 0);
+	/* A malformed WR is still refused at once. */
+	send_wr(f, &wr[0], &sge[0], 9);
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[0]);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 /* RoCE AHs need a GRH, port 1 and an SGID index inside the table. */
 static void test_create_ah_checks(void **state)
 {
@@ -558,6 +869,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_recv_in_err, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_post_recv_queue_full, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_unsignaled_send, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_send_queue_depth, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unsignaled_hold_slots, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_sq_sig_all_depth, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_cq_sized_for_queues, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_completions_outlive_qp, setup, t_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_post_send_in_err, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_create_ah_checks, setup, t_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cq_busy, setup, t_fx_teardown),
 	};

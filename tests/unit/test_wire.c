@@ -587,6 +587,76 @@ static void test_rxe_capture(void **state)
 	assert_int_equal(seen, 20);
 }
 
+/*
+ * The receive check as the link applies it: every vector passes as sent;
+ * an rxe packet (non-zero ID) passes with the ID solved when 0 is assumed;
+ * a corrupted payload byte is -EILSEQ (IPv4 and IPv6); a decoder refusal
+ * is returned as the decoder's errno.
+ */
+static void test_rx_check(void **state)
+{
+	static const char *const names[] = { "V1", "V2", "V3", "V4", "V5" };
+	static uint8_t buf[65536];
+	uint8_t pkt[MAX_FRAME];
+	struct umc_ip_ctx c, c0;
+	struct umc_ud_hdr h;
+	size_t off, plen, udp_len, n, pos = 24;
+	bool solved;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct vec *v = vec(names[i]);
+		const uint8_t *ip = v->bytes + ETH_HLEN;
+		size_t l4 = parse_ip(ip, v->len - ETH_HLEN, &c, &udp_len);
+
+		memcpy(pkt, ip + l4, udp_len);
+		c0 = c;
+		solved = true;
+		assert_int_equal(umc_rocev2_rx_check(&c, pkt, udp_len, &h, &off, &plen, &solved), 0);
+		assert_false(solved);
+		assert_int_equal(c.ip_id, c0.ip_id);
+		assert_int_equal(off + plen + h.bth.pad_cnt + UMC_ICRC_LEN, udp_len);
+
+		pkt[udp_len - UMC_ICRC_LEN - 1] ^= 0x01; /* last pad/payload byte */
+		assert_int_equal(umc_rocev2_rx_check(&c, pkt, udp_len, &h, &off, &plen, &solved),
+				 -EILSEQ);
+		assert_false(solved);
+		assert_int_equal(c.ip_id, c0.ip_id);
+		pkt[udp_len - UMC_ICRC_LEN - 1] ^= 0x01;
+
+		pkt[0] = 0x81; /* a CNP: not a UD SEND */
+		assert_int_equal(umc_rocev2_rx_check(&c, pkt, udp_len, &h, &off, &plen, &solved),
+				 -EPROTONOSUPPORT);
+		pkt[0] = v->bytes[ETH_HLEN + l4];
+		assert_int_equal(umc_rocev2_rx_check(&c, pkt, udp_len - 1, &h, &off, &plen, &solved),
+				 -EBADMSG);
+	}
+
+	/* the first rxe UD send: ID 0x4b48 on the wire, 0 assumed */
+	n = load_file("rxe-mckey-ipv4.pcap", buf, sizeof(buf));
+	for (;;) {
+		size_t caplen;
+		const uint8_t *ip;
+
+		assert_true(pos + 16 <= n);
+		caplen = buf[pos + 8] | buf[pos + 9] << 8 | buf[pos + 10] << 16;
+		ip = buf + pos + 16 + ETH_HLEN;
+		pos += 16 + caplen;
+		if (caplen < 42 || ip[-2] != 0x08 || ip[-1] != 0x00 || ip[9] != 17 ||
+		    (ip[22] << 8 | ip[23]) != ROCE_PORT)
+			continue;
+		off = parse_ip(ip, caplen - ETH_HLEN, &c, &udp_len);
+		memcpy(pkt, ip + off, udp_len);
+		break;
+	}
+	assert_int_equal(c.ip_id, 0x4b48);
+	c.ip_id = 0;
+	assert_int_equal(umc_rocev2_rx_check(&c, pkt, udp_len, &h, &off, &plen, &solved), 0);
+	assert_true(solved);
+	assert_int_equal(c.ip_id, 0x4b48);
+	assert_int_equal(plen, 100);
+}
+
 /* ---------------------------------------------------------------------------
  * ICRC properties
  */
@@ -1009,6 +1079,7 @@ int main(void)
 		cmocka_unit_test(test_x1_cnp_icrc),
 		cmocka_unit_test(test_roce_sport),
 		cmocka_unit_test(test_rxe_capture),
+		cmocka_unit_test(test_rx_check),
 		cmocka_unit_test(test_icrc_chaining),
 		cmocka_unit_test(test_icrc_covers_invariant_fields),
 		cmocka_unit_test(test_decode_truncation),

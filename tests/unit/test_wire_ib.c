@@ -252,13 +252,13 @@ static void test_bit_errors(void **state)
 			p[byte] ^= (uint8_t)(1u << bit);
 			ret = umc_ib_decode(p, v->len, &ib, &ud, &off, &plen);
 			assert_int_not_equal(ret, 0);
-			vcrc_caught += ret == -EILSEQ;
+			vcrc_caught += ret == -EIO;
 			umc_vcrc_put(p + v->len - 2,
 				     umc_vcrc_final(umc_vcrc_update(0xffff, p, v->len - 2)));
 			ret = umc_ib_decode(p, v->len, &ib, &ud, &off, &plen);
 			if (ret == 0)
 				variant++;
-			else if (ret == -EIO)
+			else if (ret == -EILSEQ)
 				icrc_caught++;
 			else
 				checked++;
@@ -358,10 +358,10 @@ static void test_decode_refuses(void **state)
 	memcpy(p, l->bytes, l->len);
 	p[l->len - 3] ^= 0x10; /* the ICRC itself */
 	REDO_VCRC(l->len);
-	assert_int_equal(umc_ib_decode(p, l->len, &ib, &ud, &off, &plen), -EIO);
+	assert_int_equal(umc_ib_decode(p, l->len, &ib, &ud, &off, &plen), -EILSEQ);
 	memcpy(p, l->bytes, l->len);
 	p[l->len - 1] ^= 0x80; /* the VCRC itself */
-	assert_int_equal(umc_ib_decode(p, l->len, &ib, &ud, &off, &plen), -EILSEQ);
+	assert_int_equal(umc_ib_decode(p, l->len, &ib, &ud, &off, &plen), -EIO);
 #undef REDO_VCRC
 }
 

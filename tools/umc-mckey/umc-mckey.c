@@ -15,7 +15,10 @@
  *  - every wait is bounded (-t msec): a lost datagram or a missing CM event
  *    makes the tool report and fail instead of hanging;
  *  - every completion is checked (status, opcode, GRH flag, length,
- *    immediate data, payload pattern) and a final line gives the count;
+ *    immediate data) and a final line gives the count; a payload that
+ *    starts with umc-mckey's marker is checked against its pattern, any
+ *    other (mckey's own sends an unfilled buffer) is accepted and counted,
+ *    unless -P says only umc-mckey senders are expected;
  *  - the exit status is non-zero on every failure;
  *  - stdout is line buffered, so "mckey: joined dgid: ..." can be waited
  *    for through a pipe.
@@ -52,6 +55,13 @@
 #include <rdma/rdma_cma.h>
 
 #define GRH_LEN ((int)sizeof(struct ibv_grh))
+/*
+ * A umc-mckey sender's payload: "UMCK", the message number (big-endian 32
+ * bits), then the pattern.  Shorter payloads carry the pattern alone.
+ */
+#define MARKER "UMCK"
+#define MARKER_LEN 4
+#define HEADER_LEN (MARKER_LEN + 4)
 #define POLL_BATCH 16
 #define MAX_BAD_REPORTS 10
 #define RESOLVE_TIMEOUT_MS 2000
@@ -73,6 +83,7 @@ struct node {
 	int posted;		/* work requests posted so far */
 	int good;		/* completions that passed every check */
 	int bad;		/* completions that failed a check */
+	int foreign;		/* good receives without umc-mckey's marker */
 };
 
 static struct {
@@ -93,6 +104,7 @@ static int message_count = 10;
 static bool is_sender;
 static bool send_only;
 static bool loopback = true;
+static bool require_marker;	/* -P: every payload must be umc-mckey's */
 static bool unmapped_addr;
 static char *dst_name;
 static char *src_name;
@@ -157,15 +169,52 @@ static int poll_until(struct pollfd *pfd, int nfds, int64_t deadline)
 	return perror_ret("mckey: poll");
 }
 
-/* The payload of message `index`: byte i is (index + i) mod 256. */
-static void fill_pattern(uint8_t *buf, int len, int index)
+static void report_bad(struct node *node, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * The payload of message `index`: the marker and `index` when there is room
+ * for them, and in every other byte i the value (index + i) mod 256.
+ */
+static void fill_payload(uint8_t *buf, int len, int index)
 {
-	for (int i = 0; i < len; i++)
+	int i = 0;
+
+	if (len >= HEADER_LEN) {
+		memcpy(buf, MARKER, MARKER_LEN);
+		buf[4] = (uint8_t)(index >> 24);
+		buf[5] = (uint8_t)(index >> 16);
+		buf[6] = (uint8_t)(index >> 8);
+		buf[7] = (uint8_t)index;
+		i = HEADER_LEN;
+	}
+	for (; i < len; i++)
 		buf[i] = (uint8_t)(index + i);
 }
 
-static void report_bad(struct node *node, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/*
+ * Check a received payload.  Returns 1 when it is umc-mckey's and correct,
+ * 0 when it is not umc-mckey's (not checked), -1 after reporting a wrong
+ * one.
+ */
+static int check_payload(struct node *node, const uint8_t *data, int len)
+{
+	uint32_t index;
+
+	if (len < HEADER_LEN || memcmp(data, MARKER, MARKER_LEN))
+		return 0;
+	index = (uint32_t)data[4] << 24 | (uint32_t)data[5] << 16 | (uint32_t)data[6] << 8 | data[7];
+	for (int i = HEADER_LEN; i < len; i++) {
+		uint8_t want = (uint8_t)(index + (uint32_t)i);
+
+		if (data[i] != want) {
+			report_bad(node, "payload byte %d of message %u is 0x%02x, expected 0x%02x",
+				   i, index, data[i], want);
+			return -1;
+		}
+	}
+	return 1;
+}
 
 static void report_bad(struct node *node, const char *fmt, ...)
 {
@@ -366,7 +415,7 @@ static int post_slot(struct node *node, int slot)
 			},
 		}, *bad_wr;
 
-		fill_pattern(buf, message_size, node->posted);
+		fill_payload(buf, message_size, node->posted);
 		ret = ibv_post_send(node->cma_id->qp, &wr, &bad_wr);
 	} else {
 		struct ibv_recv_wr wr = {
@@ -432,16 +481,21 @@ static void check_recv(struct node *node, const struct ibv_wc *wc)
 		return;
 	}
 	data = slot_buf(node, (int)wc->wr_id) + GRH_LEN;
-	for (int i = 1; i < message_size; i++) {
-		uint8_t want = (uint8_t)(data[0] + i);
-
-		if (data[i] != want) {
-			report_bad(node, "payload byte %d is 0x%02x, expected 0x%02x",
-				   i, data[i], want);
-			return;
+	switch (check_payload(node, data, message_size)) {
+	case 1:
+		node->good++;
+		break;
+	case 0:
+		if (require_marker) {
+			report_bad(node, "no umc-mckey marker in the payload");
+			break;
 		}
+		node->good++;
+		node->foreign++;
+		break;
+	default:
+		break;
 	}
-	node->good++;
 }
 
 static void check_send(struct node *node, const struct ibv_wc *wc)
@@ -929,11 +983,14 @@ out:
 	return ret;
 }
 
-/* "mckey: sent N messages" or "mckey: received N messages[, M bad]". */
+/*
+ * "mckey: sent N messages" or "mckey: received N messages[, M bad]", then
+ * for a receiver how many payloads were not umc-mckey's.
+ */
 static int print_counts(void)
 {
 	const char *verb = is_sender ? "sent" : "received";
-	int good = 0, bad = 0;
+	int good = 0, bad = 0, foreign = 0;
 
 	for (int i = 0; test.nodes && i < connections; i++) {
 		struct node *node = &test.nodes[i];
@@ -948,11 +1005,14 @@ static int print_counts(void)
 		}
 		good += node->good;
 		bad += node->bad;
+		foreign += node->foreign;
 	}
 	printf("mckey: %s %d messages", verb, good + bad);
 	if (bad)
 		printf(", %d bad", bad);
 	putchar('\n');
+	if (foreign)
+		printf("mckey: %d messages not from umc-mckey: payload not checked\n", foreign);
 	return bad;
 }
 
@@ -975,6 +1035,8 @@ static void usage(const char *argv0)
 	       "(default 3000, 0 = none)]\n");
 	printf("\t[-t msec - give up when no event or completion arrives "
 	       "for msec (default 10000, 0 = never)]\n");
+	printf("\t[-P expect umc-mckey senders only: a payload without "
+	       "their marker is bad]\n");
 	exit(1);
 }
 
@@ -1002,7 +1064,7 @@ int main(int argc, char **argv)
 	/* Line buffered even into a pipe: tests wait for "joined" lines. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	while ((op = getopt(argc, argv, "m:M:sb:c:C:S:p:olw:t:")) != -1) {
+	while ((op = getopt(argc, argv, "m:M:sb:c:C:S:p:olw:t:P")) != -1) {
 		switch (op) {
 		case 'm':
 			dst_name = optarg;
@@ -1042,6 +1104,9 @@ int main(int argc, char **argv)
 		case 't':
 			timeout_ms = parse_int(optarg, 10, 0, INT_MAX, argv[0]);
 			break;
+		case 'P':
+			require_marker = true;
+			break;
 		default:
 			usage(argv[0]);
 		}
@@ -1058,6 +1123,10 @@ int main(int argc, char **argv)
 	/* A message of 0 bytes means no data phase, as in mckey. */
 	if (!message_size)
 		message_count = 0;
+	if (require_marker && message_count && message_size < HEADER_LEN) {
+		printf("mckey: -P needs messages of at least %d bytes (-S)\n", HEADER_LEN);
+		usage(argv[0]);
+	}
 
 	test.dst_addr = (struct sockaddr *)&test.dst_in;
 	test.connects_left = connections;

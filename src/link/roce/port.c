@@ -173,6 +173,15 @@ static void roce_query_port(struct umc_device *dev, struct ibv_port_attr *attr)
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
 
+static int roce_netdev(struct umc_device *dev, char *ifname, unsigned *ifindex)
+{
+	struct roce_port *rp = to_roce_port(dev);
+
+	memcpy(ifname, rp->ifname, IF_NAMESIZE);
+	*ifindex = rp->ifindex;
+	return 0;
+}
+
 /* A RoCE port is selected by any of its IP addresses (IP-based GIDs). */
 static int roce_addr_gid(struct umc_device *dev, const struct sockaddr *sa)
 {
@@ -241,6 +250,7 @@ const struct umc_link_ops umc_roce_link_ops = {
 	.qp_size = sizeof(struct roce_qp),
 	.probe = roce_probe,
 	.query_port = roce_query_port,
+	.netdev = roce_netdev,
 	.addr_gid = roce_addr_gid,
 	.ah_init = roce_ah_init,
 	.init_ah_from_wc = roce_init_ah_from_wc,

@@ -21,7 +21,7 @@
  * The ICRC check: a UDP socket shows addresses, ports, TTL and TOS but
  * never the IPv4 identification and flags, which the ICRC covers.  The
  * check assumes DF and ID 0 (umcast's own packets); when that fails, the
- * ID is solved from the ICRC (umc_icrc_solve_ipv4_id), which leaves a
+ * ID is solved from the ICRC (umc_rocev2_rx_check), which leaves a
  * 16-bit integrity check for packets from senders with other IDs, such as
  * rxe.  Such packets are counted in rx_icrc_id_solved and their GRH shows
  * the solved ID.  IPv6 has no hidden invariant field: the check is the full
@@ -111,9 +111,10 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		free(rm);
 		return ret;
 	}
+	umc_fd_own(rm->ep.fd, false);
 	ret = umc_rx_add(dev, &rm->ep);
 	if (ret) {
-		close(rm->ep.fd);
+		umc_fd_close(rm->ep.fd);
 		free(rm);
 		return ret;
 	}
@@ -126,7 +127,7 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 	struct roce_ep *rm = mcg->link_priv;
 
 	umc_rx_del(dev, &rm->ep);
-	close(rm->ep.fd);
+	umc_fd_close(rm->ep.fd);
 	free(rm);
 	mcg->link_priv = NULL;
 }
@@ -313,25 +314,19 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8
 {
 	struct umc_device *dev = &rp->dev;
 	size_t off, plen;
-	uint32_t icrc;
+	bool id_solved;
+	int ret;
 
-	if (umc_unlikely(umc_ud_decode(p, len, &pkt->hdr, &off, &plen))) {
-		CNT(dev, rx_malformed);
+	ret = umc_rocev2_rx_check(ip, p, len, &pkt->hdr, &off, &plen, &id_solved);
+	if (umc_unlikely(ret)) {
+		if (ret == -EILSEQ)
+			CNT(dev, rx_bad_icrc);
+		else
+			CNT(dev, rx_malformed);
 		return false;
 	}
-	icrc = umc_icrc_compute(ip, p, len);
-	if (umc_unlikely(icrc != umc_icrc_get(p + len - UMC_ICRC_LEN))) {
-		uint16_t id;
-
-		if (ip->family != 4 ||
-		    umc_icrc_solve_ipv4_id(ip, len, icrc, umc_icrc_get(p + len - UMC_ICRC_LEN),
-					   &id)) {
-			CNT(dev, rx_bad_icrc);
-			return false;
-		}
-		ip->ip_id = id;
+	if (umc_unlikely(id_solved))
 		CNT(dev, rx_icrc_id_solved);
-	}
 	pkt->payload = p + off;
 	pkt->len = (uint32_t)plen;
 	pkt->mcg = mcg;

@@ -85,6 +85,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 		ret = -errno;
 		goto err;
 	}
+	umc_fd_own(fd, false);
 	ts->fd = fd;
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	qp->tx_sport[sgid] = ts->sport;
@@ -246,7 +247,7 @@ void roce_qp_cleanup(struct umc_qp *uqp)
 		return;
 	for (int i = 0; i < UMC_MAX_GIDS; i++)
 		if (tx->sock[i].fd >= 0)
-			close(tx->sock[i].fd);
+			umc_fd_close(tx->sock[i].fd);
 	free(tx);
 	qp->tx = NULL;
 }

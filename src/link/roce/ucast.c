@@ -56,8 +56,9 @@
  * a device lock and never waits for an answer.  Per address, ctl_lock
  * serialises the use of the connection to the demultiplexer; per port,
  * qset_lock guards the list of the port's QPNs.  Order: dev->rx_lock,
- * dev->lock, ctl_lock, qset_lock, uc_ag.lock; the agent thread only
- * try-locks ctl_lock.
+ * dev->lock, ctl_lock, qset_lock; the agent thread only try-locks ctl_lock.
+ * uc_ag_lock (process-wide, fork-safe) is taken alone.  Every descriptor
+ * is recorded with umc_fd_own, so a child of fork closes them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,7 +190,6 @@ struct roce_uc {
 	struct roce_ep ep; /* the input: forwarded datagrams, polled by the engine */
 	int data_tx;	   /* its peer, handed to each demultiplexer */
 	struct roce_port *rp;
-	bool inherited; /* made before a fork(): not this process's */
 	pthread_mutex_t qset_lock;
 	uint32_t *qpns; /* the port's claimed QPNs */
 	int nqpn, qcap;
@@ -199,13 +199,31 @@ struct roce_uc {
 
 /* The process's agent. */
 static struct {
-	pthread_mutex_t lock; /* doms, start */
 	int epfd, wake;
-	bool running, atfork;
+	bool running;
 	struct uc_tag wake_tag;
-	struct uc_dom *doms;
+	struct uc_dom *_Atomic doms; /* every address of every port: only grows */
 	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
-} uc_ag = {.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .wake = -1};
+} uc_ag = {.epfd = -1, .wake = -1};
+
+/* Adding to uc_ag.doms and starting the agent; never held with another process-wide lock. */
+static pthread_mutex_t uc_ag_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A child of fork(2) is a new HCA (verbs/fork.c): it never touches its
+ * parent's ports, the descriptor registry closes what the parent's agent
+ * held (the port 4791 socket included, which the child must not keep), and
+ * its first QP starts an agent of its own.
+ */
+static void uc_forked(void)
+{
+	atomic_store(&uc_ag.doms, NULL);
+	uc_ag.epfd = uc_ag.wake = -1;
+	uc_ag.running = false;
+	atomic_store(&uc_ag.pending, false);
+}
+
+UMC_ATFORK_MUTEX(uc_ag_lock, uc_forked)
 
 static uint64_t uc_now_ms(void)
 {
@@ -333,10 +351,10 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	if (cl->ctl < 0)
 		return;
 	uc_ep_del(cl->ctl);
-	close(cl->ctl);
+	umc_fd_close(cl->ctl);
 	cl->ctl = -1;
 	if (cl->data >= 0)
-		close(cl->data);
+		umc_fd_close(cl->data);
 	cl->data = -1;
 	/* One pass suffices: uc_tab_del_at only moves entries back to slot i. */
 	for (uint32_t i = 0; i <= l->tmask; i++)
@@ -366,12 +384,13 @@ static void uc_lead_accept(struct uc_leader *l)
 				continue;
 			return;
 		}
+		umc_fd_own(fd, false);
 		if (l->ncl == l->clcap) {
 			int cap = l->clcap ? 2 * l->clcap : 8;
 			struct uc_client **grown = realloc(l->cl, (size_t)cap * sizeof(*grown));
 
 			if (!grown) {
-				close(fd);
+				umc_fd_close(fd);
 				continue;
 			}
 			l->cl = grown;
@@ -379,7 +398,7 @@ static void uc_lead_accept(struct uc_leader *l)
 		}
 		cl = calloc(1, sizeof(*cl));
 		if (!cl) {
-			close(fd);
+			umc_fd_close(fd);
 			continue;
 		}
 		cl->tag = (struct uc_tag){UC_T_CLIENT, cl};
@@ -389,7 +408,7 @@ static void uc_lead_accept(struct uc_leader *l)
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
 			cl->pid = cred.pid;
 		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
-			close(fd);
+			umc_fd_close(fd);
 			free(cl);
 			continue;
 		}
@@ -429,7 +448,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 			break;
 		}
 		if (cl->data >= 0)
-			close(cl->data);
+			umc_fd_close(cl->data);
 		cl->data = *fd;
 		*fd = -1;
 		break;
@@ -479,9 +498,10 @@ static int uc_take_fd(struct msghdr *mh)
 			if (keep < 0)
 				keep = fd;
 			else
-				close(fd);
+				close(fd); /* never recorded: not ours to keep */
 		}
 	}
+	umc_fd_own(keep, false);
 	return keep;
 }
 
@@ -516,13 +536,13 @@ static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 		if (n < (ssize_t)UC_MSG_LEN(0) || m.magic != UC_MAGIC ||
 		    m.count > UMC_UC_MSG_QPNS || (size_t)n != UC_MSG_LEN(m.count)) {
 			if (fd >= 0)
-				close(fd);
+				umc_fd_close(fd);
 			uc_client_drop(l, cl);
 			return;
 		}
 		uc_lead_request(l, cl, &m, &fd);
 		if (fd >= 0)
-			close(fd);
+			umc_fd_close(fd);
 	}
 }
 
@@ -663,6 +683,7 @@ static void uc_lead_bind(struct uc_leader *l)
 	bool v4 = d->addr.ss_family == AF_INET;
 	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+	umc_fd_own(fd, false);
 	if (fd >= 0 && !roce_rx_sockopts(fd, v4, false) &&
 	    !bind(fd, (struct sockaddr *)&d->addr, d->addr_len) &&
 	    !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
@@ -670,7 +691,7 @@ static void uc_lead_bind(struct uc_leader *l)
 		return;
 	}
 	if (fd >= 0)
-		close(fd);
+		umc_fd_close(fd);
 	l->bind_fails++;
 	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
 					    ? UMC_UC_RETRY_MS
@@ -690,15 +711,16 @@ static int uc_lead_start(struct uc_dom *d)
 
 	if (lfd < 0)
 		return -errno;
+	umc_fd_own(lfd, false);
 	if (bind(lfd, (struct sockaddr *)&d->name, d->name_len) || listen(lfd, UMC_UC_BACKLOG)) {
 		ret = -errno;
-		close(lfd);
+		umc_fd_close(lfd);
 		return ret;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l || uc_tab_alloc(l, UMC_UC_TABLE_MIN)) {
 		free(l);
-		close(lfd);
+		umc_fd_close(lfd);
 		return -ENOMEM;
 	}
 	l->dom = d;
@@ -721,7 +743,7 @@ static int uc_lead_start(struct uc_dom *d)
 	if (ret) {
 		free(l->tab);
 		free(l);
-		close(lfd);
+		umc_fd_close(lfd);
 		return ret;
 	}
 	uc_lead_bind(l);
@@ -771,7 +793,7 @@ static void uc_dom_lost(struct uc_dom *d)
 {
 	if (d->ctl >= 0) {
 		uc_ep_del(d->ctl);
-		close(d->ctl);
+		umc_fd_close(d->ctl);
 	}
 	d->ctl = -1;
 	d->leader_pid = 0;
@@ -880,6 +902,7 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 
 		if (fd < 0)
 			return -errno;
+		umc_fd_own(fd, false);
 		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
 			if (uc_dom_register(d, fd) == 0) {
 				atomic_store(&d->reconnect, false);
@@ -889,7 +912,7 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 		} else {
 			err = errno;
 		}
-		close(fd);
+		umc_fd_close(fd);
 		if (err == ECONNREFUSED || err == ENOENT) {
 			/* Nobody listens: become the demultiplexer (or lose the race to). */
 			int ret = uc_lead_start(d);
@@ -918,8 +941,8 @@ static int uc_agent_tick(void)
 
 	if (!atomic_exchange(&uc_ag.pending, false))
 		return -1;
-	pthread_mutex_lock(&uc_ag.lock);
-	for (struct uc_dom *d = uc_ag.doms; d; d = d->next) {
+	/* The list only grows and is published at its head: no lock to walk it. */
+	for (struct uc_dom *d = atomic_load(&uc_ag.doms); d; d = d->next) {
 		struct uc_leader *l = atomic_load(&d->lead);
 
 		if (l && l->udp < 0) {
@@ -943,7 +966,6 @@ static int uc_agent_tick(void)
 										  : timeout;
 		}
 	}
-	pthread_mutex_unlock(&uc_ag.lock);
 	if (timeout >= 0)
 		atomic_store(&uc_ag.pending, true);
 	return timeout;
@@ -1005,78 +1027,52 @@ static void *uc_agent_main(void *arg)
 	return arg;
 }
 
-/* A forked child is another HCA: it lets go of what its parent's agent held. */
-static void uc_atfork_child(void)
-{
-	for (struct uc_dom *d = uc_ag.doms; d; d = d->next) {
-		struct uc_leader *l = atomic_load(&d->lead);
-
-		if (l) {
-			close(l->lfd);
-			if (l->udp >= 0)
-				close(l->udp);
-			for (int i = 0; i < l->ncl; i++) {
-				close(l->cl[i]->ctl);
-				if (l->cl[i]->data >= 0)
-					close(l->cl[i]->data);
-			}
-			atomic_store(&d->lead, NULL);
-		}
-		if (d->ctl >= 0)
-			close(d->ctl);
-		d->ctl = -1;
-		d->uc->inherited = true;
-	}
-	uc_ag.doms = NULL;
-	if (uc_ag.epfd >= 0)
-		close(uc_ag.epfd);
-	if (uc_ag.wake >= 0)
-		close(uc_ag.wake);
-	uc_ag.epfd = uc_ag.wake = -1;
-	uc_ag.running = false;
-	pthread_mutex_init(&uc_ag.lock, NULL);
-}
-
-/* Start the agent thread once.  Context: uc_ag.lock held. */
+/*
+ * Start the agent thread once.  Its descriptors are made and recorded
+ * before uc_ag_lock is taken (process-wide locks never nest).
+ */
 static int uc_agent_start(void)
 {
+	int epfd, wake, ret = 0;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t tid;
-	int ret;
 
-	if (uc_ag.running)
+	if (__atomic_load_n(&uc_ag.running, __ATOMIC_ACQUIRE))
 		return 0;
-	if (!uc_ag.atfork) {
-		pthread_atfork(NULL, NULL, uc_atfork_child);
-		uc_ag.atfork = true;
-	}
-	uc_ag.epfd = epoll_create1(EPOLL_CLOEXEC);
-	uc_ag.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
-	ret = uc_ag.epfd < 0 || uc_ag.wake < 0 ? -errno
-					       : uc_ep_add(uc_ag.wake, EPOLLIN, &uc_ag.wake_tag);
-	if (!ret) {
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (epfd < 0 || wake < 0)
+		ret = -errno;
+	umc_fd_own(epfd, false);
+	umc_fd_own(wake, false);
+	pthread_mutex_lock(&uc_ag_lock);
+	if (!ret && !uc_ag.running) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &uc_ag.wake_tag};
+
+		uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
+		ret = epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &ev) ? -errno : 0;
+		uc_ag.epfd = epfd;
+		uc_ag.wake = wake;
 		/* The application's signals are not for this thread. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ret = -pthread_create(&tid, &attr, uc_agent_main, NULL);
+		ret = ret ?: -pthread_create(&tid, &attr, uc_agent_main, NULL);
 		pthread_attr_destroy(&attr);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (!ret)
+		if (!ret) {
 			pthread_setname_np(tid, UMC_UC_THREAD_NAME);
+			__atomic_store_n(&uc_ag.running, true, __ATOMIC_RELEASE);
+			epfd = wake = -1; /* the agent's now */
+		} else {
+			uc_ag.epfd = uc_ag.wake = -1;
+		}
 	}
-	if (!ret) {
-		uc_ag.running = true;
-		return 0;
-	}
-	if (uc_ag.epfd >= 0)
-		close(uc_ag.epfd);
-	if (uc_ag.wake >= 0)
-		close(uc_ag.wake);
-	uc_ag.epfd = uc_ag.wake = -1;
+	pthread_mutex_unlock(&uc_ag_lock);
+	umc_fd_close(epfd);
+	umc_fd_close(wake);
 	return ret;
 }
 
@@ -1089,11 +1085,9 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 	struct roce_uc *uc = rp->uc;
 	int sv[2], ret, buf = UMC_RX_SOCKBUF;
 
-	*ucp = NULL;
-	if (uc) {
-		*ucp = uc->inherited ? NULL : uc;
+	*ucp = uc;
+	if (uc)
 		return 0;
-	}
 	uc = calloc(1, sizeof(*uc));
 	if (!uc)
 		return -ENOMEM;
@@ -1102,6 +1096,8 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 		free(uc);
 		return ret;
 	}
+	umc_fd_own(sv[0], false);
+	umc_fd_own(sv[1], false);
 	/* The demultiplexer's sends are charged to this end: give it room. */
 	if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
@@ -1109,13 +1105,11 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 	uc->ep.ep.fd = sv[0];
 	uc->data_tx = sv[1];
 	pthread_mutex_init(&uc->qset_lock, NULL);
-	pthread_mutex_lock(&uc_ag.lock);
 	ret = uc_agent_start();
-	pthread_mutex_unlock(&uc_ag.lock);
 	ret = ret ?: umc_rx_add(&rp->dev, &uc->ep.ep);
 	if (ret) {
-		close(sv[0]);
-		close(sv[1]);
+		umc_fd_close(sv[0]);
+		umc_fd_close(sv[1]);
 		free(uc);
 		return ret;
 	}
@@ -1153,10 +1147,10 @@ static void uc_port_doms(struct roce_uc *uc)
 		d->name.sun_family = AF_UNIX;
 		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, UC_NAME_FMT, text);
 		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-		pthread_mutex_lock(&uc_ag.lock);
-		d->next = uc_ag.doms;
-		uc_ag.doms = d;
-		pthread_mutex_unlock(&uc_ag.lock);
+		pthread_mutex_lock(&uc_ag_lock);
+		d->next = atomic_load(&uc_ag.doms);
+		atomic_store(&uc_ag.doms, d);
+		pthread_mutex_unlock(&uc_ag_lock);
 		uc->dom[uc->ndom++] = d;
 	}
 }
@@ -1215,7 +1209,7 @@ int roce_uc_qp_add(struct roce_qp *qp)
 	struct roce_uc *uc;
 	int ret = uc_port_get(rp, &uc);
 
-	if (ret || !uc)
+	if (ret)
 		return ret;
 	uc_port_doms(uc);
 	/* Connect first (registering the QPNs the port has), or leave it to the agent ... */
@@ -1251,7 +1245,7 @@ void roce_uc_qp_del(struct roce_qp *qp)
 {
 	struct roce_uc *uc = to_roce_port(qp->qp.dev)->uc;
 
-	if (!qp->uc_claimed || !uc || uc->inherited)
+	if (!qp->uc_claimed || !uc)
 		return;
 	uc_qset_del(uc, qp->qp.ibqp.qp_num);
 	uc_release(uc, qp->qp.ibqp.qp_num);
@@ -1266,7 +1260,7 @@ int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int 
 	int ret = 0;
 
 	memset(info, 0, sizeof(*info));
-	if (!uc || uc->inherited)
+	if (!uc)
 		return -ENODEV;
 	for (int i = 0; i < uc->ndom; i++) {
 		struct uc_dom *d = uc->dom[i];

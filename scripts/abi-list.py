@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""abi-list.py - write tests/abi/abi_list.h, the list of everything of
+umcast's public headers whose layout or value must equal rdma-core's:
+every struct and union (its size, and the offset and size of each field,
+fields of anonymous and nested unnamed members included), every enumerator
+and every numeric object-like macro.
+
+tests/abi/ compiles that list twice, once against include/ and once against
+the installed rdma-core headers, and compares the numbers.  Run this after
+changing a public header (needs clang):
+
+    scripts/abi-list.py > tests/abi/abi_list.h
+
+Names that umcast provides and rdma-core does not are listed in ONLY_OURS.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INC = os.path.join(ROOT, "include")
+HEADERS = ["infiniband/verbs.h", "rdma/rdma_cma.h", "rdma/rdma_verbs.h",
+           "infiniband/ib.h", "infiniband/sa.h"]
+# umcast's own names, which rdma-core's headers do not have.
+ONLY_OURS = {"RDMA_MAX_PRIVATE_DATA", "UMC_BE_TYPES_FROM_LINUX"}
+# Names of later rdma-core releases, which the headers also provide: they add
+# no size or offset to 44's layouts (checked), but 44's headers lack them.
+LATER = {"IBV_ACCESS_FLUSH_GLOBAL", "IBV_ACCESS_FLUSH_PERSISTENT", "IBV_WC_FLUSH",
+         "IBV_WR_FLUSH", "RAI_DNS", "RAI_SA", "RDMA_CM_EVENT_ADDRINFO_ERROR",
+         "RDMA_CM_EVENT_ADDRINFO_RESOLVED", "RDMA_CM_EVENT_INTERNAL", "RDMA_CM_EVENT_USER",
+         "struct rdma_cm_event.param.arg"}
+MACRO_PREFIX = re.compile(r"^(IBV|IB|RDMA|RAI)_[A-Z0-9_]+$")
+
+
+def ast():
+    src = "".join(f"#include <{h}>\n" for h in HEADERS)
+    out = subprocess.run(["clang", "-I", INC, "-x", "c", "-std=gnu11", "-Xclang",
+                          "-ast-dump=json", "-fsyntax-only", "-"],
+                         input=src.encode(), capture_output=True, check=True).stdout
+    return json.loads(out)
+
+
+def walk_top(tree):
+    """Top-level declarations with the file each one is in (clang's JSON
+    names the file only when it changes)."""
+    cur = None
+    for node in tree.get("inner", []):
+        for key in ("loc", "range"):
+            loc = node.get(key, {})
+            for sub in (loc, loc.get("begin", {}), loc.get("spellingLoc", {}),
+                        loc.get("expansionLoc", {})):
+                if "file" in sub:
+                    cur = sub["file"]
+        yield node, cur
+
+
+def fields(record, prefix):
+    """Field paths of a record: named fields, and those of unnamed members."""
+    inner = record.get("inner", [])
+    pending = None   # an unnamed record defined just before the field using it
+    for node in inner:
+        kind = node.get("kind")
+        if kind == "RecordDecl" and node.get("completeDefinition"):
+            pending = node
+            continue
+        if kind != "FieldDecl":
+            continue
+        if node.get("isBitfield"):
+            sys.exit(f"bit-field {prefix}{node.get('name')}: offsetof cannot check it")
+        name = node.get("name")
+        qt = node.get("type", {}).get("qualType", "")
+        unnamed = "(anonymous" in qt or "(unnamed" in qt
+        nested = pending if unnamed else None
+        pending = None
+        if name is None:              # anonymous struct/union member
+            if nested is not None:
+                yield from fields(nested, prefix)
+            continue
+        yield prefix + name
+        if nested is not None:        # e.g. ibv_send_wr.wr.ud.ah
+            yield from fields(nested, prefix + name + ".")
+
+
+def macros():
+    src = "".join(f"#include <{h}>\n" for h in HEADERS)
+    out = subprocess.run(["clang", "-I", INC, "-x", "c", "-E", "-dM", "-"],
+                         input=src.encode(), capture_output=True, check=True).stdout.decode()
+    names = set()
+    for line in out.splitlines():
+        m = re.match(r"#define (\w+) (.+)$", line)
+        if m and MACRO_PREFIX.match(m.group(1)) and re.search(r"\d", m.group(2)) \
+                and not re.search(r"[\"']", m.group(2)):
+            names.add(m.group(1))
+    return names
+
+
+def main():
+    tree = ast()
+    records, enums = [], []
+    for node, path in walk_top(tree):
+        if not path or not os.path.realpath(path).startswith(INC + os.sep):
+            continue
+        kind = node.get("kind")
+        if kind == "RecordDecl" and node.get("completeDefinition") and node.get("name"):
+            records.append((node.get("tagUsed"), node["name"], list(fields(node, ""))))
+        elif kind == "EnumDecl":
+            enums += [e["name"] for e in node.get("inner", [])
+                      if e.get("kind") == "EnumConstantDecl"]
+    enumset = set(enums)
+    ours = [m for m in sorted(macros()) if m not in enumset]
+    print("/* SPDX-License-Identifier: MIT */")
+    print("/*")
+    print(" * abi_list.h - what tests/abi compares between umcast's public headers")
+    print(" * and rdma-core's: generated by scripts/abi-list.py, do not edit.")
+    print(" *   UMC_ABI_SIZE(type)         sizeof")
+    print(" *   UMC_ABI_FIELD(type, path)  offsetof and sizeof of a member")
+    print(" *   UMC_ABI_VALUE(name)        value of an enumerator or a macro")
+    print(" * Not compared, from rdma-core releases after 44:")
+    for name in sorted(LATER):
+        print(f" *   {name}")
+    print(" */")
+    for tag, name, flds in records:
+        if name in ONLY_OURS:
+            continue
+        t = f"{tag} {name}"
+        print(f"UMC_ABI_SIZE({t})")
+        for f in flds:
+            if f"{t}.{f}" not in LATER:
+                print(f"UMC_ABI_FIELD({t}, {f})")
+    for e in enums + ours:
+        if e not in ONLY_OURS and e not in LATER:
+            print(f"UMC_ABI_VALUE({e})")
+
+
+main()

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpi.c - SA ClassPortInfo (IBA 13.4.8.1, 15.2.1.1).
+ *
+ * What umc-sm advertises is what it implements: CapabilityMask
+ * IsUDMulticastSupported (bit 9), CapabilityMask2
+ * IsSendOnlyFullMemberSupported (bit 12) unless started with
+ * --no-sendonly.  OpenSM 3.3.23 also sets bits for records umc-sm does
+ * not serve (notices, multipath, PortInfo capability matching ...): a
+ * deliberate difference.  RespTimeValue, the redirect and trap fields are
+ * OpenSM's: 16, QP 1 with the GSI Q_Key, no redirection.
+ */
+#include <string.h>
+
+#include "sm.h"
+
+/**
+ * umc_sa_cpi - answer a SubnAdmGet(ClassPortInfo).
+ * @sm:    the state (cfg.sendonly)
+ * @mad:   the request
+ * @h:     its header
+ * @reply: the GetResp with the attribute
+ */
+void umc_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
+		struct umc_sa_reply *reply)
+{
+	struct umc_class_port_info cpi = {
+		.base_version = UMC_MAD_BASE_VERSION,
+		.class_version = UMC_SA_CLASS_VERSION,
+		.cap_mask = UMC_SA_CAP_UD_MCAST,
+		.cap_mask2 = sm->cfg.sendonly ? UMC_SA_CAP2_SENDONLY_FULL : 0,
+		.resp_time = UMC_SM_RESP_TIME_VALUE,
+		.redir_qp = 1,
+		.redir_qkey = UMC_GSI_QKEY,
+		.trap_qkey = UMC_GSI_QKEY,
+	};
+	struct umc_sa_hdr rh;
+
+	(void)mad;
+	umc_sa_respond_hdr(h, UMC_MAD_STATUS_SUCCESS, h->attr_offset, &rh);
+	memset(reply->mad, 0, UMC_MAD_SIZE);
+	umc_sa_hdr_encode(reply->mad, &rh);
+	umc_cpi_encode(reply->mad + UMC_SA_HDR_LEN, &cpi);
+	reply->kind = UMC_SA_REPLY_MAD;
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * main.c - umc-sm, the subnet manager of umcast's simulated InfiniBand
+ * subnet (umc-sm(8)): one UDP socket, one thread, a poll loop.
+ *
+ * Datagrams are read and answered in batches (recvmmsg, sendmmsg of up to
+ * BATCH); the handler (handler.c) never blocks.  The loop sleeps until
+ * the next datagram, signal or deadline (lease expiry, RMPP resend).
+ * SIGTERM and SIGINT arrive on a signalfd and end the loop: everything is
+ * freed and umc-sm exits 0.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "sm.h"
+
+enum {
+	BATCH = 64,
+	RX_ROUNDS = 16,		  /* recvmmsg rounds per wakeup before looking at timers again */
+	SOCKBUF = 4 << 20,	  /* socket buffers asked for */
+	RX_SLOT = UMC_SM_MAX_MSG + 1, /* one byte more: an oversized datagram is seen as such */
+};
+
+struct tx_batch {
+	int fd;
+	struct umc_sm *sm;
+	unsigned n;
+	struct mmsghdr msgs[BATCH];
+	struct iovec iov[BATCH];
+	struct sockaddr_in to[BATCH];
+	uint8_t buf[BATCH][UMC_SM_MAX_MSG];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void tx_flush(struct tx_batch *b)
+{
+	unsigned done = 0;
+	int n;
+
+	while (done < b->n) {
+		n = sendmmsg(b->fd, b->msgs + done, b->n - done, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* a full socket buffer or an unreachable peer: UDP, counted, not retried */
+			if (b->sm)
+				b->sm->cnt.tx_errors++;
+			done++;
+			continue;
+		}
+		done += (unsigned)n;
+	}
+	b->n = 0;
+}
+
+static void tx_send(void *ctx, const struct sockaddr_in *to, const uint8_t *buf, size_t len)
+{
+	struct tx_batch *b = ctx;
+	unsigned i = b->n++;
+
+	memcpy(b->buf[i], buf, len);
+	b->to[i] = *to;
+	b->iov[i].iov_base = b->buf[i];
+	b->iov[i].iov_len = len;
+	memset(&b->msgs[i], 0, sizeof(b->msgs[i]));
+	b->msgs[i].msg_hdr.msg_name = &b->to[i];
+	b->msgs[i].msg_hdr.msg_namelen = sizeof(b->to[i]);
+	b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+	b->msgs[i].msg_hdr.msg_iovlen = 1;
+	if (b->n == BATCH)
+		tx_flush(b);
+}
+
+static int open_socket(const struct umc_sm_config *cfg, struct sockaddr_in *bound)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), sz = SOCKBUF;
+	socklen_t len = sizeof(*bound);
+	char addr[INET_ADDRSTRLEN];
+
+	if (fd < 0) {
+		perror("umc-sm: socket");
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (bind(fd, (const struct sockaddr *)&cfg->listen, sizeof(cfg->listen)) ||
+	    getsockname(fd, (struct sockaddr *)bound, &len)) {
+		inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));
+		fprintf(stderr, "umc-sm: cannot listen on %s:%u: %s\n", addr,
+			ntohs(cfg->listen.sin_port), strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int open_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, old))
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static void announce(const struct umc_sm *sm, const struct sockaddr_in *bound)
+{
+	char addr[INET_ADDRSTRLEN], line[128];
+	int n;
+
+	inet_ntop(AF_INET, &bound->sin_addr, addr, sizeof(addr));
+	n = snprintf(line, sizeof(line), "umc-sm: ready on %s:%u epoch 0x%016llx\n", addr,
+		     ntohs(bound->sin_port), (unsigned long long)sm->epoch);
+	fputs(line, stdout);
+	fflush(stdout);
+	if (sm->cfg.ready_fd >= 0) {
+		if (write(sm->cfg.ready_fd, line, (size_t)n) != n)
+			perror("umc-sm: --ready-fd");
+		close(sm->cfg.ready_fd);
+	}
+}
+
+/* Read what is waiting; returns false when the socket failed for good. */
+static bool rx_burst(int fd, struct umc_sm *sm, struct tx_batch *tx)
+{
+	static uint8_t buf[BATCH][RX_SLOT];
+	struct mmsghdr msgs[BATCH];
+	struct iovec iov[BATCH];
+	struct sockaddr_in src[BATCH];
+	int round, n, i;
+
+	for (round = 0; round < RX_ROUNDS; round++) {
+		memset(msgs, 0, sizeof(msgs));
+		for (i = 0; i < BATCH; i++) {
+			iov[i].iov_base = buf[i];
+			iov[i].iov_len = RX_SLOT;
+			msgs[i].msg_hdr.msg_name = &src[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(src[i]);
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED;
+		for (i = 0; i < n; i++) {
+			if (msgs[i].msg_hdr.msg_namelen != sizeof(src[i]) ||
+			    src[i].sin_family != AF_INET) {
+				sm->cnt.rx_malformed++;
+				continue;
+			}
+			umc_sm_handle(sm, now_ms(), &src[i], buf[i], msgs[i].msg_len);
+		}
+		tx_flush(tx);
+		if (n < BATCH)
+			break;
+	}
+	return true;
+}
+
+static void run(int fd, int sfd, struct umc_sm *sm, struct tx_batch *tx)
+{
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+	struct signalfd_siginfo si;
+	uint64_t now, next;
+	int timeout;
+
+	for (;;) {
+		now = now_ms();
+		next = umc_sm_tick(sm, now);
+		tx_flush(tx);
+		if (next == UMC_SM_NO_DEADLINE)
+			timeout = -1;
+		else
+			timeout = next <= now ? 0 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+			perror("umc-sm: poll");
+			return;
+		}
+		if (pfd[1].revents & POLLIN) {
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				umc_sm_log(sm, UMC_SM_LOG_INFO, "signal %u: exiting", si.ssi_signo);
+			return;
+		}
+		if ((pfd[0].revents & POLLIN) && !rx_burst(fd, sm, tx)) {
+			perror("umc-sm: recvmmsg");
+			return;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct tx_batch tx;
+	struct umc_sm_config cfg;
+	struct umc_sm_out out = { .send = tx_send, .ctx = &tx };
+	struct sockaddr_in bound;
+	struct umc_sm *sm;
+	sigset_t old;
+	int rc, fd, sfd;
+
+	umc_sm_config_default(&cfg);
+	rc = umc_sm_parse_options(argc, argv, &cfg);
+	if (rc)
+		return rc == UMC_SM_OPT_EXIT ? 0 : 2;
+	fd = open_socket(&cfg, &bound);
+	if (fd < 0)
+		return 1;
+	sfd = open_signals(&old);
+	if (sfd < 0) {
+		perror("umc-sm: signalfd");
+		close(fd);
+		return 1;
+	}
+	tx.fd = fd;
+	cfg.listen = bound;
+	sm = umc_sm_create(&cfg, &out);
+	if (!sm) {
+		fprintf(stderr, "umc-sm: out of memory\n");
+		close(sfd);
+		close(fd);
+		return 1;
+	}
+	tx.sm = sm;
+	announce(sm, &bound);
+	run(fd, sfd, sm, &tx);
+	if (cfg.verbose)
+		umc_sm_log_counters(sm);
+	umc_sm_destroy(sm);
+	close(sfd);
+	close(fd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rmpp.c - umc-sm's RMPP sender (IBA 13.6.3) for GetTable responses.
+ *
+ * A response that fits one MAD goes out at once as a lone segment (First
+ * and Last set), and nothing is kept: a lost one is recovered by the
+ * client asking again.  A larger one becomes a transfer, keyed by the
+ * requesting port and the TransactionID: segment 1 first (a window of
+ * one), then whatever each ACK's NewWindowLast allows, at most
+ * UMC_SM_RMPP_MAX_WINDOW segments beyond the last ACK.  Loss is repaired
+ * two ways: an ACK for less than was sent (the receiver saw a gap, or
+ * repeats its last ACK on a resent segment) makes what follows it go
+ * again, once per ACK value; and a window with no progress for
+ * UMC_SM_RMPP_RESEND_MS is resent, UMC_SM_RMPP_RETRIES times, after which
+ * the transfer is aborted (ABORT, status TMR).  The final ACK, a
+ * STOP or an ABORT ends a transfer.  A GetTable that repeats the TID of a
+ * transfer in progress (the client lost segment 1) starts it over.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sm.h"
+#include "wire/ib_rmpp.h"
+
+static struct umc_sm_rmpp_txn *txn_find(struct umc_sm_port *port, uint64_t tid)
+{
+	struct umc_sm_rmpp_txn *t;
+
+	for (t = port->txns; t; t = t->next)
+		if (t->hdr.mad.tid == tid)
+			return t;
+	return NULL;
+}
+
+static void txn_free(struct umc_sm *sm, struct umc_sm_rmpp_txn *t)
+{
+	struct umc_sm_rmpp_txn **pp = &t->port->txns;
+
+	while (*pp != t)
+		pp = &(*pp)->next;
+	*pp = t->next;
+	t->port->ntxns--;
+	if (t->all_prev)
+		t->all_prev->all_next = t->all_next;
+	else
+		sm->txns = t->all_next;
+	if (t->all_next)
+		t->all_next->all_prev = t->all_prev;
+	sm->ntxns--;
+	sm->txn_bytes -= t->len;
+	free(t->data);
+	free(t);
+}
+
+static void send_seg(struct umc_sm *sm, const struct umc_sm_rmpp_txn *t, uint32_t seg)
+{
+	uint8_t mad[UMC_MAD_SIZE];
+
+	umc_rmpp_seg_encode(mad, &t->hdr, t->data, t->len, seg);
+	umc_sm_send_sa(sm, t->port, t->proto_tid, mad);
+	sm->cnt.rmpp_segments++;
+}
+
+static void send_window(struct umc_sm *sm, struct umc_sm_rmpp_txn *t)
+{
+	while (t->sent < t->window_last)
+		send_seg(sm, t, ++t->sent);
+}
+
+static void abort_txn(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, uint8_t status)
+{
+	uint8_t mad[UMC_MAD_SIZE];
+
+	umc_rmpp_ctl_encode(mad, &t->hdr, UMC_RMPP_TYPE_ABORT, status, 0, 0);
+	umc_sm_send_sa(sm, t->port, t->proto_tid, mad);
+	txn_free(sm, t);
+}
+
+/**
+ * umc_sm_rmpp_send - send a GetTable response.
+ * @sm:        the state
+ * @port:      the requester
+ * @proto_tid: the SM-protocol tid of the request datagram (echoed)
+ * @r:         the response: r->mad's header and r->table
+ * @now:       ms on the SM's clock
+ *
+ * Returns: 0, or -EBUSY when the port already has UMC_SM_RMPP_MAX_PER_PORT
+ * transfers or all transfers together would hold more than
+ * UMC_SM_RMPP_MAX_BYTES (the caller answers BUSY), or -ENOMEM.
+ */
+int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto_tid,
+		     const struct umc_sa_reply *r, uint64_t now)
+{
+	struct umc_sm_rmpp_txn *t;
+	struct umc_sa_hdr h;
+	uint8_t mad[UMC_MAD_SIZE];
+
+	umc_sa_hdr_decode(r->mad, UMC_MAD_SIZE, &h);
+	if (umc_rmpp_seg_count(r->table_len) == 1) {
+		umc_rmpp_seg_encode(mad, &h, r->table, r->table_len, 1);
+		umc_sm_send_sa(sm, port, proto_tid, mad);
+		sm->cnt.rmpp_segments++;
+		return 0;
+	}
+	t = txn_find(port, h.mad.tid);
+	if (t)
+		txn_free(sm, t);
+	if (port->ntxns >= UMC_SM_RMPP_MAX_PER_PORT ||
+	    sm->txn_bytes + r->table_len > UMC_SM_RMPP_MAX_BYTES)
+		return -EBUSY;
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->data = malloc(r->table_len))) {
+		free(t);
+		return -ENOMEM;
+	}
+	memcpy(t->data, r->table, r->table_len);
+	t->len = r->table_len;
+	t->hdr = h;
+	t->port = port;
+	t->proto_tid = proto_tid;
+	t->nseg = umc_rmpp_seg_count(r->table_len);
+	t->window_last = 1;
+	t->deadline = now + UMC_SM_RMPP_RESEND_MS;
+	t->next = port->txns;
+	port->txns = t;
+	port->ntxns++;
+	t->all_next = sm->txns;
+	if (sm->txns)
+		sm->txns->all_prev = t;
+	sm->txns = t;
+	sm->ntxns++;
+	sm->txn_bytes += t->len;
+	sm->cnt.rmpp_transfers++;
+	send_window(sm, t);
+	return 0;
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static void take_ack(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, const struct umc_sa_hdr *h,
+		     uint64_t now)
+{
+	uint32_t seg = h->rmpp.seg_num, nwl = h->rmpp.paylen_newwin;
+
+	sm->cnt.rmpp_acks++;
+	if (seg > t->sent) { /* acknowledges what was never sent */
+		sm->cnt.rmpp_aborted++;
+		return abort_txn(sm, t, UMC_RMPP_STATUS_S2B);
+	}
+	if (nwl < seg) {
+		sm->cnt.rmpp_aborted++;
+		return abort_txn(sm, t, UMC_RMPP_STATUS_W2S);
+	}
+	if (seg < t->last_ack) /* an old ACK overtaken by a newer one */
+		return;
+	if (seg == t->nseg)
+		return txn_free(sm, t); /* complete */
+	if (seg > t->last_ack) {
+		t->last_ack = seg;
+		t->retries = 0;
+		t->resent_for_ack = false;
+	}
+	if (seg < t->sent && !t->resent_for_ack) {
+		/* the receiver has less than we sent: it lost seg + 1 (once per ACK value) */
+		t->resent_for_ack = true;
+		t->sent = seg;
+		sm->cnt.rmpp_resends++;
+	}
+	nwl = min_u32(min_u32(nwl, t->nseg), t->last_ack + UMC_SM_RMPP_MAX_WINDOW);
+	if (nwl > t->window_last)
+		t->window_last = nwl;
+	t->deadline = now + UMC_SM_RMPP_RESEND_MS;
+	send_window(sm, t);
+}
+
+/**
+ * umc_sm_rmpp_control - an RMPP ACK, STOP or ABORT from a receiver.
+ * @sm:   the state
+ * @port: the port it came from
+ * @h:    its header (RMPP active, type not DATA)
+ * @now:  ms on the SM's clock
+ *
+ * An ACK for a segment never sent, or whose NewWindowLast is below its
+ * SegmentNumber, aborts the transfer (ABORT S2B / W2S, IBA 13.6.3.2).
+ */
+void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const struct umc_sa_hdr *h,
+			 uint64_t now)
+{
+	struct umc_sm_rmpp_txn *t = txn_find(port, h->mad.tid);
+
+	if (!t) {
+		sm->cnt.rmpp_stale++; /* e.g. the ACK of a lone segment: nothing kept */
+		return;
+	}
+	if (h->rmpp.type == UMC_RMPP_TYPE_ACK)
+		return take_ack(sm, t, h, now);
+	sm->cnt.rmpp_aborted++;
+	txn_free(sm, t);
+}
+
+/**
+ * umc_sm_rmpp_tick - resend windows without progress, give up on dead ones.
+ * @sm:  the state
+ * @now: ms on the SM's clock
+ *
+ * Returns: the earliest deadline of the transfers left, or UMC_SM_NO_DEADLINE.
+ */
+uint64_t umc_sm_rmpp_tick(struct umc_sm *sm, uint64_t now)
+{
+	struct umc_sm_rmpp_txn *t, *next;
+	uint64_t soonest = UMC_SM_NO_DEADLINE;
+
+	for (t = sm->txns; t; t = next) {
+		next = t->all_next;
+		if (t->deadline <= now) {
+			if (++t->retries > UMC_SM_RMPP_RETRIES) {
+				sm->cnt.rmpp_timeouts++;
+				abort_txn(sm, t, UMC_RMPP_STATUS_TMR);
+				continue;
+			}
+			sm->cnt.rmpp_resends++;
+			t->sent = t->last_ack;
+			t->deadline = now + UMC_SM_RMPP_RESEND_MS;
+			send_window(sm, t);
+		}
+		if (t->deadline < soonest)
+			soonest = t->deadline;
+	}
+	return soonest;
+}
+
+/**
+ * umc_sm_rmpp_port_gone - drop every transfer to @port (it is being removed).
+ */
+void umc_sm_rmpp_port_gone(struct umc_sm *sm, struct umc_sm_port *port)
+{
+	while (port->txns)
+		txn_free(sm, port->txns);
+}

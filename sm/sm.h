@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sm.h - umc-sm's internal objects and the functions between its files.
+ *
+ * umc-sm is the subnet manager and SA of umcast's simulated InfiniBand
+ * subnet (umc-sm(8)).  It is single-threaded: main.c reads datagrams and
+ * the clock and calls umc_sm_handle() and umc_sm_tick(); everything else
+ * is a pure function of the state below, the time it is given and the
+ * datagram, so unit tests and fuzzers drive it without sockets.
+ *
+ *   state.c     struct umc_sm: create (the IPoIB broadcast group), destroy, epoch
+ *   handler.c   one datagram of the SM protocol (wire/sm_proto.h) -> replies
+ *   ports.c     port registry: LIDs, GUIDs, control endpoints, leases
+ *   sa.c        SA MAD dispatch: versions, SM_Key, RMPP control, method/attribute
+ *   mcmember.c  MCMemberRecord Set/Delete/Get/GetTable (OpenSM 3.3.23's rules)
+ *   groups.c    group table by MGID and MLID, MLID allocation, memberships
+ *   rmpp.c      the RMPP sender for GetTable responses
+ *   cpi.c       ClassPortInfo
+ *   log.c       logging and counters
+ *   main.c, options.c: the daemon around it
+ *
+ * Indexes (all O(1) per request): ports by LID (array), by control
+ * endpoint and by GUID (hash.h); groups by MGID (hash) and by MLID
+ * (array); members by (MLID, LID) (hash), and each group's and each port's
+ * members on lists, so a port that goes away leaves every group without a
+ * scan of the group table.  Free MLIDs are a bitmap.
+ */
+#ifndef UMC_SM_SM_H
+#define UMC_SM_SM_H
+
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+#include "umc_param.h"
+#include "wire/ib_mad.h"
+#include "wire/sm_proto.h"
+
+#define UMC_SM_NO_DEADLINE UINT64_MAX
+
+struct umc_sm;
+struct umc_sm_port;
+struct umc_sm_group;
+struct umc_sm_rmpp_txn;
+
+/* ------------------------------------------------------------------------- */
+/* Configuration (options.c fills it; umc_sm_config_default()).              */
+
+struct umc_sm_config {
+	struct sockaddr_in listen;
+	uint64_t subnet_prefix;
+	uint64_t sm_key;
+	uint32_t lease_ms;
+	uint32_t mcast_base; /* IPv4, host order */
+	uint16_t data_port;
+	uint16_t mlid_max;
+	uint8_t port_mtu;    /* IB MTU code of every port */
+	bool sendonly;	     /* false: --no-sendonly */
+	uint64_t epoch;	     /* 0: choose one at create (tests and fuzzers fix it) */
+	int verbose;	     /* -v count */
+	int ready_fd;	     /* --ready-fd, -1 if none */
+};
+
+/* umc_sm_config_default - the documented defaults (umc-sm(8)). */
+void umc_sm_config_default(struct umc_sm_config *cfg);
+
+/* ------------------------------------------------------------------------- */
+/* Counters (log.c prints them at exit with -v).  Every drop has its own.   */
+
+#define UMC_SM_COUNTERS(X)                                                                         \
+	X(rx_datagrams)	    /* datagrams handled */                                                \
+	X(rx_malformed)	    /* short, bad magic, unknown type or wrong body length: dropped */     \
+	X(rx_bad_version)   /* other protocol version: answered BAD_VERSION */                     \
+	X(rx_unknown_port)  /* request from an unregistered endpoint, old epoch or LID */          \
+	X(reg_new)	    /* ports registered */                                                 \
+	X(reg_repeat)	    /* REGISTER retransmissions answered again */                          \
+	X(reg_refused)	    /* REGISTER refused (GUID in use, no LID, invalid) */                  \
+	X(renew)	    /* leases renewed by RENEW */                                          \
+	X(unregister)	    /* ports removed by UNREGISTER */                                      \
+	X(lease_expired)    /* ports removed because their lease passed */                         \
+	X(resolve_ok)	    /* RESOLVE answered with an endpoint */                                \
+	X(resolve_miss)	    /* RESOLVE of a LID without a data endpoint */                         \
+	X(sa_requests)	    /* SA MADs from registered ports */                                    \
+	X(sa_bad_class)	    /* MgmtClass not SubnAdm: dropped */                                   \
+	X(sa_bad_version)   /* BaseVersion/ClassVersion: answered 0x0004 */                        \
+	X(sa_bad_smkey)	    /* non-zero SM_Key that is not ours: dropped, no reply */              \
+	X(sa_response)	    /* a response MAD (R bit) that is no RMPP control: dropped */          \
+	X(sa_unsupported)   /* method/attribute not supported: answered 0x0008/0x000C */           \
+	X(sa_rejected)	    /* answered with another non-zero status */                            \
+	X(sa_rmpp_bad)	    /* RMPP DATA or version the SA does not take: dropped */               \
+	X(sa_busy)	    /* GetTable refused for too many transfers: BUSY */                    \
+	X(rmpp_transfers)   /* multi-segment GetTable responses started */                         \
+	X(rmpp_segments)    /* DATA segments sent, resends included */                             \
+	X(rmpp_resends)	    /* windows resent (timeout or repeated ACK) */                         \
+	X(rmpp_acks)	    /* ACKs taken */                                                       \
+	X(rmpp_stale)	    /* ACK/STOP/ABORT for no transfer in progress */                       \
+	X(rmpp_aborted)	    /* transfers ended by STOP/ABORT from the client, or by bad ACKs */    \
+	X(rmpp_timeouts)    /* transfers given up after UMC_SM_RMPP_RETRIES */                     \
+	X(joins)	    /* successful Sets */                                                  \
+	X(leaves)	    /* successful Deletes */                                               \
+	X(groups_created)                                                                          \
+	X(groups_deleted)                                                                          \
+	X(tx_errors)	    /* datagrams the kernel refused to send */
+
+struct umc_sm_counters {
+#define UMC_SM_COUNTER_FIELD(name) unsigned long name;
+	UMC_SM_COUNTERS(UMC_SM_COUNTER_FIELD)
+#undef UMC_SM_COUNTER_FIELD
+};
+
+/* ------------------------------------------------------------------------- */
+/* Ports (ports.c).                                                          */
+
+struct umc_sm_member;
+
+struct umc_sm_port {
+	uint16_t lid;
+	uint64_t guid;
+	uint64_t nonce;
+	struct sockaddr_in ctrl; /* control endpoint: who the port is */
+	uint32_t data_addr;	 /* unicast IB packets go here (host order) */
+	uint16_t data_port;
+	uint8_t mtu;  /* neighbour MTU (IB code) */
+	uint8_t rate; /* port rate (PathRecord code) */
+	uint8_t npkeys;
+	uint16_t pkeys[UMC_SM_PKEY_TABLE_MAX];
+	uint64_t expires; /* ms on the SM's clock */
+	struct umc_sm_port *lease_prev, *lease_next;
+	struct umc_hnode ep_node, guid_node;
+	struct umc_sm_member *members; /* this port's memberships */
+	unsigned nmembers;
+	struct umc_sm_rmpp_txn *txns; /* GetTable transfers in progress */
+	unsigned ntxns;
+};
+
+struct umc_sm_ports {
+	struct umc_sm_port **by_lid; /* UMC_SM_MAX_UCAST_LID + 1 entries */
+	struct umc_hash by_ep, by_guid;
+	unsigned count;
+	uint16_t next_lid;  /* next-fit cursor: LIDs are not reused at once */
+	uint64_t next_guid; /* SM-assigned GUIDs: UMC_SM_GUID_BASE + n */
+	struct umc_sm_port *lease_head, *lease_tail; /* soonest expiry first */
+};
+
+int umc_sm_ports_init(struct umc_sm_ports *p);
+void umc_sm_ports_fini(struct umc_sm *sm);
+
+/*
+ * umc_sm_port_register - REGISTER from @ctrl.  Returns an enum umc_sm_status;
+ * *@port is the (new or repeated) port on UMC_SM_OK.
+ */
+int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *ctrl,
+			 const struct umc_sm_register *reg, struct umc_sm_port **port);
+struct umc_sm_port *umc_sm_port_by_ep(struct umc_sm *sm, const struct sockaddr_in *ctrl);
+struct umc_sm_port *umc_sm_port_by_lid(struct umc_sm *sm, uint16_t lid);
+struct umc_sm_port *umc_sm_port_by_guid(struct umc_sm *sm, uint64_t guid);
+void umc_sm_port_renew(struct umc_sm *sm, struct umc_sm_port *port, uint64_t now);
+/* umc_sm_port_remove - leave every group (as Delete 0xF), drop transfers, free. */
+void umc_sm_port_remove(struct umc_sm *sm, struct umc_sm_port *port, const char *why);
+/* umc_sm_ports_expire - remove ports whose lease passed; returns the next expiry. */
+uint64_t umc_sm_ports_expire(struct umc_sm *sm, uint64_t now);
+/* umc_sm_port_has_pkey - the port's table holds a key with @pkey's base (OpenSM semantics). */
+bool umc_sm_port_has_pkey(const struct umc_sm_port *port, uint16_t pkey);
+/* umc_sm_ports_share_pkey - some valid key base in both tables, one of them a full member. */
+bool umc_sm_ports_share_pkey(const struct umc_sm_port *a, const struct umc_sm_port *b);
+/* umc_sm_port_gid - GID 0 of @port: subnet prefix + GUID, wire order. */
+void umc_sm_port_gid(const struct umc_sm *sm, const struct umc_sm_port *port, uint8_t gid[16]);
+
+/* ------------------------------------------------------------------------- */
+/* Groups and memberships (groups.c).                                        */
+
+struct umc_sm_member {
+	struct umc_sm_group *grp;
+	struct umc_sm_port *port;
+	uint8_t join_state;
+	bool proxy; /* joined by another port (ProxyJoin) */
+	struct umc_sm_member *grp_prev, *grp_next;
+	struct umc_sm_member *port_prev, *port_next;
+	struct umc_hnode node; /* key: MLID << 16 | LID */
+};
+
+struct umc_sm_group {
+	/*
+	 * The group's record: MGID, MLID, Q_Key, P_Key, TClass, SL, FlowLabel,
+	 * HopLimit, Scope, PacketLifeTime as the creator sent them, MTU and Rate
+	 * as realised, the three selectors 2 (exactly), JoinState = the
+	 * creator's (OpenSM keeps the creating request's record this way).
+	 */
+	struct umc_mcmember rec;
+	bool well_known;       /* the IPoIB broadcast group: never deleted */
+	unsigned full_members; /* members with 0x1 or 0x8 */
+	unsigned nmembers;
+	struct umc_sm_member *members;
+	struct umc_hnode node; /* key: MGID */
+	struct umc_sm_group *prev, *next;
+};
+
+struct umc_sm_groups {
+	struct umc_hash by_mgid;
+	struct umc_hash members;
+	struct umc_sm_group **by_mlid; /* UMC_SM_MLID_SPACE entries */
+	uint64_t mlid_used[UMC_SM_MLID_SPACE / 64];
+	struct umc_sm_group *list;
+	unsigned count;
+	uint32_t mgid_counter; /* SA-assigned MGIDs */
+};
+
+int umc_sm_groups_init(struct umc_sm_groups *g);
+void umc_sm_groups_fini(struct umc_sm *sm);
+struct umc_sm_group *umc_sm_group_by_mgid(struct umc_sm *sm, const uint8_t mgid[16]);
+struct umc_sm_group *umc_sm_group_by_mlid(struct umc_sm *sm, uint16_t mlid);
+/* umc_sm_mlid_pick - @want if free and in range, else the lowest free; 0 if none. */
+uint16_t umc_sm_mlid_pick(struct umc_sm *sm, uint16_t want);
+/* umc_sm_group_create - a group with @rec (its MLID picked by the caller); NULL: ENOMEM. */
+struct umc_sm_group *umc_sm_group_create(struct umc_sm *sm, const struct umc_mcmember *rec,
+					 bool well_known);
+/* umc_sm_group_delete - remove the group and its members. */
+void umc_sm_group_delete(struct umc_sm *sm, struct umc_sm_group *grp);
+struct umc_sm_member *umc_sm_member_find(struct umc_sm *sm, const struct umc_sm_group *grp,
+					 const struct umc_sm_port *port);
+/* umc_sm_member_join - add @port or OR @join_state into its membership; NULL: ENOMEM. */
+struct umc_sm_member *umc_sm_member_join(struct umc_sm *sm, struct umc_sm_group *grp,
+					 struct umc_sm_port *port, uint8_t join_state, bool proxy);
+/*
+ * umc_sm_member_leave - clear @bits of @m's JoinState (IBA o15-0.1.14).  The
+ * membership goes when nothing is left; the group's other members and the
+ * group itself go when no full (0x1 or 0x8) member is left, unless it is
+ * well known.  Returns the JoinState @m's port still holds afterwards.
+ */
+uint8_t umc_sm_member_leave(struct umc_sm *sm, struct umc_sm_member *m, uint8_t bits);
+
+/* ------------------------------------------------------------------------- */
+/* SA (sa.c, mcmember.c, cpi.c).                                             */
+
+enum umc_sa_reply_kind {
+	UMC_SA_NO_REPLY,    /* nothing is sent (counted) */
+	UMC_SA_REPLY_MAD,   /* reply->mad is the response */
+	UMC_SA_REPLY_TABLE, /* GetTable: reply->mad[0..55] is the header, reply->table the records */
+};
+
+struct umc_sa_reply {
+	enum umc_sa_reply_kind kind;
+	uint8_t mad[UMC_MAD_SIZE];
+	const uint8_t *table; /* UMC_MCMEMBER_STRIDE bytes per record, owned by the state */
+	size_t table_len;
+	uint32_t nrecords;
+};
+
+/*
+ * umc_sa_process - the SA: one MAD from registered port @port, the reply.
+ * The pure entry point the unit and differential tests drive.  RMPP ACK,
+ * STOP and ABORT MADs go to rmpp.c (they need @now; NO_REPLY here).
+ */
+void umc_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+		    uint64_t now, struct umc_sa_reply *reply);
+
+/*
+ * umc_sa_error - @reply = the request echoed with @status (OpenSM's
+ * osm_sa_send_error); @why goes to the -v log.
+ */
+void umc_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
+		  const struct umc_sa_hdr *h, uint16_t status, const char *why,
+		  struct umc_sa_reply *reply);
+/* umc_sa_respond_hdr - the response header for @h: method, SM_Key 0, status, offset. */
+void umc_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
+			struct umc_sa_hdr *out);
+
+void umc_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+		     const struct umc_sa_hdr *h, struct umc_sa_reply *reply);
+void umc_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
+		struct umc_sa_reply *reply);
+
+/* ------------------------------------------------------------------------- */
+/* RMPP sender (rmpp.c).                                                     */
+
+struct umc_sm_rmpp_txn {
+	struct umc_sm_port *port;
+	struct umc_sm_rmpp_txn *next;	      /* on the port's list */
+	struct umc_sm_rmpp_txn *all_prev, *all_next;
+	struct umc_sa_hdr hdr;		      /* the response's header */
+	uint32_t proto_tid;		      /* tid of the request datagram */
+	uint8_t *data;			      /* the records */
+	size_t len;
+	uint32_t nseg;
+	uint32_t last_ack;		      /* last segment the receiver has, in order */
+	uint32_t window_last;		      /* last segment we may send */
+	uint32_t sent;			      /* highest segment sent */
+	bool resent_for_ack;		      /* resent after an ACK for less than sent */
+	unsigned retries;
+	uint64_t deadline;		      /* resend the window then */
+};
+
+/*
+ * umc_sm_rmpp_send - send a GetTable response: one MAD if it fits, else
+ * start a transfer.  Returns 0, or -EBUSY (the caller answers BUSY).
+ */
+int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto_tid,
+		     const struct umc_sa_reply *r, uint64_t now);
+/* umc_sm_rmpp_control - an ACK, STOP or ABORT MAD from @port. */
+void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const struct umc_sa_hdr *h,
+			 uint64_t now);
+/* umc_sm_rmpp_tick - resend or give up; returns the next deadline. */
+uint64_t umc_sm_rmpp_tick(struct umc_sm *sm, uint64_t now);
+/* umc_sm_rmpp_port_gone - drop @port's transfers. */
+void umc_sm_rmpp_port_gone(struct umc_sm *sm, struct umc_sm_port *port);
+
+/* ------------------------------------------------------------------------- */
+/* The state (state.c) and the datagram handler (handler.c).                  */
+
+/* Where the handler's datagrams go: main.c sends them, tests capture them. */
+struct umc_sm_out {
+	void (*send)(void *ctx, const struct sockaddr_in *to, const uint8_t *buf, size_t len);
+	void *ctx;
+};
+
+struct umc_sm {
+	struct umc_sm_config cfg;
+	uint64_t epoch;
+	struct umc_sm_out out;
+	struct umc_sm_counters cnt;
+	struct umc_sm_ports ports;
+	struct umc_sm_groups groups;
+	struct umc_sm_rmpp_txn *txns; /* every transfer, for the timer */
+	unsigned ntxns;
+	size_t txn_bytes;
+	uint8_t *table; /* GetTable scratch, grown as needed */
+	size_t table_cap;
+};
+
+/**
+ * umc_sm_create - a subnet: no ports, the IPoIB broadcast group, an epoch.
+ * @cfg: configuration (copied)
+ * @out: where replies go (copied)
+ * Returns: the state, or NULL (ENOMEM).
+ */
+struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_sm_out *out);
+/** umc_sm_destroy - free every port, group and transfer; NULL is a no-op. */
+void umc_sm_destroy(struct umc_sm *sm);
+
+/**
+ * umc_sm_handle - one datagram from @src received at @now (ms, monotonic).
+ * Replies go through sm->out.  Never fails: what cannot be answered is
+ * counted and dropped.
+ */
+void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *src,
+		   const uint8_t *buf, size_t len);
+
+/** umc_sm_tick - leases and RMPP resends due at @now; returns the next deadline. */
+uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now);
+
+/* umc_sm_send - hand one datagram to sm->out. */
+static inline void umc_sm_send(struct umc_sm *sm, const struct sockaddr_in *to, const uint8_t *buf,
+			       size_t len)
+{
+	sm->out.send(sm->out.ctx, to, buf, len);
+}
+
+/* umc_sm_send_sa - an SA reply datagram carrying @mad to @port. */
+void umc_sm_send_sa(struct umc_sm *sm, const struct umc_sm_port *port, uint32_t tid,
+		    const uint8_t *mad);
+
+/* ------------------------------------------------------------------------- */
+/* Logging (log.c).                                                          */
+
+enum umc_sm_log_level {
+	UMC_SM_LOG_ERR = 0,   /* always */
+	UMC_SM_LOG_INFO = 1,  /* -v: registrations, groups, rejections */
+	UMC_SM_LOG_DEBUG = 2, /* -vv: every request */
+};
+
+void umc_sm_log(const struct umc_sm *sm, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* umc_sm_log_counters - every counter, one "name value" line each, to stderr. */
+void umc_sm_log_counters(const struct umc_sm *sm);
+/* umc_sm_gid_str - "fe80::2" style text of a GID (buf: 46 bytes). */
+const char *umc_sm_gid_str(const uint8_t gid[16], char *buf);
+
+#endif /* UMC_SM_SM_H */

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/*
+ * state.c - umc-sm's state: defaults, create (with the IPoIB broadcast
+ * group and a new subnet epoch), destroy.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+/* ff12:401b:ffff::ffff:ffff, the IPv4 broadcast group of partition 0xFFFF (RFC 4391). */
+static const uint8_t ipoib_bcast_mgid[16] = {
+	0xff, 0x10 | UMC_IPOIB_BCAST_SCOPE, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+	0xff, 0xff,
+};
+
+/**
+ * umc_sm_config_default - the defaults umc-sm(8) documents.
+ * @cfg: filled in
+ */
+void umc_sm_config_default(struct umc_sm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->listen.sin_family = AF_INET;
+	cfg->listen.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cfg->listen.sin_port = htons(UMC_SM_UDP_PORT);
+	cfg->subnet_prefix = UMC_SM_SUBNET_PREFIX;
+	cfg->sm_key = UMC_SM_DEFAULT_SM_KEY;
+	cfg->lease_ms = UMC_SM_LEASE_MS;
+	cfg->mcast_base = UMC_SM_MCAST_BASE;
+	cfg->data_port = UMC_IB_DATA_PORT;
+	cfg->mlid_max = UMC_SM_MLID_MAX;
+	cfg->port_mtu = UMC_SM_PORT_MTU;
+	cfg->sendonly = true;
+	cfg->ready_fd = -1;
+}
+
+/* A new epoch: start time in seconds, then 32 random bits; never 0. */
+static uint64_t new_epoch(void)
+{
+	uint32_t rnd = 0;
+
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		rnd = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 12;
+	}
+	return (uint64_t)(uint32_t)time(NULL) << 32 | rnd | 1;
+}
+
+static int add_broadcast_group(struct umc_sm *sm)
+{
+	struct umc_mcmember rec = {
+		.qkey = UMC_IPOIB_QKEY,
+		.mlid = UMC_SM_MLID_BASE,
+		.pkey = UMC_DEFAULT_PKEY,
+		.mtu_sel = UMC_IPOIB_BCAST_MTU >> 6,
+		.mtu = UMC_IPOIB_BCAST_MTU & 0x3f,
+		.rate_sel = UMC_IPOIB_BCAST_RATE >> 6,
+		.rate = UMC_IPOIB_BCAST_RATE & 0x3f,
+		.pkt_life_sel = UMC_IPOIB_BCAST_PKT_LIFE >> 6,
+		.pkt_life = UMC_IPOIB_BCAST_PKT_LIFE & 0x3f,
+		.scope = UMC_IPOIB_BCAST_SCOPE,
+	};
+
+	/* Ports of a smaller MTU than the default broadcast MTU could not join it. */
+	if (rec.mtu > sm->cfg.port_mtu)
+		rec.mtu = sm->cfg.port_mtu;
+	memcpy(rec.mgid, ipoib_bcast_mgid, 16);
+	return umc_sm_group_create(sm, &rec, true) ? 0 : -1;
+}
+
+/**
+ * umc_sm_create - a new subnet.
+ * @cfg: configuration, copied; cfg->epoch 0 chooses a new epoch
+ * @out: where replies go, copied
+ *
+ * The subnet has no ports yet and one group, the IPoIB broadcast group
+ * ff12:401b:ffff::ffff:ffff (Q_Key 0x0B1B, P_Key 0xFFFF, MLID 0xC000,
+ * MTU 2048, 10 Gb/s, as OpenSM 3.3.23 starts with), which is never deleted.
+ *
+ * Returns: the state, or NULL if out of memory.
+ */
+struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_sm_out *out)
+{
+	struct umc_sm *sm = calloc(1, sizeof(*sm));
+
+	if (!sm)
+		return NULL;
+	sm->cfg = *cfg;
+	sm->out = *out;
+	sm->epoch = cfg->epoch ? cfg->epoch : new_epoch();
+	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups) ||
+	    add_broadcast_group(sm)) {
+		umc_sm_destroy(sm);
+		return NULL;
+	}
+	sm->cnt.groups_created = 0; /* the broadcast group is not a client's */
+	return sm;
+}
+
+/**
+ * umc_sm_destroy - free everything; @sm may be NULL or half created.
+ */
+void umc_sm_destroy(struct umc_sm *sm)
+{
+	if (!sm)
+		return;
+	umc_sm_ports_fini(sm); /* first: the ports' memberships go with them */
+	umc_sm_groups_fini(sm);
+	free(sm->table);
+	free(sm);
+}

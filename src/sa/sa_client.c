@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sa_client.c - the SA client's port: registration with umc-sm, the lease,
+ * re-registration after a lost port, LID resolution, and the client
+ * thread (sa_client.h has the contract, sa_int.h the state).
+ *
+ * The thread loop: with the lock held, handle every datagram waiting on
+ * the socket, then the timers (REGISTER while unregistered, RENEW every
+ * lease / 3, loss of the port when no RENEW was answered for a whole
+ * lease, the transactions'); drop the lock and sleep in poll() until the
+ * next timer, a datagram, or the wake eventfd.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sa/sa_int.h"
+
+enum { RX_BUF = UMC_SM_MAX_MSG + 1 };
+
+/**
+ * umc_sa_now_ms - the client's clock: CLOCK_MONOTONIC in milliseconds.
+ */
+uint64_t umc_sa_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A non-zero SM-protocol tid. */
+static uint32_t new_ptid(struct umc_sa_client *c)
+{
+	if (!++c->next_ptid)
+		++c->next_ptid;
+	return c->next_ptid;
+}
+
+static uint64_t random64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = umc_sa_now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid() << 20;
+	return v | 1;
+}
+
+/**
+ * umc_sa_xmit - send one message to the SM as this port.
+ * @c: the client, lock held (or not yet shared)
+ * @m: the message; its LID, epoch and tid are filled in here
+ *
+ * A datagram the kernel refuses is not retried here: every sender has a
+ * timer that sends again.
+ */
+void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m)
+{
+	uint8_t buf[UMC_SM_MAX_MSG];
+	size_t n;
+
+	m->hdr.lid = c->attr.active ? c->attr.info.lid : 0;
+	m->hdr.epoch = c->attr.active ? c->attr.epoch : 0;
+	if (!m->hdr.tid)
+		m->hdr.tid = new_ptid(c);
+	n = umc_sm_msg_encode(buf, m);
+	if (n && send(c->fd, buf, n, MSG_DONTWAIT) < 0) {
+		/* ECONNREFUSED (SM down), EAGAIN: the timers resend */
+	}
+}
+
+static void send_register(struct umc_sa_client *c)
+{
+	struct umc_sm_msg m = {
+		.hdr = { .type = UMC_SM_REGISTER, .tid = c->reg_ptid },
+		.reg = {
+			.data_addr = ntohl(c->data.sin_addr.s_addr),
+			.data_port = ntohs(c->data.sin_port),
+			.port_guid = c->req_guid,
+			.nonce = c->nonce,
+		},
+	};
+
+	umc_sa_xmit(c, &m);
+}
+
+static void lid_cache_clear(struct umc_sa_client *c)
+{
+	memset(c->lid_cache, 0, sizeof(c->lid_cache));
+	c->lid_cache_next = 0;
+}
+
+/* A REGISTER reply with status OK: the port is (again) ours. */
+static void registered(struct umc_sa_client *c, const struct umc_sm_msg *m, uint64_t now)
+{
+	struct umc_sa_port_attr *a = &c->attr;
+	int i;
+
+	a->info = m->port;
+	a->epoch = m->hdr.epoch;
+	for (i = 0; i < 8; i++) {
+		a->gid[i] = (uint8_t)(m->port.subnet_prefix >> (56 - 8 * i));
+		a->gid[8 + i] = (uint8_t)(m->port.port_guid >> (56 - 8 * i));
+	}
+	a->active = 1;
+	c->req_guid = m->port.port_guid; /* keep the GUID across re-registrations */
+	c->reg_ptid = 0;
+	c->last_renewed = now;
+	c->next_renew = now + (m->port.lease_ms ? m->port.lease_ms : UMC_SM_LEASE_MS) / 3;
+	lid_cache_clear(c);
+}
+
+static int register_status_errno(uint16_t status)
+{
+	switch (status) {
+	case UMC_SM_GUID_IN_USE:
+		return -EADDRINUSE;
+	case UMC_SM_NO_RESOURCES:
+		return -ENOSPC;
+	case UMC_SM_INVALID:
+		return -EINVAL;
+	case UMC_SM_BAD_VERSION:
+		return -EPROTONOSUPPORT;
+	}
+	return -EPROTO;
+}
+
+/* The first registration, before the thread exists. */
+static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
+{
+	uint64_t now = umc_sa_now_ms(), deadline = now + timeout_ms, next_send = now;
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint8_t buf[RX_BUF];
+	struct umc_sm_msg m;
+	ssize_t n;
+
+	c->reg_ptid = new_ptid(c);
+	for (;;) {
+		now = umc_sa_now_ms();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (now >= next_send) {
+			send_register(c);
+			next_send = now + UMC_SA_REGISTER_RESEND_MS;
+		}
+		poll(&pfd, 1, (int)((next_send < deadline ? next_send : deadline) - now));
+		for (;;) {
+			n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == ECONNREFUSED)
+					return -ECONNREFUSED;
+				break;
+			}
+			if (umc_sm_msg_decode(buf, (size_t)n, &m) == -EPROTONOSUPPORT)
+				return -EPROTONOSUPPORT;
+			if (m.hdr.type != UMC_SM_REGISTER_REPLY || m.hdr.tid != c->reg_ptid)
+				continue;
+			if (m.hdr.status != UMC_SM_OK)
+				return register_status_errno(m.hdr.status);
+			registered(c, &m, umc_sa_now_ms());
+			return 0;
+		}
+	}
+}
+
+static void emit(struct umc_sa_client *c, enum umc_sa_event ev)
+{
+	if (!c->event)
+		return;
+	pthread_mutex_unlock(&c->lock);
+	c->event(c->event_ctx, ev);
+	pthread_mutex_lock(&c->lock);
+}
+
+/**
+ * umc_sa_port_lost - the SM no longer holds our port (or may not): every
+ * membership is gone.
+ * @c:   the client, lock held (dropped while the event runs)
+ * @now: ms
+ *
+ * The next registration uses a new nonce, so that umc-sm drops whatever
+ * it still keeps of the old port (its memberships) before registering the
+ * new one: after PORT_LOST the port never holds a membership it had.
+ */
+void umc_sa_port_lost(struct umc_sa_client *c, uint64_t now)
+{
+	if (!c->attr.active)
+		return;
+	c->attr.active = 0;
+	c->old_epoch = c->attr.epoch;
+	c->nonce = random64();
+	c->reg_ptid = 0;
+	c->next_register = now;
+	lid_cache_clear(c);
+	emit(c, UMC_SA_EVENT_PORT_LOST);
+}
+
+static void on_register_reply(struct umc_sa_client *c, const struct umc_sm_msg *m, uint64_t now)
+{
+	struct umc_sa_resolve_wait *w;
+
+	if (c->attr.active || !c->reg_ptid || m->hdr.tid != c->reg_ptid)
+		return;
+	if (m->hdr.status == UMC_SM_GUID_IN_USE) {
+		c->req_guid = 0; /* our GUID went to another port meanwhile: take a new one */
+		c->next_register = now;
+		c->reg_ptid = 0;
+		return;
+	}
+	if (m->hdr.status != UMC_SM_OK)
+		return; /* try again at next_register */
+	registered(c, m, now);
+	umc_sa_txn_resend_all(c, now);
+	for (w = c->resolves; w; w = w->next)
+		w->ptid = 0; /* the waiter sends its RESOLVE again */
+	pthread_cond_broadcast(&c->cond);
+	emit(c, UMC_SA_EVENT_PORT_ACTIVE);
+}
+
+static void on_resolve_reply(struct umc_sa_client *c, const struct umc_sm_msg *m)
+{
+	struct umc_sa_resolve_wait *w;
+
+	for (w = c->resolves; w; w = w->next) {
+		if (w->done || !w->ptid || w->ptid != m->hdr.tid)
+			continue;
+		w->done = true;
+		if (m->hdr.status == UMC_SM_OK) {
+			w->err = 0;
+			memset(&w->ep, 0, sizeof(w->ep));
+			w->ep.sin_family = AF_INET;
+			w->ep.sin_addr.s_addr = htonl(m->resolved.data_addr);
+			w->ep.sin_port = htons(m->resolved.data_port);
+		} else {
+			w->err = -ENOENT;
+		}
+		pthread_cond_broadcast(&c->cond);
+	}
+}
+
+/* One datagram from the SM; lock held. */
+static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len, uint64_t now)
+{
+	struct umc_sm_msg m;
+
+	if (umc_sm_msg_decode(buf, len, &m))
+		return;
+	if (m.hdr.type == UMC_SM_REGISTER_REPLY)
+		return on_register_reply(c, &m, now);
+	if (!c->attr.active || m.hdr.epoch == c->old_epoch)
+		return; /* a late answer to the port we had before */
+	if (m.hdr.status == UMC_SM_UNKNOWN_PORT)
+		return umc_sa_port_lost(c, now);
+	if (m.hdr.epoch != c->attr.epoch || m.hdr.lid != c->attr.info.lid)
+		return;
+	switch (m.hdr.type) {
+	case UMC_SM_RENEW_REPLY:
+		if (m.hdr.status == UMC_SM_OK)
+			c->last_renewed = now;
+		break;
+	case UMC_SM_SA_REPLY:
+		umc_sa_txn_on_reply(c, m.mad, now);
+		break;
+	case UMC_SM_RESOLVE_REPLY:
+		on_resolve_reply(c, &m);
+		break;
+	}
+}
+
+/* Registration and lease timers; returns the next time they need the thread. */
+static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
+{
+	uint32_t lease = c->attr.info.lease_ms ? c->attr.info.lease_ms : UMC_SM_LEASE_MS;
+	struct umc_sm_msg renew = { .hdr = { .type = UMC_SM_RENEW } };
+
+	if (c->attr.active && now > c->last_renewed + lease)
+		umc_sa_port_lost(c, now); /* nothing answered for a whole lease */
+	if (!c->attr.active) {
+		if (now >= c->next_register) {
+			if (!c->reg_ptid)
+				c->reg_ptid = new_ptid(c);
+			send_register(c);
+			c->next_register = now + UMC_SA_REGISTER_RESEND_MS;
+		}
+		return c->next_register;
+	}
+	if (now >= c->next_renew) {
+		umc_sa_xmit(c, &renew);
+		c->next_renew = now + lease / 3;
+	}
+	return c->next_renew < c->last_renewed + lease + 1 ? c->next_renew : c->last_renewed + lease + 1;
+}
+
+static void *client_thread(void *arg)
+{
+	struct umc_sa_client *c = arg;
+	struct pollfd pfd[2] = { { .fd = c->fd, .events = POLLIN },
+				 { .fd = c->wake_fd, .events = POLLIN } };
+	uint8_t buf[RX_BUF];
+	uint64_t now, next, t, drain;
+	ssize_t n;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->stopping) {
+		now = umc_sa_now_ms();
+		while (!c->stopping && (n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0)
+			on_datagram(c, buf, (size_t)n, now);
+		if (c->stopping)
+			break;
+		next = port_timers(c, now);
+		t = umc_sa_txn_timers(c, now);
+		if (t < next)
+			next = t;
+		if (c->stopping)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		now = umc_sa_now_ms();
+		poll(pfd, 2, next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now));
+		if ((pfd[1].revents & POLLIN) && read(c->wake_fd, &drain, sizeof(drain)) < 0) {
+			/* nothing to drain */
+		}
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static void client_free(struct umc_sa_client *c)
+{
+	umc_sa_txn_free_all(c);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	free(c);
+}
+
+/* UNREGISTER, waiting a little for the reply (the thread is gone). */
+static void unregister(struct umc_sa_client *c)
+{
+	struct umc_sm_msg m = { .hdr = { .type = UMC_SM_UNREGISTER } };
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint64_t end = umc_sa_now_ms() + UMC_SA_CLOSE_WAIT_MS, now;
+	uint8_t buf[RX_BUF];
+	struct umc_sm_msg r;
+	ssize_t n;
+
+	if (!c->attr.active)
+		return;
+	umc_sa_xmit(c, &m);
+	while ((now = umc_sa_now_ms()) < end) {
+		if (poll(&pfd, 1, (int)(end - now)) <= 0)
+			return;
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN)
+			return;
+		if (n > 0 && !umc_sm_msg_decode(buf, (size_t)n, &r) &&
+		    r.hdr.type == UMC_SM_UNREGISTER_REPLY && r.hdr.tid == m.hdr.tid)
+			return;
+	}
+}
+
+int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
+{
+	struct umc_sa_client *c;
+	int rc;
+
+	if (!args || !out || args->sm.sin_family != AF_INET)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->sm = args->sm;
+	c->data = args->data;
+	c->req_guid = args->port_guid;
+	c->event = args->event;
+	c->event_ctx = args->event_ctx;
+	c->nonce = random64();
+	c->tid_hi = (uint32_t)random64();
+	c->next_ptid = (uint32_t)(random64() >> 32);
+	c->next_timer = UINT64_MAX;
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->fd < 0 || c->wake_fd < 0 || connect(c->fd, (const void *)&c->sm, sizeof(c->sm))) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = register_sync(c, args->timeout_ms ? args->timeout_ms : UMC_SA_REGISTER_TIMEOUT_MS);
+	if (rc)
+		goto fail;
+	rc = -pthread_create(&c->thread, NULL, client_thread, c);
+	if (rc) {
+		unregister(c);
+		goto fail;
+	}
+	c->thread_started = true;
+	*out = c;
+	return 0;
+fail:
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	client_free(c);
+	return rc;
+}
+
+static void stop_thread(struct umc_sa_client *c)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->lock);
+	if (write(c->wake_fd, &one, sizeof(one)) < 0) {
+		/* saturated: the thread wakes anyway */
+	}
+	pthread_join(c->thread, NULL);
+}
+
+void umc_sa_close(struct umc_sa_client *c)
+{
+	if (!c)
+		return;
+	if (c->thread_started)
+		stop_thread(c);
+	unregister(c);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	client_free(c);
+}
+
+void umc_sa_forget(struct umc_sa_client *c)
+{
+	if (c)
+		client_free(c); /* the mutex may be held by a thread the child does not have */
+}
+
+int umc_sa_query_port(struct umc_sa_client *c, struct umc_sa_port_attr *attr)
+{
+	pthread_mutex_lock(&c->lock);
+	*attr = c->attr;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static bool lid_cache_get(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in *ep)
+{
+	unsigned i;
+
+	for (i = 0; i < UMC_SA_LID_CACHE; i++)
+		if (c->lid_cache[i].lid == lid) {
+			*ep = c->lid_cache[i].ep;
+			return true;
+		}
+	return false;
+}
+
+static void lid_cache_put(struct umc_sa_client *c, uint16_t lid, const struct sockaddr_in *ep)
+{
+	struct umc_sa_lid_entry *e = &c->lid_cache[c->lid_cache_next++ % UMC_SA_LID_CACHE];
+
+	e->lid = lid;
+	e->ep = *ep;
+}
+
+static void resolve_unlink(struct umc_sa_client *c, struct umc_sa_resolve_wait *w)
+{
+	struct umc_sa_resolve_wait **pp = &c->resolves;
+
+	while (*pp != w)
+		pp = &(*pp)->next;
+	*pp = w->next;
+}
+
+int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in *data)
+{
+	struct umc_sa_resolve_wait w = { .lid = lid, .err = -ETIMEDOUT };
+	uint64_t end = umc_sa_now_ms() + UMC_SA_RESOLVE_TIMEOUT_MS, resend = 0, now;
+	struct umc_sm_msg m;
+	struct timespec ts;
+
+	if (!lid || lid > UMC_SM_MAX_UCAST_LID)
+		return -EINVAL;
+	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+		return -EDEADLK;
+	pthread_mutex_lock(&c->lock);
+	if (c->attr.active && lid_cache_get(c, lid, data)) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	w.next = c->resolves;
+	c->resolves = &w;
+	while (!w.done && (now = umc_sa_now_ms()) < end) {
+		if (c->attr.active && (!w.ptid || now >= resend)) {
+			memset(&m, 0, sizeof(m));
+			m.hdr.type = UMC_SM_RESOLVE;
+			m.resolve_lid = lid;
+			umc_sa_xmit(c, &m);
+			w.ptid = m.hdr.tid;
+			resend = now + UMC_SA_REGISTER_RESEND_MS;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L; /* re-check the timers at least every 50 ms */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	}
+	resolve_unlink(c, &w);
+	if (w.done && !w.err) {
+		lid_cache_put(c, lid, &w.ep);
+		*data = w.ep;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return w.done ? w.err : -ETIMEDOUT;
+}

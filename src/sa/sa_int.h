@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sa_int.h - the SA client's state, shared by sa_client.c (registration,
+ * lease, thread, LID resolution) and sa_txn.c (MAD transactions, RMPP
+ * reassembly, callbacks).
+ *
+ * One mutex (c->lock) guards everything below it; the client thread holds
+ * it except while it sleeps in poll() and while a callback or an event
+ * runs.  c->cond signals the end of a callback (umc_sa_cancel) and
+ * RESOLVE answers (umc_sa_resolve_lid).
+ */
+#ifndef UMC_SA_INT_H
+#define UMC_SA_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "sa/sa_client.h"
+#include "umc_param.h"
+#include "wire/ib_rmpp.h"
+
+struct umc_sa_txn {
+	uint64_t tid; /* MAD TransactionID, the id */
+	umc_sa_cb cb;
+	void *ctx;
+	uint8_t mad[UMC_MAD_SIZE];
+	unsigned timeout;   /* ms, the whole budget (restarted by RMPP progress) */
+	unsigned interval;  /* ms between sends */
+	uint64_t deadline;  /* -ETIMEDOUT at this time */
+	uint64_t resend_at; /* next send */
+	struct umc_rmpp_rx rx;
+	struct umc_sa_txn *hnext;	/* bucket chain */
+	struct umc_sa_txn *prev, *next; /* c->txns */
+};
+
+struct umc_sa_resolve_wait {
+	uint16_t lid;
+	uint32_t ptid; /* tid of the RESOLVE datagram in flight */
+	bool done;
+	int err;
+	struct sockaddr_in ep;
+	struct umc_sa_resolve_wait *next;
+};
+
+struct umc_sa_lid_entry {
+	uint16_t lid; /* 0: free */
+	struct sockaddr_in ep;
+};
+
+struct umc_sa_client {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int fd;	     /* UDP, connected to the SM: our control endpoint */
+	int wake_fd; /* eventfd: a new timer or stop for the thread */
+	pthread_t thread;
+	bool thread_started;
+	bool stopping;
+	struct sockaddr_in sm, data;
+	uint64_t nonce;	   /* of the current registration */
+	uint64_t req_guid; /* GUID to ask for when registering */
+	struct umc_sa_port_attr attr;
+	uint64_t old_epoch; /* replies from the SM we left are ignored */
+	uint32_t next_ptid; /* SM-protocol tids */
+	uint32_t tid_hi;    /* MAD TransactionIDs: tid_hi << 32 | counter */
+	uint32_t tid_lo;
+	uint32_t reg_ptid;  /* tid of our REGISTER in flight */
+	uint64_t next_register, next_renew, last_renewed; /* ms */
+	uint64_t next_timer; /* earliest resend or deadline of a transaction */
+	struct umc_sa_txn *buckets[UMC_SA_TXN_BUCKETS];
+	struct umc_sa_txn *txns;
+	unsigned ntxns;
+	uint64_t calling; /* tid whose callback runs now, 0: none */
+	void (*event)(void *ctx, enum umc_sa_event ev);
+	void *event_ctx;
+	struct umc_sa_resolve_wait *resolves;
+	struct umc_sa_lid_entry lid_cache[UMC_SA_LID_CACHE];
+	unsigned lid_cache_next;
+};
+
+/* sa_client.c */
+uint64_t umc_sa_now_ms(void);
+/* umc_sa_xmit - send one message to the SM with our LID and epoch; lock held. */
+void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m);
+/* umc_sa_port_lost - the SM no longer has our port; lock held. */
+void umc_sa_port_lost(struct umc_sa_client *c, uint64_t now);
+
+/* sa_txn.c, all with c->lock held */
+void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now);
+uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now);
+void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now);
+void umc_sa_txn_free_all(struct umc_sa_client *c);
+
+#endif /* UMC_SA_INT_H */

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sa_txn.c - the SA client's MAD transactions: send, resend, time out,
+ * match responses, reassemble RMPP, call back, cancel (sa_client.h).
+ *
+ * A transaction is found by its TransactionID in a hash of
+ * UMC_SA_TXN_BUCKETS chains (the low bits of our TIDs count up, so they
+ * spread evenly) and sits on one list for the timer.  A callback runs with
+ * the transaction already unlinked and c->calling set to its id, the lock
+ * dropped; umc_sa_cancel() waits on c->cond for that mark to clear.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sa/sa_int.h"
+#include "wire/be.h"
+
+static struct umc_sa_txn **bucket(struct umc_sa_client *c, uint64_t tid)
+{
+	return &c->buckets[tid & (UMC_SA_TXN_BUCKETS - 1)];
+}
+
+static struct umc_sa_txn *txn_find(struct umc_sa_client *c, uint64_t tid)
+{
+	struct umc_sa_txn *t;
+
+	for (t = *bucket(c, tid); t; t = t->hnext)
+		if (t->tid == tid)
+			return t;
+	return NULL;
+}
+
+static void txn_link(struct umc_sa_client *c, struct umc_sa_txn *t)
+{
+	struct umc_sa_txn **b = bucket(c, t->tid);
+
+	t->hnext = *b;
+	*b = t;
+	t->prev = NULL;
+	t->next = c->txns;
+	if (c->txns)
+		c->txns->prev = t;
+	c->txns = t;
+	c->ntxns++;
+}
+
+static void txn_unlink(struct umc_sa_client *c, struct umc_sa_txn *t)
+{
+	struct umc_sa_txn **pp = bucket(c, t->tid);
+
+	while (*pp != t)
+		pp = &(*pp)->hnext;
+	*pp = t->hnext;
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		c->txns = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	c->ntxns--;
+}
+
+static void txn_free(struct umc_sa_txn *t)
+{
+	umc_rmpp_rx_free(&t->rx);
+	free(t);
+}
+
+static void xmit_mad(struct umc_sa_client *c, const uint8_t *mad)
+{
+	struct umc_sm_msg m = { .hdr = { .type = UMC_SM_SA }, .mad = mad };
+
+	umc_sa_xmit(c, &m);
+}
+
+static void txn_send(struct umc_sa_client *c, struct umc_sa_txn *t)
+{
+	if (c->attr.active)
+		xmit_mad(c, t->mad);
+}
+
+/* Run @t's callback and free it.  Lock held; dropped during the callback. */
+static void complete(struct umc_sa_client *c, struct umc_sa_txn *t, int err,
+		     const struct umc_sa_reply *reply)
+{
+	txn_unlink(c, t);
+	c->calling = t->tid;
+	pthread_mutex_unlock(&c->lock);
+	t->cb(t->ctx, err, reply);
+	pthread_mutex_lock(&c->lock);
+	c->calling = 0;
+	pthread_cond_broadcast(&c->cond);
+	txn_free(t);
+}
+
+static void wake_thread(struct umc_sa_client *c)
+{
+	uint64_t one = 1;
+
+	if (c->wake_fd >= 0 && write(c->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the thread is awake anyway */
+	}
+}
+
+int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms,
+		unsigned retries, umc_sa_cb cb, void *ctx, uint64_t *id)
+{
+	struct umc_sa_txn *t;
+	uint64_t now = umc_sa_now_ms();
+
+	if (!mad || !cb)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	if (!timeout_ms)
+		timeout_ms = UMC_SA_TIMEOUT_MS;
+	t->cb = cb;
+	t->ctx = ctx;
+	t->timeout = timeout_ms;
+	t->interval = timeout_ms / (retries + 1);
+	if (!t->interval)
+		t->interval = 1;
+	memcpy(t->mad, mad, UMC_MAD_SIZE);
+	pthread_mutex_lock(&c->lock);
+	do
+		t->tid = (uint64_t)c->tid_hi << 32 | ++c->tid_lo;
+	while (!t->tid || txn_find(c, t->tid));
+	put_be64(((struct umc_sa_mad_wire *)(void *)t->mad)->tid, t->tid);
+	t->deadline = now + timeout_ms;
+	t->resend_at = now + t->interval;
+	txn_link(c, t);
+	txn_send(c, t);
+	if (t->resend_at < c->next_timer) {
+		c->next_timer = t->resend_at;
+		wake_thread(c);
+	}
+	if (id)
+		*id = t->tid;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int umc_sa_cancel(struct umc_sa_client *c, uint64_t id)
+{
+	struct umc_sa_txn *t;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&c->lock);
+	t = id ? txn_find(c, id) : NULL;
+	if (t) {
+		txn_unlink(c, t);
+		txn_free(t);
+		rc = 0;
+	} else if (c->thread_started && !pthread_equal(pthread_self(), c->thread)) {
+		while (c->calling == id && id)
+			pthread_cond_wait(&c->cond, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* An RMPP control MAD back to the SM for the transfer of segment header @h. */
+static void send_ctl(struct umc_sa_client *c, const struct umc_sa_hdr *h, uint8_t type,
+		     uint8_t status, uint32_t seg, uint32_t newwin)
+{
+	struct umc_sa_hdr back = *h;
+	uint8_t mad[UMC_MAD_SIZE];
+
+	back.mad.method &= (uint8_t)~UMC_MAD_METHOD_RESP; /* the receiver's direction */
+	umc_rmpp_ctl_encode(mad, &back, type, status, seg, newwin);
+	xmit_mad(c, mad);
+}
+
+static void on_segment(struct umc_sa_client *c, struct umc_sa_txn *t, const uint8_t *mad,
+		       const struct umc_sa_hdr *h, uint64_t now)
+{
+	struct umc_rmpp_rx_out o;
+	uint32_t before = t->rx.last;
+	uint8_t first[UMC_MAD_SIZE];
+	struct umc_sa_reply r;
+	int act;
+
+	act = umc_rmpp_rx_feed(&t->rx, mad, h, UMC_SA_RMPP_WINDOW, UMC_SA_RMPP_MAX_BYTES, &o);
+	if (t->rx.last > before) { /* progress: the SM is sending, stop resending the request */
+		t->deadline = now + t->timeout;
+		t->resend_at = t->deadline;
+	}
+	switch (act) {
+	case UMC_RMPP_RX_ACK:
+		send_ctl(c, h, UMC_RMPP_TYPE_ACK, 0, o.seg_num, o.newwin);
+		return;
+	case UMC_RMPP_RX_DONE:
+		send_ctl(c, h, UMC_RMPP_TYPE_ACK, 0, o.seg_num, o.newwin);
+		memcpy(first, t->rx.hdr, UMC_SA_HDR_LEN);
+		memset(first + UMC_SA_HDR_LEN, 0, UMC_SA_DATA_LEN);
+		memcpy(first + UMC_SA_HDR_LEN, t->rx.data,
+		       t->rx.total < UMC_SA_DATA_LEN ? t->rx.total : UMC_SA_DATA_LEN);
+		r.status = h->mad.status;
+		r.mad = first;
+		r.data = t->rx.data;
+		r.data_len = t->rx.total;
+		complete(c, t, 0, &r);
+		return;
+	case UMC_RMPP_RX_ABORT:
+	case UMC_RMPP_RX_STOP:
+		send_ctl(c, h, act == UMC_RMPP_RX_ABORT ? UMC_RMPP_TYPE_ABORT : UMC_RMPP_TYPE_STOP,
+			 o.status, 0, 0);
+		complete(c, t, -ECONNABORTED, NULL);
+		return;
+	}
+}
+
+/**
+ * umc_sa_txn_on_reply - an SA response MAD arrived.
+ * @c:   the client, lock held (dropped while a callback runs)
+ * @mad: UMC_MAD_SIZE bytes
+ * @now: ms
+ *
+ * Responses of no pending transaction (late, cancelled) are dropped.
+ */
+void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now)
+{
+	struct umc_sa_reply r;
+	struct umc_sa_txn *t;
+	struct umc_sa_hdr h;
+
+	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || !umc_mad_is_response(h.mad.method))
+		return;
+	t = txn_find(c, h.mad.tid);
+	if (!t)
+		return;
+	if (h.rmpp.version && (h.rmpp.flags & UMC_RMPP_FLAG_ACTIVE)) {
+		if (h.rmpp.type == UMC_RMPP_TYPE_DATA)
+			on_segment(c, t, mad, &h, now);
+		else if (h.rmpp.type == UMC_RMPP_TYPE_ABORT || h.rmpp.type == UMC_RMPP_TYPE_STOP)
+			complete(c, t, -ECONNABORTED, NULL);
+		return;
+	}
+	r.status = h.mad.status;
+	r.mad = mad;
+	r.data = mad + UMC_SA_HDR_LEN;
+	r.data_len = UMC_SA_DATA_LEN;
+	complete(c, t, 0, &r);
+}
+
+/**
+ * umc_sa_txn_timers - resend what is due, time out what is over.
+ * @c:   the client, lock held (dropped while a callback runs)
+ * @now: ms
+ *
+ * Returns: the next time a transaction needs the thread (also c->next_timer).
+ */
+uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now)
+{
+	struct umc_sa_txn *t;
+	uint64_t next = UINT64_MAX;
+
+	if (now < c->next_timer)
+		return c->next_timer;
+	for (t = c->txns; t;) {
+		if (now >= t->deadline) {
+			complete(c, t, -ETIMEDOUT, NULL);
+			t = c->txns; /* the list may have changed while unlocked */
+			continue;
+		}
+		if (now >= t->resend_at) {
+			txn_send(c, t);
+			t->resend_at = now + t->interval;
+			if (t->resend_at > t->deadline)
+				t->resend_at = t->deadline;
+		}
+		t = t->next;
+	}
+	for (t = c->txns; t; t = t->next) {
+		if (t->resend_at < next)
+			next = t->resend_at;
+		if (t->deadline < next)
+			next = t->deadline;
+	}
+	c->next_timer = next;
+	return next;
+}
+
+/**
+ * umc_sa_txn_resend_all - the port is registered again: send every pending
+ * request now (an RMPP transfer in progress starts over).
+ * @c:   the client, lock held
+ * @now: ms
+ */
+void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now)
+{
+	struct umc_sa_txn *t;
+
+	for (t = c->txns; t; t = t->next) {
+		umc_rmpp_rx_free(&t->rx);
+		txn_send(c, t);
+		t->resend_at = now + t->interval;
+		if (t->resend_at > t->deadline)
+			t->resend_at = t->deadline;
+		if (t->resend_at < c->next_timer)
+			c->next_timer = t->resend_at;
+	}
+}
+
+/** umc_sa_txn_free_all - drop every transaction without calling back (close). */
+void umc_sa_txn_free_all(struct umc_sa_client *c)
+{
+	while (c->txns) {
+		struct umc_sa_txn *t = c->txns;
+
+		txn_unlink(c, t);
+		txn_free(t);
+	}
+}
+
+struct call_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	struct umc_sa_result *res;
+};
+
+static void call_cb(void *ctx, int err, const struct umc_sa_reply *reply)
+{
+	struct call_wait *w = ctx;
+
+	if (!err && reply) {
+		w->res->status = reply->status;
+		memcpy(w->res->mad, reply->mad, UMC_MAD_SIZE);
+		w->res->data = malloc(reply->data_len ? reply->data_len : 1);
+		if (w->res->data) {
+			memcpy(w->res->data, reply->data, reply->data_len);
+			w->res->data_len = reply->data_len;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	pthread_mutex_lock(&w->lock);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int umc_sa_call(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms,
+		unsigned retries, struct umc_sa_result *res)
+{
+	struct call_wait w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+			       .res = res };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+		return -EDEADLK;
+	rc = umc_sa_send(c, mad, timeout_ms, retries, call_cb, &w, NULL);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	if (w.err)
+		umc_sa_result_free(res);
+	return w.err;
+}
+
+void umc_sa_result_free(struct umc_sa_result *res)
+{
+	free(res->data);
+	res->data = NULL;
+	res->data_len = 0;
+}

@@ -1,0 +1,801 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sa_integ.c - the SA client (src/sa) against a real umc-sm process.
+ *
+ * Each test starts its own umc-sm on 127.0.0.1 (an ephemeral port; its
+ * ready line says which) and stops it with SIGTERM, which must end it with
+ * status 0; assertions on what umc-sm counted read its -v log.  Waits are
+ * bounded and generous (the suite runs on a loaded machine under the
+ * sanitizers); nothing waits for a fixed time to pass.
+ *
+ * Run one test: sa_integ <name substring>.  UMC_SM_VALGRIND=1 runs umc-sm
+ * under valgrind.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../sa_mad_util.h"
+#include "sa/sa_client.h"
+#include "sm_proc.h"
+#include "umc_param.h"
+#include "wire/be.h"
+#include "wire/sm_proto.h"
+
+enum {
+	WAIT_MS = 20000, /* upper bound of every wait */
+	NGROUPS = 10000,
+	PIPELINE = 64,
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A pipe that the client's event callback writes one byte per event to. */
+struct events {
+	int fd[2];
+};
+
+static void on_event(void *ctx, enum umc_sa_event ev)
+{
+	struct events *e = ctx;
+	uint8_t b = (uint8_t)ev;
+
+	assert_int_equal(write(e->fd[1], &b, 1), 1);
+}
+
+/* The next event, or -1 after WAIT_MS. */
+static int next_event(struct events *e)
+{
+	struct pollfd pfd = { .fd = e->fd[0], .events = POLLIN };
+	uint8_t b;
+
+	if (poll(&pfd, 1, WAIT_MS) != 1 || read(e->fd[0], &b, 1) != 1)
+		return -1;
+	return b;
+}
+
+static int open_client(const struct test_sm *sm, uint16_t data_port, struct events *ev,
+		       struct umc_sa_client **c)
+{
+	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
+
+	test_sm_addr(sm, &a.sm);
+	a.data.sin_family = AF_INET;
+	a.data.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.data.sin_port = htons(data_port);
+	if (ev) {
+		a.event = on_event;
+		a.event_ctx = ev;
+	}
+	return umc_sa_open(&a, c);
+}
+
+static struct umc_sa_client *client(const struct test_sm *sm, uint16_t data_port,
+				    struct events *ev)
+{
+	struct umc_sa_client *c = NULL;
+
+	assert_int_equal(open_client(sm, data_port, ev, &c), 0);
+	return c;
+}
+
+static void start(struct test_sm *sm, const char *const *args)
+{
+	assert_int_equal(test_sm_start(sm, 0, args), 0);
+}
+
+static void stop(struct test_sm *sm)
+{
+	assert_int_equal(test_sm_stop(sm), 0);
+}
+
+static void mgid_n(uint8_t mgid[16], unsigned n)
+{
+	assert_int_equal(sa_gid_parse("ff12:4001:ffff::", mgid), 1);
+	put_be32(mgid + 12, 0xe0000000u + n);
+}
+
+/* A synchronous MCMemberRecord request from @c's own port; returns the MAD status. */
+static int mcm(struct umc_sa_client *c, uint8_t method, uint64_t comp, uint64_t sm_key,
+	       const uint8_t mgid[16], uint8_t js, struct umc_sa_result *res)
+{
+	struct umc_sa_port_attr a;
+	struct umc_mcmember r;
+	uint8_t mad[UMC_MAD_SIZE];
+	int rc;
+
+	umc_sa_query_port(c, &a);
+	sa_rec_init(&r, mgid, a.gid, js);
+	sa_mad_build(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, comp, sm_key, &r);
+	rc = umc_sa_call(c, mad, 0, 2, res);
+	return rc ? rc : res->status;
+}
+
+static int join(struct umc_sa_client *c, const uint8_t mgid[16], uint8_t js)
+{
+	struct umc_sa_result res;
+	int st = mcm(c, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK, 0, mgid, js, &res);
+
+	umc_sa_result_free(&res);
+	return st;
+}
+
+static int leave(struct umc_sa_client *c, const uint8_t mgid[16], uint8_t js)
+{
+	struct umc_sa_result res;
+	int st = mcm(c, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, 0, mgid, js, &res);
+
+	umc_sa_result_free(&res);
+	return st;
+}
+
+/* Trusted Get of @other's membership of @mgid, asked by @c: its JoinState, or -status. */
+static int member_state(struct umc_sa_client *c, struct umc_sa_client *other, const uint8_t mgid[16])
+{
+	struct umc_sa_port_attr a;
+	struct umc_sa_result res;
+	struct umc_mcmember r;
+	uint8_t mad[UMC_MAD_SIZE];
+	int rc;
+
+	umc_sa_query_port(other, &a);
+	sa_rec_init(&r, mgid, a.gid, 0);
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+		     UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, 1, &r);
+	rc = umc_sa_call(c, mad, 0, 2, &res);
+	if (!rc) {
+		umc_mcmember_decode(res.data, &r);
+		rc = res.status ? -(int)res.status : r.join_state;
+	}
+	umc_sa_result_free(&res);
+	return rc;
+}
+
+/* Registration hands out what query_port needs, and LIDs resolve to data endpoints. */
+static void test_register(void **state)
+{
+	struct umc_sa_client *a, *b;
+	struct umc_sa_port_attr pa, pb;
+	struct sockaddr_in ep;
+	struct test_sm sm;
+
+	(void)state;
+	start(&sm, NULL);
+	a = client(&sm, 6001, NULL);
+	b = client(&sm, 6002, NULL);
+	umc_sa_query_port(a, &pa);
+	umc_sa_query_port(b, &pb);
+	assert_int_equal(pa.active, 1);
+	assert_int_equal(pa.info.lid, 2);
+	assert_int_equal(pb.info.lid, 3);
+	assert_true(pa.info.port_guid != pb.info.port_guid);
+	assert_true(pa.epoch == sm.epoch);
+	assert_int_equal(pa.gid[0], 0xfe);
+	assert_int_equal(pa.gid[1], 0x80);
+	assert_int_equal(get_be64(pa.gid + 8) == pa.info.port_guid, 1);
+	assert_true(pa.info.subnet_prefix == 0xfe80000000000000ULL);
+	assert_int_equal(pa.info.sm_lid, 1);
+	assert_int_equal(pa.info.sm_sl, 0);
+	assert_int_equal(pa.info.active_mtu, 4);
+	assert_int_equal(pa.info.rate, 3);
+	assert_int_equal(pa.info.active_width, 2);
+	assert_int_equal(pa.info.active_speed, 1);
+	assert_int_equal(pa.info.pkey_count, 1);
+	assert_int_equal(pa.info.pkeys[0], 0xffff);
+	assert_int_equal(pa.info.lease_ms, UMC_SM_LEASE_MS);
+	assert_int_equal(pa.info.mcast_base, 0xEFFFC000u);
+	assert_int_equal(pa.info.mlid_base, 0xC000);
+	assert_int_equal(pa.info.mlid_max, 0xFFFE);
+	assert_int_equal(pa.info.data_port, 4796);
+	assert_int_equal(pa.info.sm_flags & UMC_SM_FLAG_SENDONLY_FULL, UMC_SM_FLAG_SENDONLY_FULL);
+	assert_int_equal(umc_sm_mlid_to_ip(&pa.info, 0xC001), 0xEFFFC001u);
+	assert_int_equal(umc_sm_mlid_to_ip(&pa.info, 0xFFFE), 0xEFFFFFFEu);
+	/* unicast LID resolution, cached the second time */
+	assert_int_equal(umc_sa_resolve_lid(a, 3, &ep), 0);
+	assert_int_equal(ntohs(ep.sin_port), 6002);
+	assert_int_equal(ntohl(ep.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(umc_sa_resolve_lid(a, 3, &ep), 0);
+	assert_int_equal(umc_sa_resolve_lid(b, 2, &ep), 0);
+	assert_int_equal(ntohs(ep.sin_port), 6001);
+	assert_int_equal(umc_sa_resolve_lid(a, 77, &ep), -ENOENT);
+	assert_int_equal(umc_sa_resolve_lid(a, 1, &ep), -ENOENT); /* the SM has no data plane */
+	assert_int_equal(umc_sa_resolve_lid(a, 0xC000, &ep), -EINVAL);
+	umc_sa_close(a);
+	umc_sa_close(b);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "reg_new"), 2);
+	assert_int_equal(test_sm_counter(&sm, "unregister"), 2);
+	assert_int_equal(test_sm_counter(&sm, "resolve_ok"), 2);
+	assert_int_equal(test_sm_counter(&sm, "resolve_miss"), 2);
+	test_sm_free(&sm);
+}
+
+/* Nobody listening: -ECONNREFUSED; a silent peer: -ETIMEDOUT. */
+static void test_open_errors(void **state)
+{
+	struct umc_sa_open_args a = { .timeout_ms = 300 };
+	struct sockaddr_in self = { .sin_family = AF_INET };
+	socklen_t len = sizeof(self);
+	struct umc_sa_client *c = NULL;
+	int fd;
+
+	(void)state;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (void *)&self, sizeof(self)), 0);
+	assert_int_equal(getsockname(fd, (void *)&self, &len), 0);
+	a.sm = self;
+	assert_int_equal(umc_sa_open(&a, &c), -ETIMEDOUT); /* it never answers */
+	close(fd);
+	a.timeout_ms = WAIT_MS;
+	assert_int_equal(umc_sa_open(&a, &c), -ECONNREFUSED); /* now nothing is bound there */
+	assert_null(c);
+}
+
+/* Create, join, OR, leave, and the group goes with its last full member. */
+static void test_join_leave(void **state)
+{
+	struct umc_sa_client *a, *b;
+	struct umc_sa_result res;
+	struct umc_mcmember r;
+	uint8_t mgid[16];
+	struct test_sm sm;
+
+	(void)state;
+	start(&sm, NULL);
+	a = client(&sm, 6001, NULL);
+	b = client(&sm, 6002, NULL);
+	mgid_n(mgid, 1);
+	assert_int_equal(mcm(a, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK, 0, mgid, UMC_JOIN_FULL, &res),
+			 0);
+	umc_mcmember_decode(res.data, &r);
+	assert_int_equal(r.mlid, 0xC001);
+	umc_sa_result_free(&res);
+	assert_int_equal(join(b, mgid, UMC_JOIN_NON), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_SENDONLY_FULL), 0);
+	assert_int_equal(member_state(a, b, mgid), 0xA);
+	assert_int_equal(leave(b, mgid, UMC_JOIN_SENDONLY_FULL), 0);
+	assert_int_equal(member_state(a, b, mgid), UMC_JOIN_NON);
+	assert_int_equal(leave(a, mgid, UMC_JOIN_FULL), 0);
+	assert_int_equal(member_state(a, b, mgid), -UMC_SA_STATUS_NO_RECORDS);
+	/* a port deleting another port's membership is refused */
+	assert_int_equal(join(a, mgid, UMC_JOIN_FULL), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_NON), 0);
+	{
+		struct umc_sa_port_attr pb;
+		uint8_t mad[UMC_MAD_SIZE];
+
+		umc_sa_query_port(b, &pb);
+		sa_rec_init(&r, mgid, pb.gid, UMC_JOIN_NON);
+		sa_mad_build(mad, UMC_SA_METHOD_DELETE, UMC_SA_ATTR_MCMEMBER_RECORD,
+			     UMC_MCM_JOIN_MASK, 0, &r);
+		assert_int_equal(umc_sa_call(a, mad, 0, 2, &res), 0);
+		assert_int_equal(res.status, UMC_SA_STATUS_REQ_INVALID);
+		umc_sa_result_free(&res);
+	}
+	assert_int_equal(member_state(a, b, mgid), UMC_JOIN_NON);
+	umc_sa_close(a);
+	umc_sa_close(b);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "groups_created"), 2);
+	assert_int_equal(test_sm_counter(&sm, "groups_deleted"), 2); /* the second at close */
+	test_sm_free(&sm);
+}
+
+/* Send-only full members with and without SM support. */
+static void test_sendonly(void **state)
+{
+	const char *const no[] = { "--no-sendonly", NULL };
+	struct umc_class_port_info cpi;
+	struct umc_sa_port_attr pa;
+	struct umc_sa_result res;
+	struct umc_sa_client *c;
+	uint8_t mad[UMC_MAD_SIZE], mgid[16];
+	struct test_sm sm;
+	int pass;
+
+	(void)state;
+	mgid_n(mgid, 2);
+	for (pass = 0; pass < 2; pass++) {
+		start(&sm, pass ? no : NULL);
+		c = client(&sm, 6001, NULL);
+		sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+		assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
+		assert_int_equal(res.status, 0);
+		umc_cpi_decode(res.data, &cpi);
+		umc_sa_result_free(&res);
+		umc_sa_query_port(c, &pa);
+		if (!pass) {
+			assert_int_equal(cpi.cap_mask2 & UMC_SA_CAP2_SENDONLY_FULL,
+					 UMC_SA_CAP2_SENDONLY_FULL);
+			assert_int_equal(pa.info.sm_flags, UMC_SM_FLAG_SENDONLY_FULL);
+			assert_int_equal(join(c, mgid, UMC_JOIN_SENDONLY_FULL), 0);
+		} else {
+			assert_int_equal(cpi.cap_mask2 & UMC_SA_CAP2_SENDONLY_FULL, 0);
+			assert_int_equal(pa.info.sm_flags, 0);
+			assert_int_equal(join(c, mgid, UMC_JOIN_SENDONLY_FULL),
+					 UMC_SA_STATUS_REQ_INVALID);
+			assert_int_equal(join(c, mgid, UMC_JOIN_FULL), 0);
+		}
+		umc_sa_close(c);
+		stop(&sm);
+		test_sm_free(&sm);
+	}
+}
+
+/* A child killed with SIGKILL loses its memberships when its lease ends. */
+static void test_lease_expiry(void **state)
+{
+	const char *const lease[] = { "--lease", "300", NULL };
+	struct umc_sa_client *a;
+	uint8_t mgid[16], ok;
+	struct test_sm sm;
+	uint64_t end;
+	int p[2], st = 0;
+	pid_t pid;
+
+	(void)state;
+	mgid_n(mgid, 3);
+	start(&sm, lease);
+	a = client(&sm, 6001, NULL);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (!pid) {
+		struct umc_sa_client *c;
+
+		close(p[0]);
+		umc_sa_forget(a); /* the parent's port is not ours */
+		if (open_client(&sm, 6002, NULL, &c) || join(c, mgid, UMC_JOIN_FULL))
+			_exit(1);
+		ok = 1;
+		if (write(p[1], &ok, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &ok, 1), 1);
+	close(p[0]);
+	assert_int_equal(join(a, mgid, UMC_JOIN_NON), 0); /* the child's group exists */
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	end = now_ms() + WAIT_MS;
+	while (member_state(a, a, mgid) == UMC_JOIN_NON && now_ms() < end) {
+		struct pollfd none;
+
+		poll(&none, 0, 20); /* polls the SA state, bounded by WAIT_MS */
+	}
+	/* the child was the only full member: the group, and our NonMember record, went */
+	assert_int_equal(member_state(a, a, mgid), -UMC_SA_STATUS_NO_RECORDS);
+	umc_sa_close(a);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "lease_expired"), 1);
+	assert_true(test_sm_log_has(&sm, "removed: lease expired"));
+	test_sm_free(&sm);
+}
+
+/* umc-sm restarted: a new epoch, the client is told (PORT_LOST, PORT_ACTIVE), joins work again. */
+static void test_restart(void **state)
+{
+	const char *const lease[] = { "--lease", "300", NULL };
+	struct umc_sa_port_attr before, after;
+	struct umc_sa_client *c;
+	struct events ev;
+	uint8_t mgid[16];
+	struct test_sm sm, sm2;
+
+	(void)state;
+	mgid_n(mgid, 4);
+	assert_int_equal(pipe(ev.fd), 0);
+	start(&sm, lease);
+	c = client(&sm, 6001, &ev);
+	assert_int_equal(join(c, mgid, UMC_JOIN_FULL), 0);
+	umc_sa_query_port(c, &before);
+	stop(&sm);
+	test_sm_free(&sm);
+	assert_int_equal(test_sm_start(&sm2, sm.port, lease), 0);
+	assert_true(sm2.epoch != sm.epoch);
+	assert_int_equal(next_event(&ev), UMC_SA_EVENT_PORT_LOST);
+	assert_int_equal(next_event(&ev), UMC_SA_EVENT_PORT_ACTIVE);
+	umc_sa_query_port(c, &after);
+	assert_int_equal(after.active, 1);
+	assert_true(after.epoch == sm2.epoch);
+	assert_true(after.info.port_guid == before.info.port_guid); /* asked for again */
+	assert_int_equal(member_state(c, c, mgid), -UMC_SA_STATUS_NO_RECORDS);
+	assert_int_equal(join(c, mgid, UMC_JOIN_FULL), 0);
+	assert_int_equal(member_state(c, c, mgid), UMC_JOIN_FULL);
+	umc_sa_close(c);
+	stop(&sm2);
+	/* the client re-registered once: told UNKNOWN_PORT, or no RENEW answered for a lease */
+	assert_int_equal(test_sm_counter(&sm2, "reg_new"), 1);
+	test_sm_free(&sm2);
+	close(ev.fd[0]);
+	close(ev.fd[1]);
+}
+
+struct pipeline {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight, done, failed;
+};
+
+static void set_done(void *ctx, int err, const struct umc_sa_reply *r)
+{
+	struct pipeline *p = ctx;
+
+	pthread_mutex_lock(&p->lock);
+	if (err || r->status)
+		p->failed++;
+	p->done++;
+	p->inflight--;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* 10 000 groups, created PIPELINE Sets at a time, come back whole through RMPP GetTable. */
+static void test_get_table_10000(void **state)
+{
+	struct pipeline p = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+	struct umc_sa_port_attr pa;
+	struct umc_sa_result res;
+	struct umc_sa_client *c;
+	struct umc_mcmember r;
+	uint8_t mad[UMC_MAD_SIZE], mgid[16];
+	uint64_t t0, t1, t2;
+	struct test_sm sm;
+	unsigned i, seen_bcast = 0;
+
+	(void)state;
+	start(&sm, NULL);
+	c = client(&sm, 6001, NULL);
+	umc_sa_query_port(c, &pa);
+	t0 = now_ms();
+	for (i = 0; i < NGROUPS; i++) {
+		pthread_mutex_lock(&p.lock);
+		while (p.inflight >= PIPELINE)
+			pthread_cond_wait(&p.cond, &p.lock);
+		p.inflight++;
+		pthread_mutex_unlock(&p.lock);
+		mgid_n(mgid, 0x1000 + i);
+		sa_rec_init(&r, mgid, pa.gid, UMC_JOIN_FULL);
+		sa_mad_build(mad, UMC_MAD_METHOD_SET, UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_CREATE_MASK, 0,
+			     &r);
+		assert_int_equal(umc_sa_send(c, mad, 0, 2, set_done, &p, NULL), 0);
+	}
+	pthread_mutex_lock(&p.lock);
+	while (p.done < NGROUPS)
+		pthread_cond_wait(&p.cond, &p.lock);
+	pthread_mutex_unlock(&p.lock);
+	t1 = now_ms();
+	assert_int_equal(p.failed, 0);
+
+	sa_mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
+	t2 = now_ms();
+	assert_int_equal(res.status, 0);
+	assert_int_equal(res.data_len, (NGROUPS + 1) * UMC_MCMEMBER_STRIDE);
+	for (i = 0; i < NGROUPS + 1; i++) {
+		umc_mcmember_decode(res.data + (size_t)i * UMC_MCMEMBER_STRIDE, &r);
+		if (r.mlid == 0xC000) {
+			seen_bcast++;
+			continue;
+		}
+		/* sorted by MGID: record i - seen_bcast is group 0x1000 + that */
+		mgid_n(mgid, 0x1000 + i - seen_bcast);
+		assert_memory_equal(r.mgid, mgid, 16);
+		assert_int_equal(r.join_state, 0); /* untrusted */
+	}
+	assert_int_equal(seen_bcast, 1);
+	umc_sa_result_free(&res);
+	/* trusted: one record per membership, JoinState and PortGID filled */
+	sa_mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 1, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
+	assert_int_equal(res.data_len, NGROUPS * UMC_MCMEMBER_STRIDE);
+	umc_mcmember_decode(res.data + (NGROUPS - 1) * UMC_MCMEMBER_STRIDE, &r);
+	assert_int_equal(r.join_state, UMC_JOIN_FULL);
+	assert_memory_equal(r.port_gid, pa.gid, 16);
+	umc_sa_result_free(&res);
+	printf("# %u groups created in %llu ms (%.0f joins/s); GetTable of %u records in %llu ms\n",
+	       NGROUPS, (unsigned long long)(t1 - t0), NGROUPS * 1000.0 / (double)(t1 - t0 + 1),
+	       NGROUPS + 1, (unsigned long long)(t2 - t1));
+	umc_sa_close(c);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "rmpp_transfers"), 2);
+	assert_int_equal(test_sm_counter(&sm, "rmpp_timeouts"), 0);
+	assert_int_equal(test_sm_counter(&sm, "joins"), NGROUPS);
+	test_sm_free(&sm);
+}
+
+struct tally {
+	pthread_mutex_t lock;
+	int calls, err;
+};
+
+static void count_cb(void *ctx, int err, const struct umc_sa_reply *r)
+{
+	struct tally *t = ctx;
+
+	(void)r;
+	pthread_mutex_lock(&t->lock);
+	t->calls++;
+	t->err = err;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* A wrong SM_Key gets no reply: the transaction times out; a cancelled one never calls back. */
+static void test_timeout_cancel(void **state)
+{
+	struct tally t = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+	struct umc_sa_result res;
+	struct umc_sa_client *c;
+	uint8_t mad[UMC_MAD_SIZE];
+	struct test_sm sm;
+	uint64_t id;
+
+	(void)state;
+	start(&sm, NULL);
+	c = client(&sm, 6001, NULL);
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 2, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 300, 2, &res), -ETIMEDOUT);
+	assert_int_equal(umc_sa_send(c, mad, WAIT_MS, 0, count_cb, &t, &id), 0);
+	assert_int_equal(umc_sa_cancel(c, id), 0);
+	assert_int_equal(umc_sa_cancel(c, id), -ENOENT);
+	/* a completed transaction: cancel says so */
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 1, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
+	assert_int_equal(res.status, 0);
+	umc_sa_result_free(&res);
+	umc_sa_close(c); /* the cancelled one never called back, not even at close */
+	assert_int_equal(t.calls, 0);
+	stop(&sm);
+	assert_true(test_sm_counter(&sm, "sa_bad_smkey") >= 4); /* 3 sends + the cancelled one */
+	test_sm_free(&sm);
+}
+
+/* Send raw datagrams from an unregistered socket and from a hand-registered one. */
+static int raw_socket(const struct test_sm *sm)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	test_sm_addr(sm, &a);
+	assert_int_equal(connect(fd, (void *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static ssize_t raw_reply(int fd, uint8_t *buf, size_t cap)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, WAIT_MS) != 1)
+		return -1;
+	return recv(fd, buf, cap, 0);
+}
+
+static void raw_send(int fd, const void *buf, size_t len)
+{
+	assert_int_equal(send(fd, buf, len, 0), (ssize_t)len);
+}
+
+/* Hostile and truncated datagrams and MADs: no crash, counted, the SM still serves. */
+static void test_hostile(void **state)
+{
+	uint8_t buf[UMC_SM_MAX_MSG + 64], reply[UMC_SM_MAX_MSG + 1], mad[UMC_MAD_SIZE];
+	struct umc_sm_msg m = { .hdr = { .type = UMC_SM_REGISTER, .tid = 7 } };
+	struct umc_sa_client *c;
+	struct umc_sm_msg r;
+	struct test_sm sm;
+	uint8_t mgid[16];
+	unsigned i, j, seed = 12345;
+	size_t n;
+	ssize_t got;
+	int fd;
+
+	(void)state;
+	start(&sm, NULL);
+	fd = raw_socket(&sm);
+	/* malformed: empty, short, bad magic, unknown type, wrong length, a reply */
+	raw_send(fd, buf, 0);
+	memset(buf, 0, sizeof(buf));
+	raw_send(fd, buf, 1);
+	raw_send(fd, buf, UMC_SM_HDR_LEN - 1);
+	raw_send(fd, buf, UMC_SM_HDR_LEN);
+	m.reg.nonce = 99;
+	n = umc_sm_msg_encode(buf, &m);
+	raw_send(fd, buf, n - 1);
+	raw_send(fd, buf, n + 1);
+	buf[5] = 0x42;
+	raw_send(fd, buf, n);
+	buf[5] = UMC_SM_REGISTER_REPLY;
+	raw_send(fd, buf, n);
+	/* another version: answered BAD_VERSION */
+	buf[5] = UMC_SM_REGISTER;
+	buf[4] = 2;
+	raw_send(fd, buf, n);
+	got = raw_reply(fd, reply, sizeof(reply));
+	assert_int_equal(got, UMC_SM_HDR_LEN);
+	assert_int_equal(reply[4], UMC_SM_PROTO_VERSION);
+	assert_int_equal(get_be16(reply + 6), UMC_SM_BAD_VERSION);
+	/* an SA MAD before registering: UNKNOWN_PORT */
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+	m.hdr.type = UMC_SM_SA;
+	m.mad = mad;
+	n = umc_sm_msg_encode(buf, &m);
+	raw_send(fd, buf, n);
+	got = raw_reply(fd, reply, sizeof(reply));
+	assert_int_equal(umc_sm_msg_decode(reply, (size_t)got, &r), 0);
+	assert_int_equal(r.hdr.type, UMC_SM_SA_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_UNKNOWN_PORT);
+	assert_true(r.hdr.epoch == sm.epoch);
+	/* register this socket by hand */
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = UMC_SM_REGISTER;
+	m.hdr.tid = 8;
+	m.reg.nonce = 99;
+	raw_send(fd, buf, umc_sm_msg_encode(buf, &m));
+	got = raw_reply(fd, reply, sizeof(reply));
+	assert_int_equal(umc_sm_msg_decode(reply, (size_t)got, &r), 0);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	m.hdr.lid = r.port.lid;
+	m.hdr.epoch = r.hdr.epoch;
+	m.hdr.type = UMC_SM_SA;
+	m.mad = mad;
+	/* truncated SA datagrams, and 2000 random MADs from a registered port */
+	n = umc_sm_msg_encode(buf, &m);
+	raw_send(fd, buf, n - 1);
+	raw_send(fd, buf, UMC_SM_HDR_LEN + 1);
+	for (i = 0; i < 2000; i++) {
+		for (j = 0; j < UMC_MAD_SIZE; j++) {
+			seed = seed * 1103515245u + 12345u;
+			mad[j] = (uint8_t)(seed >> 16);
+		}
+		if (i % 2) { /* half of them look like SA MADs, so the rules see them */
+			mad[0] = 1, mad[1] = 3, mad[2] = 2;
+			mad[3] &= 0x7f;
+			memset(mad + 36, 0, 8); /* SM_Key 0 */
+		}
+		raw_send(fd, buf, umc_sm_msg_encode(buf, &m));
+	}
+	/* a stale RMPP ACK, and an RMPP multi-segment request */
+	sa_mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
+	mad[24] = 1, mad[25] = UMC_RMPP_TYPE_ACK, mad[26] = UMC_RMPP_FLAG_ACTIVE;
+	raw_send(fd, buf, umc_sm_msg_encode(buf, &m));
+	mad[25] = UMC_RMPP_TYPE_DATA, mad[26] = UMC_RMPP_FLAG_ACTIVE | UMC_RMPP_FLAG_FIRST;
+	raw_send(fd, buf, umc_sm_msg_encode(buf, &m));
+	/* the SM still serves a client */
+	c = client(&sm, 6001, NULL);
+	mgid_n(mgid, 5);
+	assert_int_equal(join(c, mgid, UMC_JOIN_FULL), 0);
+	umc_sa_close(c);
+	close(fd);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "rx_malformed"), 10);
+	assert_int_equal(test_sm_counter(&sm, "rx_bad_version"), 1);
+	assert_int_equal(test_sm_counter(&sm, "rx_unknown_port"), 1);
+	assert_true(test_sm_counter(&sm, "sa_bad_class") > 0);
+	assert_true(test_sm_counter(&sm, "sa_rejected") + test_sm_counter(&sm, "sa_unsupported") > 0);
+	assert_int_equal(test_sm_counter(&sm, "rmpp_stale"), 1);
+	assert_true(test_sm_counter(&sm, "sa_rmpp_bad") >= 1);
+	test_sm_free(&sm);
+}
+
+/* Run umc-sa against @sm with @args; its stdout in @out; returns its exit status. */
+static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t cap)
+{
+	const char *bin = getenv("UMC_BIN");
+	char cmd[512];
+	size_t len = 0, n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s/umc-sa --sm 127.0.0.1:%u %s", bin ? bin : "build/bin",
+		 sm->port, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0)
+		len += n;
+	out[len] = 0;
+	n = (size_t)pclose(p);
+	return WIFEXITED((int)n) ? WEXITSTATUS((int)n) : -1;
+}
+
+/* umc-sa's documented output (umc-sa(1)) for groups, members, one MGID, ClassPortInfo. */
+static void test_umc_sa_tool(void **state)
+{
+	static const char bcast[] =
+		"mgid ff12:401b:ffff::ffff:ffff mlid 0xc000 qkey 0x00000b1b pkey 0xffff mtu 2048 "
+		"rate 10 sl 0 tclass 0 flow_label 0x00000 hop_limit 0 scope 0x2 packet_life 18\n";
+	static const char group1[] =
+		"mgid ff12:4001:ffff::e000:1 mlid 0xc001 qkey 0x01234567 pkey 0xffff mtu 2048 "
+		"rate 10 sl 0 tclass 0 flow_label 0x00000 hop_limit 0 scope 0x0 packet_life 0\n";
+	struct umc_sa_client *a, *b;
+	struct umc_sa_port_attr pa, pb;
+	char out[4096], want[1024], ga[64], gb[64];
+	uint8_t mgid[16];
+	struct test_sm sm;
+
+	(void)state;
+	start(&sm, NULL);
+	a = client(&sm, 6001, NULL);
+	b = client(&sm, 6002, NULL);
+	mgid_n(mgid, 1);
+	assert_int_equal(join(a, mgid, UMC_JOIN_FULL), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_NON), 0);
+	assert_int_equal(join(b, mgid, UMC_JOIN_SENDONLY_FULL), 0);
+	umc_sa_query_port(a, &pa);
+	umc_sa_query_port(b, &pb);
+	inet_ntop(AF_INET6, pa.gid, ga, sizeof(ga));
+	inet_ntop(AF_INET6, pb.gid, gb, sizeof(gb));
+
+	assert_int_equal(umc_sa(&sm, "-g", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s%s", group1, bcast);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "-m --smkey 1", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want),
+		 "mgid ff12:4001:ffff::e000:1 mlid 0xc001 port_gid %s join_state 0x1 proxy_join 0\n"
+		 "mgid ff12:4001:ffff::e000:1 mlid 0xc001 port_gid %s join_state 0xa proxy_join 0\n",
+		 ga, gb);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "--mgid ff12:401b:ffff::ffff:ffff", out, sizeof(out)), 0);
+	assert_string_equal(out, bcast);
+	assert_int_equal(umc_sa(&sm, "--mgid ff12:4001:ffff::e000:1 --smkey 1", out, sizeof(out)),
+			 0);
+	assert_string_equal(out, want);
+	assert_int_equal(umc_sa(&sm, "-c", out, sizeof(out)), 0);
+	assert_string_equal(out, "base_version 1\nclass_version 2\ncapability_mask 0x0200\n"
+				 "capability_mask2 0x00001000\nresp_time_value 16\n"
+				 "send_only_full_member yes\n");
+	assert_int_equal(umc_sa(&sm, "-m --smkey 2 -t 300 2>/dev/null", out, sizeof(out)), 1);
+	assert_int_equal(umc_sa(&sm, "--mgid 1234::1 2>/dev/null", out, sizeof(out)), 2);
+	assert_int_equal(umc_sa(&sm, "-g -c 2>/dev/null", out, sizeof(out)), 2);
+	umc_sa_close(a);
+	umc_sa_close(b);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "reg_new"), 2 + 6); /* each umc-sa is a port */
+	assert_int_equal(test_sm_counter(&sm, "unregister"), 2 + 6);
+	test_sm_free(&sm);
+}
+
+static int filter(const char *name, int argc, char **argv)
+{
+	return argc < 2 || strstr(name, argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest all[] = {
+		cmocka_unit_test(test_register),	cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
+		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
+		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
+		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
+	};
+	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
+	size_t i, n = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (filter(all[i].name, argc, argv))
+			sel[n++] = all[i];
+	return _cmocka_run_group_tests("sa_integ", sel, n, NULL, NULL);
+}

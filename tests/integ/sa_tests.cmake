@@ -1,0 +1,18 @@
+# The SA client against umc-sm processes (sa_integ.c), and umc-sa.
+add_executable(sa_integ sa_integ.c sm_proc.c)
+target_compile_definitions(sa_integ PRIVATE _GNU_SOURCE)
+target_link_libraries(sa_integ umcast_static PkgConfig::CMOCKA)
+add_dependencies(sa_integ umc-sm umc-sa)
+foreach(t register open_errors join_leave sendonly lease_expiry restart get_table_10000
+    timeout_cancel hostile umc_sa_tool)
+  umc_test(integ/sa_${t} sa_integ test_${t})
+endforeach()
+# umc-sm under valgrind: no error, no leak, through the hostile datagrams and a
+# restart.  Not in a sanitizer build: valgrind cannot run ASan binaries (ASan's
+# leak checker covers that build).
+if(UMC_VALGRIND AND NOT UMC_SANITIZE)
+  foreach(t hostile restart)
+    umc_test(integ/sa_valgrind_${t} sa_integ test_${t})
+    set_property(TEST integ/sa_valgrind_${t} APPEND PROPERTY ENVIRONMENT "UMC_SM_VALGRIND=1")
+  endforeach()
+endif()

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_sa_proto.c - the library <-> umc-sm messages (src/wire/sm_proto.c)
+ * against the layouts documented in sm_proto.h, and the SM address parser
+ * (src/sa/sa_addr.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sa/sa_addr.h"
+#include "umc_param.h"
+#include "wire/sm_proto.h"
+
+static struct umc_sm_msg msg(uint8_t type, uint16_t status)
+{
+	struct umc_sm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = type;
+	m.hdr.status = status;
+	m.hdr.epoch = 0x0102030405060708ULL;
+	m.hdr.lid = 0x0a0b;
+	m.hdr.tid = 0xdeadbeef;
+	return m;
+}
+
+static void test_header_layout(void **state)
+{
+	static const uint8_t want[24] = {
+		0x55, 0x4d, 0x43, 0x53, 1, 0x02, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0, 0,
+		0xde, 0xad, 0xbe, 0xef,
+	};
+	struct umc_sm_msg m = msg(UMC_SM_RENEW, 0), d;
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	(void)state;
+	m.hdr.version = 9; /* ignored: version 1 is written */
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), 0);
+	assert_int_equal(d.hdr.version, 1);
+	assert_int_equal(d.hdr.type, UMC_SM_RENEW);
+	assert_true(d.hdr.epoch == m.hdr.epoch);
+	assert_int_equal(d.hdr.lid, 0x0a0b);
+	assert_int_equal(d.hdr.tid, 0xdeadbeef);
+}
+
+static void test_register_layout(void **state)
+{
+	struct umc_sm_msg m = msg(UMC_SM_REGISTER, 0), d;
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	(void)state;
+	m.reg.data_addr = 0x7f000001;
+	m.reg.data_port = 4796;
+	m.reg.port_guid = 0x0200000000000005ULL;
+	m.reg.nonce = 0x1112131415161718ULL;
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 48);
+	assert_int_equal(buf[24], 127);
+	assert_int_equal(buf[27], 1);
+	assert_int_equal(buf[28] << 8 | buf[29], 4796);
+	assert_int_equal(buf[32], 0x02);
+	assert_int_equal(buf[39], 0x05);
+	assert_int_equal(buf[40], 0x11);
+	assert_int_equal(umc_sm_msg_decode(buf, 48, &d), 0);
+	assert_memory_equal(&d.reg, &m.reg, sizeof(m.reg));
+	/* one byte more or less is malformed */
+	assert_int_equal(umc_sm_msg_decode(buf, 47, &d), -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, 49, &d), -EBADMSG);
+}
+
+static void test_port_info_layout(void **state)
+{
+	struct umc_sm_msg m = msg(UMC_SM_REGISTER_REPLY, 0), d;
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	(void)state;
+	m.port = (struct umc_sm_port_info){
+		.port_guid = 0x0200000000000002ULL, .subnet_prefix = 0xfe80000000000000ULL,
+		.lid = 2, .sm_lid = 1, .sm_sl = 0, .active_mtu = 4, .max_mtu = 5, .active_width = 2,
+		.active_speed = 1, .rate = 3, .pkey_count = 1, .pkeys = { 0xffff }, .lease_ms = 10000,
+		.mcast_base = 0xEFFFC000, .mlid_base = 0xC000, .mlid_max = 0xFFFE, .data_port = 4796,
+		.sm_flags = UMC_SM_FLAG_SENDONLY_FULL,
+	};
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 84);
+	assert_int_equal(buf[24 + 16] << 8 | buf[24 + 17], 2);	   /* LID */
+	assert_int_equal(buf[24 + 21], 4);			   /* active MTU */
+	assert_int_equal(buf[24 + 26], 1);			   /* P_Key count */
+	assert_int_equal(buf[24 + 28] << 8 | buf[24 + 29], 0xffff); /* P_Key 0 */
+	assert_int_equal(buf[24 + 48], 239);			   /* mcast base */
+	assert_int_equal(buf[24 + 50], 192);
+	assert_int_equal(buf[24 + 58] << 8 | buf[24 + 59], 1);	   /* flags */
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), 0);
+	assert_memory_equal(&d.port, &m.port, sizeof(m.port));
+	/* a P_Key table of 0 or more than 8 entries is malformed */
+	buf[24 + 26] = 0;
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
+	buf[24 + 26] = 9;
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
+	/* a reply with a status has no body */
+	m = msg(UMC_SM_REGISTER_REPLY, UMC_SM_GUID_IN_USE);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), 0);
+	assert_int_equal(d.hdr.status, UMC_SM_GUID_IN_USE);
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
+}
+
+static void test_other_messages(void **state)
+{
+	struct umc_sm_msg m, d;
+	uint8_t buf[UMC_SM_MAX_MSG], mad[256];
+	unsigned i;
+
+	(void)state;
+	m = msg(UMC_SM_RENEW_REPLY, 0);
+	m.lease_ms = 300;
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 32);
+	assert_int_equal(umc_sm_msg_decode(buf, 32, &d), 0);
+	assert_int_equal(d.lease_ms, 300);
+	m = msg(UMC_SM_RESOLVE, 0);
+	m.resolve_lid = 0x1234;
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 28);
+	assert_int_equal(buf[24], 0x12);
+	assert_int_equal(umc_sm_msg_decode(buf, 28, &d), 0);
+	assert_int_equal(d.resolve_lid, 0x1234);
+	m = msg(UMC_SM_RESOLVE_REPLY, 0);
+	m.resolved = (struct umc_sm_resolve_reply){ .lid = 3, .data_addr = 0x0a000001,
+						    .data_port = 9, .port_guid = 77 };
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 44);
+	assert_int_equal(buf[28], 10);
+	assert_int_equal(umc_sm_msg_decode(buf, 44, &d), 0);
+	assert_memory_equal(&d.resolved, &m.resolved, sizeof(m.resolved));
+	for (i = 0; i < sizeof(mad); i++)
+		mad[i] = (uint8_t)i;
+	m = msg(UMC_SM_SA, 0);
+	m.mad = mad;
+	assert_int_equal(umc_sm_msg_encode(buf, &m), UMC_SM_MAX_MSG);
+	assert_memory_equal(buf + 24, mad, 256);
+	assert_int_equal(umc_sm_msg_decode(buf, UMC_SM_MAX_MSG, &d), 0);
+	assert_ptr_equal(d.mad, buf + 24);
+	assert_int_equal(umc_sm_msg_decode(buf, UMC_SM_MAX_MSG - 1, &d), -EBADMSG);
+	m = msg(UMC_SM_UNREGISTER_REPLY, 0);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
+	m = msg(0x42, 0);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 0);
+}
+
+static void test_decode_errors(void **state)
+{
+	struct umc_sm_msg m = msg(UMC_SM_RENEW, 0), d;
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	(void)state;
+	umc_sm_msg_encode(buf, &m);
+	assert_int_equal(umc_sm_msg_decode(buf, 0, &d), -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, 23, &d), -EBADMSG);
+	buf[0] ^= 1;
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), -EBADMSG);
+	buf[0] ^= 1;
+	buf[5] = 0x42;
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), -EBADMSG);
+	buf[5] = UMC_SM_RENEW;
+	buf[4] = 2;
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), -EPROTONOSUPPORT);
+	assert_int_equal(d.hdr.type, UMC_SM_RENEW); /* decoded, so it can be answered */
+	assert_int_equal(d.hdr.tid, 0xdeadbeef);
+}
+
+static void test_names_and_map(void **state)
+{
+	struct umc_sm_port_info pi = { .mcast_base = 0xEFFFC000, .mlid_base = 0xC000,
+				       .mlid_max = 0xFFFE };
+
+	(void)state;
+	assert_string_equal(umc_sm_type_str(UMC_SM_SA_REPLY), "SA reply");
+	assert_string_equal(umc_sm_type_str(0x42), "UNKNOWN");
+	assert_string_equal(umc_sm_status_str(UMC_SM_UNKNOWN_PORT), "UNKNOWN_PORT");
+	assert_string_equal(umc_sm_status_str(99), "UNKNOWN");
+	assert_int_equal(umc_sm_mlid_to_ip(&pi, 0xC000), 0xEFFFC000);
+	assert_int_equal(umc_sm_mlid_to_ip(&pi, 0xFFFE), 0xEFFFFFFE);
+	assert_int_equal(umc_sm_mlid_to_ip(&pi, 0xBFFF), 0);
+	assert_int_equal(umc_sm_mlid_to_ip(&pi, 0xFFFF), 0);
+}
+
+static void test_parse_endpoint(void **state)
+{
+	struct sockaddr_in a;
+
+	(void)state;
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:4795", 1, &a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), 0x0a010203);
+	assert_int_equal(ntohs(a.sin_port), 4795);
+	assert_int_equal(a.sin_family, AF_INET);
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3", 77, &a), 0);
+	assert_int_equal(ntohs(a.sin_port), 77);
+	assert_int_equal(umc_sa_parse_endpoint(":0", 77, &a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(ntohs(a.sin_port), 0);
+	assert_int_equal(umc_sa_parse_endpoint("localhost:9", 77, &a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:", 77, &a), -EINVAL);
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:65536", 77, &a), -EINVAL);
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:-1", 77, &a), -EINVAL);
+	assert_int_equal(umc_sa_parse_endpoint("10.1.2.3:12x", 77, &a), -EINVAL);
+	/* UMC_SM, the port defaulting to umc-sm's */
+	unsetenv("UMC_SM");
+	assert_int_equal(umc_sa_sm_from_env(&a), -ENOENT);
+	setenv("UMC_SM", "10.9.8.7", 1);
+	assert_int_equal(umc_sa_sm_from_env(&a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), 0x0a090807);
+	assert_int_equal(ntohs(a.sin_port), UMC_SM_UDP_PORT);
+	setenv("UMC_SM", "10.9.8.7:x", 1);
+	assert_int_equal(umc_sa_sm_from_env(&a), -EINVAL);
+	unsetenv("UMC_SM");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header_layout),  cmocka_unit_test(test_register_layout),
+		cmocka_unit_test(test_port_info_layout), cmocka_unit_test(test_other_messages),
+		cmocka_unit_test(test_decode_errors),  cmocka_unit_test(test_names_and_map),
+		cmocka_unit_test(test_parse_endpoint),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_sm_handler.c - umc-sm's datagram handler and timers (sm/handler.c,
+ * ports.c, rmpp.c) through umc_sm_handle() and umc_sm_tick() on a fake
+ * clock: registration (retransmission, nonce, GUIDs), UNKNOWN_PORT for
+ * stale ports and epochs, leases, UNREGISTER, RESOLVE, and GetTable over
+ * RMPP with loss, timeouts, BUSY and bad ACKs.
+ * The protocol is the one documented in src/wire/sm_proto.h; RMPP follows
+ * IBA 13.6 (src/wire/ib_rmpp.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "test_sm_util.h"
+#include "wire/be.h"
+#include "wire/ib_rmpp.h"
+
+static int setup(void **state)
+{
+	*state = fx_new(NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx_free(*state);
+	return 0;
+}
+
+/* Send @m from endpoint @ep; fixture ports (ep < TEST_PORTS) get their LID and the epoch. */
+static void send_from(struct fx *f, unsigned ep, struct umc_sm_msg *m)
+{
+	struct sockaddr_in src = fx_ep(ep);
+	uint8_t buf[UMC_SM_MAX_MSG];
+	size_t n;
+
+	if (ep < TEST_PORTS && f->port[ep] && !m->hdr.lid) {
+		m->hdr.lid = f->port[ep]->lid;
+		m->hdr.epoch = f->sm->epoch;
+	}
+	n = umc_sm_msg_encode(buf, m);
+	assert_true(n > 0);
+	umc_sm_handle(f->sm, f->now, &src, buf, n);
+}
+
+static struct umc_sm_msg request(uint8_t type)
+{
+	struct umc_sm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = type;
+	m.hdr.tid = 0x77;
+	return m;
+}
+
+/* The @k-th datagram sent (from the start), decoded. */
+static struct umc_sm_msg sent(struct fx *f, size_t k)
+{
+	struct umc_sm_msg m;
+
+	assert_true(k < f->nout);
+	assert_int_equal(umc_sm_msg_decode(f->out[k].buf, f->out[k].len, &m), 0);
+	return m;
+}
+
+static struct umc_sm_msg last(struct fx *f)
+{
+	return sent(f, f->nout - 1);
+}
+
+static struct umc_sm_msg do_register(struct fx *f, unsigned ep, uint64_t nonce, uint64_t guid)
+{
+	struct umc_sm_msg m = request(UMC_SM_REGISTER);
+
+	m.reg.nonce = nonce;
+	m.reg.port_guid = guid;
+	m.reg.data_addr = 0x0a000001;
+	m.reg.data_port = 7000;
+	send_from(f, ep, &m);
+	return last(f);
+}
+
+static void test_register(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg r;
+	struct sockaddr_in ep = fx_ep(10);
+
+	r = do_register(f, 10, 1, 0);
+	assert_int_equal(r.hdr.type, UMC_SM_REGISTER_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	assert_int_equal(r.hdr.tid, 0x77);
+	assert_true(r.hdr.epoch == TEST_EPOCH);
+	assert_int_equal(r.hdr.lid, 6);
+	assert_int_equal(r.port.lid, 6);
+	assert_true(r.port.port_guid == UMC_SM_GUID_BASE + 6);
+	assert_true(r.port.subnet_prefix == UMC_SM_SUBNET_PREFIX);
+	assert_int_equal(r.port.lease_ms, UMC_SM_LEASE_MS);
+	assert_int_equal(f->out[f->nout - 1].to.sin_port, ep.sin_port);
+	/* a retransmission: the same port */
+	r = do_register(f, 10, 1, 0);
+	assert_int_equal(r.port.lid, 6);
+	assert_int_equal(f->sm->cnt.reg_repeat, 1);
+	/* a new nonce: the old port goes, a new LID (next-fit: 6 is not reused at once) */
+	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::1", UMC_JOIN_FULL), 0);
+	r = do_register(f, 10, 2, 0);
+	assert_int_equal(r.port.lid, 7);
+	assert_null(umc_sm_port_by_lid(f->sm, 6));
+	assert_int_equal(f->sm->ports.count, TEST_PORTS + 1);
+	/* GUIDs: asked for and free, taken, reserved */
+	r = do_register(f, 11, 3, 0x1234);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	assert_true(r.port.port_guid == 0x1234);
+	r = do_register(f, 12, 4, UMC_SM_GUID_BASE + 2); /* fixture port 0's */
+	assert_int_equal(r.hdr.status, UMC_SM_GUID_IN_USE);
+	assert_int_equal(f->out[f->nout - 1].len, UMC_SM_HDR_LEN);
+	r = do_register(f, 12, 4, UMC_SM_GUID_BASE + 1); /* the SM's own */
+	assert_int_equal(r.hdr.status, UMC_SM_INVALID);
+	assert_int_equal(f->sm->cnt.reg_refused, 2);
+	assert_int_equal(f->sm->cnt.reg_new, TEST_PORTS + 3);
+}
+
+static void test_unknown_port(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_RENEW), r;
+
+	send_from(f, 12, &m); /* never registered */
+	r = last(f);
+	assert_int_equal(r.hdr.type, UMC_SM_RENEW_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_UNKNOWN_PORT);
+	assert_true(r.hdr.epoch == TEST_EPOCH);
+	m = request(UMC_SM_RENEW);
+	m.hdr.lid = f->port[0]->lid;
+	m.hdr.epoch = TEST_EPOCH + 1; /* an old epoch */
+	send_from(f, 0, &m);
+	assert_int_equal(last(f).hdr.status, UMC_SM_UNKNOWN_PORT);
+	m.hdr.epoch = TEST_EPOCH;
+	m.hdr.lid = f->port[1]->lid; /* another port's LID */
+	send_from(f, 0, &m);
+	assert_int_equal(last(f).hdr.status, UMC_SM_UNKNOWN_PORT);
+	m = request(UMC_SM_SA); /* the same for an SA MAD */
+	{
+		uint8_t mad[UMC_MAD_SIZE];
+
+		mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+		m.mad = mad;
+		send_from(f, 13, &m);
+	}
+	r = last(f);
+	assert_int_equal(r.hdr.type, UMC_SM_SA_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_UNKNOWN_PORT);
+	assert_int_equal(f->out[f->nout - 1].len, UMC_SM_HDR_LEN);
+	m = request(UMC_SM_RENEW);
+	send_from(f, 0, &m);
+	r = last(f);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	assert_int_equal(r.lease_ms, UMC_SM_LEASE_MS);
+	assert_int_equal(r.hdr.lid, 2);
+	assert_int_equal(f->sm->cnt.rx_unknown_port, 4);
+	assert_int_equal(f->sm->cnt.renew, 1);
+}
+
+static void test_lease(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_RENEW);
+	uint64_t next;
+
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::1", UMC_JOIN_FULL), 0);
+	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::1", UMC_JOIN_NON), 0);
+	f->now += UMC_SM_LEASE_MS - 1;
+	next = umc_sm_tick(f->sm, f->now);
+	assert_true(next == 1000 + UMC_SM_LEASE_MS);
+	assert_int_equal(f->sm->ports.count, TEST_PORTS);
+	send_from(f, 0, &m); /* port 0 renews; the others do not */
+	f->now += 2;
+	next = umc_sm_tick(f->sm, f->now);
+	assert_int_equal(f->sm->ports.count, 1);
+	assert_int_equal(f->sm->cnt.lease_expired, 3);
+	assert_true(next == f->now - 2 + UMC_SM_LEASE_MS);
+	/* port 1 was the only full member: the group went, with port 0's NonMember record */
+	assert_int_equal(f->port[0]->nmembers, 0);
+	assert_int_equal(f->sm->groups.count, 1);
+	f->port[1] = f->port[2] = f->port[3] = NULL;
+	/* an SA request is life too */
+	f->now += UMC_SM_LEASE_MS - 1;
+	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::2", UMC_JOIN_FULL), 0);
+	umc_sm_port_renew(f->sm, f->port[0], f->now); /* what the handler does for it */
+	f->now += 2;
+	umc_sm_tick(f->sm, f->now);
+	assert_int_equal(f->sm->ports.count, 1);
+}
+
+static void test_unregister(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_UNREGISTER), r;
+
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::1", UMC_JOIN_FULL), 0);
+	send_from(f, 1, &m);
+	r = last(f);
+	assert_int_equal(r.hdr.type, UMC_SM_UNREGISTER_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	assert_int_equal(r.hdr.lid, 3);
+	assert_null(umc_sm_port_by_lid(f->sm, 3));
+	assert_int_equal(f->sm->groups.count, 1);
+	m = request(UMC_SM_RENEW);
+	m.hdr.lid = 3;
+	m.hdr.epoch = TEST_EPOCH;
+	f->port[1] = NULL;
+	send_from(f, 1, &m);
+	assert_int_equal(last(f).hdr.status, UMC_SM_UNKNOWN_PORT);
+}
+
+static void test_resolve(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_RESOLVE), r;
+
+	m.resolve_lid = 3;
+	send_from(f, 0, &m);
+	r = last(f);
+	assert_int_equal(r.hdr.type, UMC_SM_RESOLVE_REPLY);
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	assert_int_equal(r.resolved.lid, 3);
+	assert_int_equal(r.resolved.data_addr, 0x7f000001);
+	assert_int_equal(r.resolved.data_port, 5001);
+	assert_true(r.resolved.port_guid == f->port[1]->guid);
+	m.resolve_lid = 99;
+	send_from(f, 0, &m);
+	assert_int_equal(last(f).hdr.status, UMC_SM_NOT_FOUND);
+	f->port[2]->data_port = 0; /* a port without a data plane (umc-sa) */
+	m.resolve_lid = 4;
+	send_from(f, 0, &m);
+	assert_int_equal(last(f).hdr.status, UMC_SM_NOT_FOUND);
+	assert_int_equal(f->sm->cnt.resolve_ok, 1);
+	assert_int_equal(f->sm->cnt.resolve_miss, 2);
+}
+
+static void test_malformed(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_RENEW);
+	struct sockaddr_in src = fx_ep(0);
+	uint8_t buf[UMC_SM_MAX_MSG + 1];
+	size_t n, before;
+
+	m.hdr.lid = 2;
+	m.hdr.epoch = TEST_EPOCH;
+	n = umc_sm_msg_encode(buf, &m);
+	buf[4] = 7; /* version 7: answered BAD_VERSION */
+	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	assert_int_equal(f->nout, 1);
+	assert_int_equal(f->out[0].buf[4], 1);
+	assert_int_equal(get_be16(f->out[0].buf + 6), UMC_SM_BAD_VERSION);
+	before = f->nout;
+	buf[4] = 1;
+	umc_sm_handle(f->sm, f->now, &src, buf, n + 1); /* a byte too many */
+	umc_sm_handle(f->sm, f->now, &src, buf, 3);
+	buf[5] = UMC_SM_RENEW_REPLY; /* replies are not requests */
+	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	buf[5] = 0x7f;
+	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	buf[4] = 7; /* another version of a reply: not answered */
+	buf[5] = UMC_SM_RENEW_REPLY;
+	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	assert_int_equal(f->nout, before);
+	assert_int_equal(f->sm->cnt.rx_malformed, 5);
+	assert_int_equal(f->sm->cnt.rx_bad_version, 1);
+	assert_int_equal(f->sm->cnt.rx_datagrams, 6);
+}
+
+/* A client side of a GetTable transfer: what the SM sent since @from is fed to @rx. */
+struct rx_side {
+	struct umc_rmpp_rx rx;
+	size_t from;
+	unsigned acks;
+	int done;
+	uint32_t drop; /* a segment to lose once, 0 = none */
+	unsigned window;
+};
+
+static void ack(struct fx *f, const struct umc_sa_hdr *h, uint8_t type, uint32_t seg,
+		uint32_t newwin)
+{
+	struct umc_sm_msg m = request(UMC_SM_SA);
+	struct umc_sa_hdr back = *h;
+	uint8_t mad[UMC_MAD_SIZE];
+
+	back.mad.method &= 0x7f;
+	umc_rmpp_ctl_encode(mad, &back, type, 0, seg, newwin);
+	m.mad = mad;
+	send_from(f, 0, &m);
+}
+
+/* Feed what arrived, answer with ACKs, until nothing more comes. */
+static void pump(struct fx *f, struct rx_side *c)
+{
+	while (c->from < f->nout && !c->done) {
+		struct umc_sm_msg m = sent(f, c->from++);
+		struct umc_rmpp_rx_out o;
+		struct umc_sa_hdr h;
+		int act;
+
+		assert_int_equal(m.hdr.type, UMC_SM_SA_REPLY);
+		assert_int_equal(umc_sa_hdr_decode(m.mad, UMC_MAD_SIZE, &h), 0);
+		if (h.rmpp.seg_num == c->drop) {
+			c->drop = 0;
+			continue;
+		}
+		act = umc_rmpp_rx_feed(&c->rx, m.mad, &h, c->window, 1 << 24, &o);
+		assert_true(act != UMC_RMPP_RX_ABORT && act != UMC_RMPP_RX_STOP);
+		if (act == UMC_RMPP_RX_ACK || act == UMC_RMPP_RX_DONE) {
+			c->acks++;
+			c->done = act == UMC_RMPP_RX_DONE;
+			ack(f, &h, UMC_RMPP_TYPE_ACK, o.seg_num, o.newwin);
+		}
+	}
+}
+
+static void make_groups(struct fx *f, unsigned n)
+{
+	char mgid[64];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(mgid, sizeof(mgid), "ff12:4001:ffff::%x", 0x100 + i);
+		assert_int_equal(fx_join(f, 1, mgid, UMC_JOIN_FULL), 0);
+	}
+}
+
+static void get_table(struct fx *f, uint64_t tid)
+{
+	struct umc_sm_msg m = request(UMC_SM_SA);
+	uint8_t mad[UMC_MAD_SIZE];
+
+	mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
+	put_be64(mad + 8, tid);
+	m.mad = mad;
+	send_from(f, 0, &m);
+}
+
+static void test_rmpp_transfer(void **state)
+{
+	struct fx *f = *state;
+	struct rx_side c = { .window = 8 };
+	struct umc_mcmember r;
+
+	make_groups(f, 100); /* 101 records: 5656 bytes, 29 segments */
+	c.from = f->nout;
+	get_table(f, 1);
+	assert_int_equal(f->nout - c.from, 1); /* a window of one to start with */
+	assert_int_equal(f->sm->ntxns, 1);
+	pump(f, &c);
+	assert_true(c.done);
+	assert_int_equal(c.rx.total, 101 * UMC_MCMEMBER_STRIDE);
+	/* MGID order: ff12:4001:... before the broadcast group ff12:401b:... */
+	umc_mcmember_decode(c.rx.data, &r);
+	assert_int_equal(r.mlid, 0xC001);
+	umc_mcmember_decode(c.rx.data + 100 * UMC_MCMEMBER_STRIDE, &r);
+	assert_int_equal(r.mlid, 0xC000);
+	assert_int_equal(f->sm->ntxns, 0);	/* the final ACK ended it */
+	assert_int_equal(f->sm->txn_bytes, 0);
+	assert_int_equal(f->sm->cnt.rmpp_segments, 29);
+	assert_int_equal(c.acks, 1 + 28 / 8 + 1);
+	assert_int_equal(f->sm->cnt.rmpp_resends, 0);
+	umc_rmpp_rx_free(&c.rx);
+}
+
+static void test_rmpp_loss(void **state)
+{
+	struct fx *f = *state;
+	struct rx_side c = { .window = 8, .drop = 5 };
+
+	make_groups(f, 100);
+	c.from = f->nout;
+	get_table(f, 1);
+	pump(f, &c); /* segment 5 lost: the ACK for 4 makes 5.. go again */
+	assert_true(c.done);
+	assert_int_equal(f->sm->cnt.rmpp_resends, 1);
+	assert_int_equal(f->sm->ntxns, 0);
+	umc_rmpp_rx_free(&c.rx);
+	/* a transfer nobody ACKs: resent on the timer, then aborted */
+	memset(&c, 0, sizeof(c));
+	c.from = f->nout;
+	get_table(f, 2);
+	for (unsigned i = 0; i <= UMC_SM_RMPP_RETRIES; i++) {
+		f->now += UMC_SM_RMPP_RESEND_MS;
+		umc_sm_tick(f->sm, f->now);
+	}
+	assert_int_equal(f->sm->ntxns, 0);
+	assert_int_equal(f->sm->cnt.rmpp_timeouts, 1);
+	assert_int_equal(f->nout - c.from, 1 + UMC_SM_RMPP_RETRIES + 1); /* seg 1 six times, ABORT */
+	{
+		struct umc_sm_msg m = last(f);
+		struct umc_sa_hdr h;
+
+		umc_sa_hdr_decode(m.mad, UMC_MAD_SIZE, &h);
+		assert_int_equal(h.rmpp.type, UMC_RMPP_TYPE_ABORT);
+		assert_int_equal(h.rmpp.status, UMC_RMPP_STATUS_TMR);
+	}
+}
+
+static void test_rmpp_busy_and_restart(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sa_hdr h;
+	size_t before;
+	uint64_t t;
+
+	make_groups(f, 10);
+	for (t = 1; t <= UMC_SM_RMPP_MAX_PER_PORT; t++)
+		get_table(f, t);
+	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
+	get_table(f, 99);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
+	assert_int_equal(h.mad.method, UMC_SA_METHOD_GET_TABLE_RESP);
+	assert_int_equal(f->sm->cnt.sa_busy, 1);
+	/* the same TID again: that transfer starts over */
+	before = f->nout;
+	get_table(f, 2);
+	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
+	assert_int_equal(f->nout - before, 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.rmpp.seg_num, 1);
+	assert_true(h.mad.tid == 2);
+	/* STOP ends one; the port going away ends the rest */
+	ack(f, &h, UMC_RMPP_TYPE_STOP, 0, 0);
+	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT - 1);
+	assert_int_equal(f->sm->cnt.rmpp_aborted, 1);
+	ack(f, &h, UMC_RMPP_TYPE_ABORT, 0, 0); /* nothing left with that TID */
+	assert_int_equal(f->sm->cnt.rmpp_stale, 1);
+	umc_sm_port_remove(f->sm, f->port[0], "test");
+	f->port[0] = NULL;
+	assert_int_equal(f->sm->ntxns, 0);
+	assert_int_equal(f->sm->txn_bytes, 0);
+}
+
+static void test_rmpp_bad_acks(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sa_hdr h;
+
+	make_groups(f, 10);
+	get_table(f, 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	ack(f, &h, UMC_RMPP_TYPE_ACK, 2, 4); /* segment 2 was never sent */
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.rmpp.type, UMC_RMPP_TYPE_ABORT);
+	assert_int_equal(h.rmpp.status, UMC_RMPP_STATUS_S2B);
+	assert_int_equal(f->sm->ntxns, 0);
+	get_table(f, 2);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 0); /* NewWindowLast below the segment */
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.rmpp.status, UMC_RMPP_STATUS_W2S);
+	assert_int_equal(f->sm->ntxns, 0);
+	assert_int_equal(f->sm->cnt.rmpp_aborted, 2);
+}
+
+/* One lone segment: First|Last, PayloadLength 20 + records, nothing kept. */
+static void test_small_table(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sa_hdr h;
+
+	get_table(f, 5); /* the broadcast group only */
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, 0);
+	assert_int_equal(h.rmpp.flags, UMC_RMPP_FLAG_ACTIVE | UMC_RMPP_FLAG_FIRST | UMC_RMPP_FLAG_LAST);
+	assert_int_equal(h.rmpp.paylen_newwin, 20 + UMC_MCMEMBER_STRIDE);
+	assert_int_equal(h.attr_offset, 7);
+	assert_int_equal(f->sm->ntxns, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_register),	T(test_unknown_port), T(test_lease),
+		T(test_unregister),	T(test_resolve),      T(test_malformed),
+		T(test_rmpp_transfer),	T(test_rmpp_loss),    T(test_rmpp_busy_and_restart),
+		T(test_rmpp_bad_acks), T(test_small_table),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
