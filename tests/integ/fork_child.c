@@ -501,7 +501,11 @@ static bool igmp_member(struct sockaddr_in g)
 	/* The kernel prints the address as the __be32 read as a host integer. */
 	snprintf(want, sizeof(want), "%08X", g.sin_addr.s_addr);
 	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%d %31s", &idx, ifname) == 2) /* "Idx Device : ..." */
+		/*
+		 * "Idx Device : ..." starts the line; group lines start with tabs,
+		 * and one like "010000E0" would also scan as "%d %s".
+		 */
+		if (line[0] != '\t' && sscanf(line, "%d %31s", &idx, ifname) == 2)
 			lo = strcmp(ifname, "lo") == 0;
 		else if (lo && strstr(line, want))
 			found = true;
