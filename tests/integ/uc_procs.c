@@ -605,6 +605,24 @@ static void cmd_quiet(int q, int ms)
 	agent_reply("ok quiet");
 }
 
+/* The device's counters by name. */
+static const struct {
+	const char *name;
+	size_t off;
+} cnt_names[] = {
+#define CNT_NAME(n) {#n, offsetof(struct umc_counters, n)},
+	UMC_COUNTERS(CNT_NAME)
+#undef CNT_NAME
+};
+
+static unsigned long cnt_get(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cnt_names) / sizeof(cnt_names[0]); i++)
+		if (!strcmp(cnt_names[i].name, name))
+			return atomic_load((atomic_ulong *)((char *)&ua.dev->cnt + cnt_names[i].off));
+	return (unsigned long)-1;
+}
+
 static void cmd_counters(void)
 {
 	const struct umc_counters *c = &ua.dev->cnt;
@@ -622,6 +640,42 @@ static void cmd_counters(void)
 		    atomic_load(&c->uc_forwarded), atomic_load(&c->uc_fwd_dropped),
 		    atomic_load(&c->uc_qpn_taken), ua.q[0].served, ua.q[1].served, ua.bad,
 		    ua.bad ? ua.why : "-");
+}
+
+/* waitcnt NAME MIN: until counter NAME is at least MIN (a bound of WAIT_MS); then as counters. */
+static void cmd_waitcnt(const char *name, unsigned long min)
+{
+	uint64_t deadline = agent_now_ms() + WAIT_MS;
+
+	while (cnt_get(name) < min || cnt_get(name) == (unsigned long)-1) {
+		if (agent_now_ms() > deadline) {
+			agent_reply("fail %s is %lu, not %lu, after %d ms", name, cnt_get(name), min,
+				    WAIT_MS);
+			return;
+		}
+		umc_progress(ua.dev, true);
+		service(-1);
+		poll(NULL, 0, 2);
+	}
+	cmd_counters();
+}
+
+/* clients N: until this process's demultiplexer (of GID 0) has N processes registered. */
+static void cmd_clients(int n)
+{
+	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	struct umc_roce_uc_info in;
+
+	do {
+		umc_roce_uc_sync(ua.dev, &in, 2000);
+		if (in.leading && in.clients == n) {
+			agent_reply("ok clients=%d steering=%d", in.clients, in.steering);
+			return;
+		}
+		service(-1);
+		poll(NULL, 0, 2);
+	} while (agent_now_ms() < deadline);
+	agent_reply("fail %d processes registered, not %d (leading %d)", in.clients, n, in.leading);
 }
 
 /*
@@ -689,7 +743,10 @@ static int agent_main(void *arg, int cmd)
 			continue;
 		if (!agent_read_line(cmd, line, sizeof(line), AGENT_CMD_MS))
 			return 2;
-		if (sscanf(line, "serve %u", &a) == 1 && a < NQP) {
+		if (sscanf(line, "unserve %u", &a) == 1 && a < NQP) {
+			ua.q[a].serving = false;
+			agent_reply("ok not serving");
+		} else if (sscanf(line, "serve %u", &a) == 1 && a < NQP) {
 			ua.q[a].serving = true;
 			ua.q[a].raw = strstr(line, "raw") != NULL;
 			agent_reply("ok serving");
@@ -705,6 +762,10 @@ static int agent_main(void *arg, int cmd)
 			cmd_recv((int)a, b, s, c);
 		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < NQP) {
 			cmd_quiet((int)a, (int)b);
+		} else if (sscanf(line, "waitcnt %63s %u", s, &a) == 2) {
+			cmd_waitcnt(s, a);
+		} else if (sscanf(line, "clients %u", &a) == 1) {
+			cmd_clients((int)a);
 		} else if (sscanf(line, "ucsync %u", &a) == 1) {
 			cmd_ucsync((pid_t)a);
 		} else if (sscanf(line, "grh %u %u", &a, &b) == 2 && a < NQP) {
@@ -733,6 +794,17 @@ static int agent_main(void *arg, int cmd)
 
 /* ------------------------------------------------------------------------- */
 /* Orchestrator.                                                             */
+
+/*
+ * By default the demultiplexer steers each datagram straight to its
+ * owner's socket; UMC_UC_STEER=0 makes it pass every one on itself.
+ */
+static bool steering(void)
+{
+	const char *e = getenv("UMC_UC_STEER");
+
+	return !e || *e != '0';
+}
 
 struct peer {
 	struct agent ag;
@@ -836,8 +908,8 @@ static void scenario_pingpong(void)
 		expect_counter(all[i], "rx_delivered", N);
 		expect_counter(all[i], "rx_no_qp", 0);
 		expect_counter(all[i], "uc_qpn_taken", 0);
-		/* The demultiplexer passed on every datagram, the others none. */
-		expect_counter(all[i], "uc_forwarded", i == 0 ? 4 * N : 0);
+		/* Steered, nobody passed any on; else the demultiplexer all of them. */
+		expect_counter(all[i], "uc_forwarded", i == 0 && !steering() ? 4 * N : 0);
 	}
 	expect_counter(&c, "served1", N);
 	expect_counter(&c, "served0", 0);
@@ -884,22 +956,22 @@ static void scenario_noqp(void)
 	agent_cmd(&b.ag, "ucsync 0");
 	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 %d", c.arg.addr, NOBODY, QKEY, K);
 	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 %d", c.arg.addr, 0xffffff, QKEY, G);
-	/* A marker after them: once C has it, A has handled everything before. */
-	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 1", c.arg.addr, c.q[0], QKEY);
-	agent_cmd(&c.ag, "recv 0 1 %s %x", b.arg.addr, b.q[0]);
+	/* All of them end at the demultiplexer, counted there, delivered nowhere. */
+	agent_cmd(&a.ag, "waitcnt rx_no_qp %d", K);
+	agent_cmd(&a.ag, "waitcnt rx_no_group %d", G);
 	expect_counter(&a, "rx_no_qp", K);
 	expect_counter(&a, "rx_no_group", G);
-	expect_counter(&a, "uc_forwarded", 1);
+	expect_counter(&a, "uc_forwarded", 0);
 	expect_counter(&a, "rx_packets", 0);
 	expect_counter(&b, "rx_packets", 0);
-	expect_counter(&c, "rx_packets", 1);
+	expect_counter(&c, "rx_packets", 0);
 	expect_counter(&c, "rx_no_qp", 0);
 	agent_finish(&c.ag);
 	agent_finish(&b.ag);
 	agent_finish(&a.ag);
 }
 
-/* B sends C a marker on B.q1 -> C.q0: once C has it, A has handled all that came before. */
+/* B sends C a marker on B.q1 -> C.q0, which C receives (in order). */
 static void marker(struct peer *b, struct peer *c)
 {
 	agent_cmd(&b->ag, "send 1 %s %x %d 0 %x %u 1", c->arg.addr, c->q[0], c->arg.id, QKEY,
@@ -910,7 +982,7 @@ static void marker(struct peer *b, struct peer *c)
 static void scenario_kill(void)
 {
 	enum { N = 50, NMID = 200, K = 4 };
-	struct peer a, b, c, d, e;
+	struct peer a, b, c, d, e, f;
 	unsigned long noqp;
 	char dead[16];
 
@@ -922,25 +994,29 @@ static void scenario_kill(void)
 	ping_start(&b, 0, &c, 1, N, 0);
 	ping_done(&b, N, true);
 
-	/* D dies in the middle of its own ping-pong with C. */
+	/* D dies in the middle of its own ping-pong with C (C stops answering first). */
 	ping_start(&d, 0, &c, 1, 1000000, 0);
 	agent_cmd(&c.ag, "counters"); /* C is serving D meanwhile */
+	agent_cmd(&c.ag, "unserve 1");
 	agent_kill(&d.ag);
-	/*
-	 * Two markers: C has answered all D sent, then A has handled those
-	 * answers (counted rx_no_qp, D is gone).
-	 */
-	marker(&b, &c);
-	marker(&b, &c);
+	agent_cmd(&a.ag, "clients 3"); /* A dropped D: what D had not read is counted */
 	noqp = counter(&a, "rx_no_qp");
 	/* D's QPNs no longer receive: the demultiplexer counts what comes for them. */
 	agent_cmd(&b.ag, "send 1 %s %x 3 0 %x 0 %d", d.arg.addr, d.q[0], QKEY, K);
 	agent_cmd(&b.ag, "send 1 %s %x 3 1 %x 0 %d", d.arg.addr, d.q[1], QKEY, K);
-	marker(&b, &c);
-	agent_expect_eq("A rx_no_qp for dead D", counter(&a, "rx_no_qp") - noqp, 2 * K);
-	/* The others keep going. */
+	agent_cmd(&a.ag, "waitcnt rx_no_qp %lu", noqp + 2 * K);
+	agent_expect_eq("A rx_no_qp for dead D", agent_field(&a.ag, "rx_no_qp") - noqp, 2 * K);
+	/* The others keep going; a newcomer (on D's socket, if steering) receives. */
+	agent_cmd(&c.ag, "serve 1");
 	ping_start(&b, 0, &c, 1, N, 0);
 	ping_done(&b, N, true);
+	if (!start(&f, 5, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&f.ag, "ucsync 0");
+	ping_start(&f, 1, &c, 1, N, 0);
+	ping_done(&f, N, true);
+	marker(&f, &c);
+	expect_clean(&f);
 
 	/* Now the demultiplexer dies while B and C ping-pong: the ping-pong completes. */
 	ping_start(&b, 0, &c, 1, NMID, 200);
@@ -952,8 +1028,8 @@ static void scenario_kill(void)
 	unsigned long lb = agent_field(&b.ag, "leader"), lc = agent_field(&c.ag, "leader");
 
 	agent_expect_eq("B and C see one demultiplexer", lb, lc);
-	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid) {
-		printf("FAIL: the new demultiplexer %lu is neither B nor C\n", lb);
+	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid && lb != (unsigned long)f.pid) {
+		printf("FAIL: the new demultiplexer %lu is none of the survivors B, C, F\n", lb);
 		agent_failures++;
 	}
 	/* Everything works again, for the survivors and for a newcomer. */
@@ -973,6 +1049,7 @@ static void scenario_kill(void)
 	expect_clean(&b);
 	expect_clean(&c);
 	agent_finish(&e.ag);
+	agent_finish(&f.ag);
 	agent_finish(&c.ag);
 	agent_finish(&b.ag);
 }
@@ -1024,8 +1101,8 @@ static void scenario_netns(char **argv)
 		expect_clean(all[i]);
 		expect_counter(all[i], "rx_delivered", N);
 		expect_counter(all[i], "rx_no_qp", 0);
-		/* Each host's demultiplexer passes on what arrives there: 2N. */
-		expect_counter(all[i], "uc_forwarded", i < 2 ? 2 * N : 0);
+		/* Each host's demultiplexer steers (or passes on) what arrives there: 2N. */
+		expect_counter(all[i], "uc_forwarded", i < 2 && !steering() ? 2 * N : 0);
 	}
 	for (int i = 3; i >= 0; i--)
 		agent_finish(&all[i]->ag);
@@ -1283,6 +1360,7 @@ static void scenario_rxe(char **argv)
 	/* rxe's IDs are not 0: every one was solved from the ICRC, none was refused. */
 	expect_counter(&h, "rx_icrc_id_solved", REPLAY_MAX);
 	expect_counter(&h, "rx_delivered", REPLAY_MAX);
+	expect_counter(&h, "uc_forwarded", steering() ? 0 : REPLAY_MAX);
 	expect_clean(&h);
 	agent_finish(&rxe);
 	agent_finish(&h.ag);

@@ -32,25 +32,42 @@ struct roce_port {
 	struct roce_uc *uc; /* unicast reception, made with the first QP (ucast.c) */
 };
 
+static inline struct roce_port *to_roce_port(struct umc_device *dev)
+{
+	return container_of(dev, struct roce_port, dev);
+}
+
+/* What a receive endpoint of a port reads. */
+enum roce_ep_kind {
+	ROCE_EP_GROUP,	  /* a group's socket, bound to group:4791 */
+	ROCE_EP_UC_INPUT, /* datagrams the demultiplexer passed on, behind a roce_uc_fwd */
+	ROCE_EP_UC_SOCK,  /* the port's own socket of addr:4791's reuseport group (steered) */
+	ROCE_EP_UC_SET,	  /* an epoll of the port's UC_INPUT and UC_SOCK endpoints */
+};
+
 /*
- * A receive endpoint of a port, registered with the core's engine: the
- * socket of a group (bound to group:4791), or, with @mcg NULL, the port's
- * unicast input, where the host's demultiplexer passes on the datagrams
- * for this process's QPNs (ucast.c), each behind a struct roce_uc_fwd.
+ * A receive endpoint of a port: a group's, registered with the core's
+ * engine, or one of the port's unicast ones, which wait in the epoll of
+ * its one ROCE_EP_UC_SET endpoint (ucast.c makes them).
  */
 struct roce_ep {
 	struct umc_rx_ep ep;
-	struct umc_mcg *mcg;
+	enum roce_ep_kind kind;
+	struct umc_mcg *mcg; /* ROCE_EP_GROUP */
+	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
 };
 
 /*
  * What the demultiplexer puts in front of a unicast datagram it passes on:
  * the IP/UDP context only the owner of the UDP socket saw, which the
  * receiver needs for the ICRC and the GRH.  Host byte order except the
- * addresses (network order, IPv4 in the first 4 bytes).
+ * addresses (network order, IPv4 in the first 4 bytes).  family
+ * ROCE_UC_FWD_STEER marks no datagram but the hand-over, with SCM_RIGHTS,
+ * of the port's socket of dst:4791's reuseport group (reserved then holds
+ * dst's family, 4 or 6).
  */
 struct roce_uc_fwd {
-	uint8_t family; /* 4 or 6 */
+	uint8_t family; /* 4 or 6, or ROCE_UC_FWD_STEER */
 	uint8_t tclass;
 	uint8_t hop_limit;
 	uint8_t reserved;
@@ -61,10 +78,7 @@ struct roce_uc_fwd {
 	uint8_t dst[16];
 };
 
-static inline struct roce_port *to_roce_port(struct umc_device *dev)
-{
-	return container_of(dev, struct roce_port, dev);
-}
+enum { ROCE_UC_FWD_STEER = 0xff };
 
 /* An AH: where a datagram goes and the IP context its ICRC covers. */
 struct roce_ah {
@@ -155,6 +169,16 @@ int roce_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
 int roce_uc_qp_add(struct roce_qp *qp);
 /* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */
 void roce_uc_qp_del(struct roce_qp *qp);
+/*
+ * roce_uc_steer_attach - the demultiplexer of address @dst (a
+ * roce_uc_fwd's, IPv4 in 4 bytes when @family is 4) handed this port @fd,
+ * its socket of the reuseport group of @dst:4791: receive from it (a
+ * ROCE_EP_UC_SOCK endpoint in the port's unicast set), in place of the one
+ * an earlier demultiplexer handed over.  A descriptor that is not such a
+ * socket is closed.  Context: dev->rx_lock held (the engine, reading the
+ * unicast input).
+ */
+void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_t *dst);
 
 /* ------------------------------------------------------------------------- */
 /* What the CM's RoCE join needs of a port (cm/roce.c).                      */
@@ -188,6 +212,8 @@ struct umc_roce_uc_info {
 	int leading;	  /* ... whose demultiplexer is this process */
 	pid_t leader_pid; /* the demultiplexer of GID index 0, or 0 */
 	bool port_held;	  /* ... and it holds addr:4791 */
+	bool steering;	  /* ... steers by DestQP (this process leading it: else unknown) */
+	int clients;	  /* ... the processes registered with it (this process leading it) */
 };
 
 /*

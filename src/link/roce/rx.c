@@ -28,6 +28,7 @@
  * 32 bits.
  */
 #include <errno.h>
+#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +105,7 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 
 	if (!rm)
 		return -ENOMEM;
+	rm->kind = ROCE_EP_GROUP;
 	rm->mcg = mcg;
 	rm->ep.fd = roce_mcg_socket(dev, &mcg->mgid);
 	if (rm->ep.fd < 0) {
@@ -169,13 +171,14 @@ struct roce_rx {
 	struct mmsghdr uc_msg[UMC_RX_BATCH];
 	struct iovec uc_iov[UMC_RX_BATCH][2];
 	struct roce_uc_fwd uc_fwd[UMC_RX_BATCH];
+	uint64_t uc_cmsg[UMC_RX_BATCH][4]; /* a steered socket handed over (SCM_RIGHTS) */
 	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
-/* Make receive slots [0, n) ready for recvmmsg() again. */
-static void roce_rx_reset(struct roce_rx *rx, int n)
+/* Make receive slots [base, base + n) ready for recvmmsg() again. */
+static void roce_rx_reset(struct roce_rx *rx, int base, int n)
 {
-	for (int i = 0; i < n; i++) {
+	for (int i = base; i < base + n; i++) {
 		struct msghdr *mh = &rx->msg[i].msg_hdr;
 
 		mh->msg_name = &rx->name[i];
@@ -183,7 +186,10 @@ static void roce_rx_reset(struct roce_rx *rx, int n)
 		mh->msg_control = rx->cmsg[i];
 		mh->msg_controllen = sizeof(rx->cmsg[i]);
 		mh->msg_flags = 0;
-		rx->uc_msg[i].msg_hdr.msg_flags = 0;
+		mh = &rx->uc_msg[i].msg_hdr;
+		mh->msg_control = rx->uc_cmsg[i];
+		mh->msg_controllen = sizeof(rx->uc_cmsg[i]);
+		mh->msg_flags = 0;
 	}
 }
 
@@ -205,7 +211,7 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 		rx->uc_msg[i].msg_hdr.msg_iov = rx->uc_iov[i];
 		rx->uc_msg[i].msg_hdr.msg_iovlen = 2;
 	}
-	roce_rx_reset(rx, UMC_RX_BATCH);
+	roce_rx_reset(rx, 0, UMC_RX_BATCH);
 	rp->rx = rx;
 	return rx;
 }
@@ -266,20 +272,24 @@ unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip)
 }
 
 /*
- * Fill the IP context of a datagram received on @mcg's socket from its name
- * and control messages; returns the interface it arrived on.
+ * Fill the IP context of a datagram received on endpoint @rm (a group's
+ * socket or a steered unicast one) from its name and control messages;
+ * returns the interface it arrived on (a unicast socket's: the port's).
  */
-static unsigned roce_rx_ctx(struct roce_port *rp, const struct umc_mcg *mcg, struct msghdr *mh,
+static unsigned roce_rx_ctx(struct roce_port *rp, const struct roce_ep *rm, struct msghdr *mh,
 			    struct umc_ip_ctx *ip)
 {
 	unsigned ifindex;
 
 	memset(ip, 0, sizeof(*ip));
-	/* The socket is bound to the group address (IP_PKTINFO, when asked for, says the same) ... */
-	umc_gid_to_ip(&mcg->mgid, ip->dst);
+	/* The socket is bound to the address (IP_PKTINFO, when asked for, says the same) ... */
+	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->mcg->mgid : &rm->dst, ip->dst);
 	ifindex = roce_rx_cmsg(mh, ip);
-	/* ... and to the interface, unless IP_PKTINFO says where it arrived. */
-	return ifindex ? ifindex : rp->ifindex;
+	/*
+	 * ... and a group's to the interface, unless IP_PKTINFO says where it
+	 * arrived.  A unicast address names the port wherever it arrived.
+	 */
+	return ifindex && rm->kind == ROCE_EP_GROUP ? ifindex : rp->ifindex;
 }
 
 /*
@@ -340,8 +350,11 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8
 	return true;
 }
 
-/* Check one datagram of a group socket; fill @pkt and return true if it is to be delivered. */
-static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghdr *m,
+/*
+ * Check one datagram of a group's or a steered unicast socket; fill @pkt
+ * and return true if it is to be delivered.
+ */
+static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct mmsghdr *m,
 			struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
@@ -352,19 +365,44 @@ static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghd
 		CNT(dev, rx_too_long);
 		return false;
 	}
-	if (umc_unlikely(roce_rx_ctx(rp, mcg, &m->msg_hdr, &ip) != rp->ifindex)) {
+	if (umc_unlikely(roce_rx_ctx(rp, rm, &m->msg_hdr, &ip) != rp->ifindex)) {
 		/* Another interface's copy: that interface's device takes it. */
 		CNT(dev, rx_other_if);
 		return false;
 	}
-	return roce_rx_check(rp, mcg, m->msg_hdr.msg_iov->iov_base, m->msg_len, &ip, pkt);
+	return roce_rx_check(rp, rm->mcg, m->msg_hdr.msg_iov->iov_base, m->msg_len, &ip, pkt);
 }
 
-/* Check one datagram the demultiplexer passed on; as roce_rx_one. */
+/* The first descriptor of an SCM_RIGHTS message (-1 if none); any others are closed. */
+static int roce_rx_take_fd(struct msghdr *mh)
+{
+	int keep = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+			if (keep < 0)
+				keep = fd;
+			else
+				close(fd);
+		}
+	}
+	return keep;
+}
+
+/*
+ * Check one datagram the demultiplexer passed on; as roce_rx_one.  A
+ * hand-over of a steered socket is taken, not delivered.
+ */
 static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct roce_uc_fwd *f,
 			   struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
+	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_rx_take_fd(&m->msg_hdr) : -1;
 	struct umc_ip_ctx ip = {
 		.family = f->family,
 		.sport = f->sport,
@@ -375,6 +413,13 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 		.flow_label = f->flow_label,
 	};
 
+	if (umc_unlikely(fd >= 0)) {
+		if (m->msg_len == sizeof(*f) && f->family == ROCE_UC_FWD_STEER)
+			roce_uc_steer_attach(rp, fd, f->reserved, f->dst);
+		else
+			close(fd);
+		return false;
+	}
 	CNT(dev, rx_packets);
 	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 		CNT(dev, rx_too_long);
@@ -390,34 +435,63 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 			     pkt);
 }
 
+/*
+ * Read up to @max datagrams of one socket endpoint @rm into receive slots
+ * @base.. and the packets they give into @pkts; *@used: the slots taken.
+ * Returns the packets; sets *@more when the socket may hold more.
+ */
+static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct roce_ep *rm,
+			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more)
+{
+	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->msg) + base;
+	int n, out = 0;
+
+	do
+		n = recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+	while (n < 0 && errno == EINTR);
+	*used = n > 0 ? n : 0;
+	if (n <= 0)
+		return 0;
+	*more |= n == max;
+	for (int i = 0; i < n; i++) {
+		bool ok = rm->kind == ROCE_EP_UC_INPUT
+				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i], &pkts[out])
+				  : roce_rx_one(rp, rm, &msg[i], &pkts[out]);
+
+		out += ok;
+	}
+	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
+	roce_rx_reset(rx, base, n);
+	return out;
+}
+
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more)
 {
 	struct roce_port *rp = to_roce_port(dev);
 	struct roce_ep *rm = container_of(ep, struct roce_ep, ep);
 	struct roce_rx *rx = roce_rx_get(rp);
-	struct mmsghdr *msg;
-	int n, out = 0;
+	struct epoll_event ev[4];
+	int n, used, slot = 0, out = 0;
 
 	*more = false;
 	if (umc_unlikely(!rx))
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
-	msg = rm->mcg ? rx->msg : rx->uc_msg;
-	do
-		n = recvmmsg(ep->fd, msg, (unsigned)max, MSG_DONTWAIT, NULL);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return 0;
-	*more = n == max;
-	for (int i = 0; i < n; i++) {
-		bool ok = rm->mcg ? roce_rx_one(rp, rm->mcg, &msg[i], &pkts[out])
-				  : roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[i], &pkts[out]);
-
-		out += ok;
+	if (umc_likely(rm->kind != ROCE_EP_UC_SET))
+		return roce_rx_read(rp, rx, rm, 0, pkts, max, &used, more);
+	/*
+	 * The port's unicast sockets that are ready.  The packets of a burst
+	 * point into the receive slots until the next burst, so each read
+	 * takes the slots after the previous read's.
+	 */
+	n = epoll_wait(ep->fd, ev, 4, 0);
+	for (int i = 0; i < n && slot < max; i++) {
+		out += roce_rx_read(rp, rx, ev[i].data.ptr, slot, pkts + out, max - slot, &used,
+				    more);
+		slot += used;
 	}
-	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
-	roce_rx_reset(rx, n);
+	*more |= n == 4 || slot == max;
 	return out;
 }

@@ -62,11 +62,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/un.h>
@@ -128,6 +130,7 @@ struct uc_client {
 	struct uc_leader *lead;
 	int ctl;  /* the connection; -1 once dropped */
 	int data; /* its forwarding socket (HELLO), -1 before */
+	int sidx; /* its socket in the reuseport group (steering), or -1 */
 	pid_t pid;
 	struct uc_client *dead_next; /* dropped, freed after the agent's round */
 };
@@ -143,7 +146,8 @@ struct uc_dom;
 struct uc_leader {
 	struct uc_dom *dom;
 	int lfd; /* the listener, bound to the name */
-	int udp; /* addr:4791, -1 until bound */
+	int udp; /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
+	bool steer; /* the reuseport group of addr:4791 is this process's: cBPF steers DestQP */
 	struct uc_tag tag_l, tag_u;
 	uint64_t bind_at; /* next attempt at addr:4791 (monotonic ms) */
 	unsigned bind_fails;
@@ -152,6 +156,10 @@ struct uc_leader {
 	struct uc_client *dead;
 	struct uc_slot *tab; /* QPN -> client, linear probing */
 	uint32_t tmask, tshift, tcount;
+	int *socks; /* steering: the group in index order ([0] = udp); never closed */
+	int nsock, sockcap;
+	int *spare; /* indices whose process is gone, drained, for the next one */
+	int nspare;
 	struct roce_uc_fwd fwd0; /* the template: destination = the address */
 	/* One batch: datagrams in, then runs of them out per owner. */
 	struct mmsghdr rmsg[UMC_RX_BATCH];
@@ -180,6 +188,8 @@ struct uc_dom {
 	pid_t leader_pid;
 	bool leader_port; /* its last answer said it holds addr:4791 */
 	bool proto_warned;
+	pthread_mutex_t steer_lock; /* steer_ep: the engine replaces it, the agent revokes it */
+	struct roce_ep *steer_ep;   /* the group socket the demultiplexer handed this port */
 	atomic_bool reconnect;		/* lost: the agent reconnects */
 	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
 	struct uc_dom *next;		/* uc_ag.doms */
@@ -187,7 +197,9 @@ struct uc_dom {
 
 /* A port's unicast reception. */
 struct roce_uc {
-	struct roce_ep ep; /* the input: forwarded datagrams, polled by the engine */
+	struct roce_ep set; /* the engine's one endpoint: an epoll of the two below */
+	struct roce_ep ep;  /* the input: forwarded datagrams and steered sockets handed over */
+	struct roce_ep *retired; /* a replaced steered socket's endpoint (fd -1), freed later */
 	int data_tx;	   /* its peer, handed to each demultiplexer */
 	struct roce_port *rp;
 	pthread_mutex_t qset_lock;
@@ -344,6 +356,230 @@ static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client
 }
 
 /* ------------------------------------------------------------------------- */
+/* The demultiplexer: steering DestQP with SO_REUSEPORT and classic BPF.     */
+
+/*
+ * The demultiplexer makes every socket of addr:4791's reuseport group
+ * itself, binding the first (index 0, its own, the catch-all) only when
+ * nobody holds the port, so the group is new and its order is the order of
+ * creation.  It keeps each socket open for as long as it lives, so none
+ * ever leaves the group and no index moves (a socket that leaves is
+ * replaced by the last one).  Each registered process gets one of them
+ * (SCM_RIGHTS, through its own input) and reads it with its own receive
+ * engine; a classic BPF program attached to the group (no privilege
+ * needed) maps DestQP to the index of the owner's socket, and everything
+ * else to index 0.  The program sees the UDP payload: the kernel moves the
+ * data pointer past the UDP header before running it.  It is rebuilt and
+ * attached before a claim is answered.  When a process goes, its socket is
+ * drained and kept for the next process.  When the demultiplexer goes, its
+ * references close and every process closes its own socket on the hang-up,
+ * so the next demultiplexer finds the port free once they all have.
+ */
+
+static bool uc_steer_wanted(void)
+{
+	const char *e = getenv("UMC_UC_STEER");
+
+	return !e || *e != '0';
+}
+
+/* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
+static int uc_port_socket(const struct uc_dom *d, bool group)
+{
+	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
+
+	if (fd < 0)
+		return fd;
+	umc_fd_own(fd, false);
+	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
+	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
+	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
+		ret = -errno;
+	if (ret) {
+		umc_fd_close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+struct uc_run {
+	uint32_t lo, hi; /* consecutive QPNs of one owner */
+	uint32_t idx;
+};
+
+static int uc_run_cmp(const void *a, const void *b)
+{
+	const struct uc_run *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * Build and attach the program from the QPN table: A = word 4 of the UDP
+ * payload & 0xffffff (BTH DestQP); for each run of an owner's consecutive
+ * QPNs "A >= lo && A <= hi: return its index"; else return 0.  Runs that do
+ * not fit in BPF_MAXINSNS go through index 0 (forwarded).  Returns 0, or
+ * -errno when the kernel refused the program (the last one stays).
+ */
+static int uc_steer_program(struct uc_leader *l)
+{
+	enum { MAX_RUNS = (BPF_MAXINSNS - 3) / 3 };
+	struct sock_filter *f = malloc(BPF_MAXINSNS * sizeof(*f));
+	struct uc_run *r = malloc((l->tcount + 1) * sizeof(*r));
+	int n = 0, m = 0, k = 0, ret = -ENOMEM;
+
+	if (!f || !r)
+		goto out;
+	for (uint32_t i = 0; i <= l->tmask; i++)
+		if (l->tab[i].cl && l->tab[i].cl->sidx > 0)
+			r[n++] = (struct uc_run){l->tab[i].qpn, l->tab[i].qpn,
+						 (uint32_t)l->tab[i].cl->sidx};
+	qsort(r, (size_t)n, sizeof(*r), uc_run_cmp);
+	for (int i = 0; i < n; i++) {
+		if (m && r[m - 1].idx == r[i].idx && r[m - 1].hi + 1 == r[i].lo)
+			r[m - 1].hi = r[i].lo;
+		else
+			r[m++] = r[i];
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
+	for (int i = 0; i < m && i < MAX_RUNS; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, r[i].lo, 0, 2);
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, r[i].hi, 1, 0);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, r[i].idx);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+
+	struct sock_fprog fp;
+
+	memset(&fp, 0, sizeof(fp)); /* its padding goes to the kernel too */
+	fp.len = (unsigned short)k;
+	fp.filter = f;
+
+	ret = setsockopt(l->udp, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) ? -errno : 0;
+out:
+	free(f);
+	free(r);
+	return ret;
+}
+
+/* What a group socket of a process that went still holds: not for anybody now. */
+static void uc_steer_drain(struct uc_leader *l, int fd)
+{
+	char b;
+
+	while (recv(fd, &b, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		CNT(&l->dom->uc->rp->dev, rx_no_qp);
+}
+
+/* Give @cl a socket of the group, through its input.  Without one its datagrams are forwarded. */
+static void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+{
+	struct roce_uc_fwd f = {.family = ROCE_UC_FWD_STEER, .reserved = l->fwd0.family};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {&f, sizeof(f)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+			    .msg_controllen = sizeof(cb.b)};
+	struct cmsghdr *c;
+	int idx;
+
+	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
+		return;
+	if (l->nspare) {
+		idx = l->spare[--l->nspare];
+		uc_steer_drain(l, l->socks[idx]);
+	} else {
+		int fd;
+
+		if (l->nsock == l->sockcap) {
+			int cap = 2 * l->sockcap;
+			int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
+			int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
+
+			if (grown)
+				l->socks = grown;
+			if (!sp)
+				return;
+			l->spare = sp;
+			l->sockcap = cap;
+		}
+		fd = uc_port_socket(l->dom, true);
+		if (fd < 0)
+			return;
+		idx = l->nsock;
+		l->socks[l->nsock++] = fd;
+	}
+	memcpy(f.dst, l->fwd0.dst, sizeof(f.dst));
+	memset(&cb, 0, sizeof(cb));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &l->socks[idx], sizeof(int));
+	if (sendmsg(cl->data, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(f))
+		cl->sidx = idx;
+	else
+		l->spare[l->nspare++] = idx;
+}
+
+/*
+ * Take addr:4791 as index 0 of a new reuseport group (the port must be
+ * free: a group some other socket is in has an order that is not ours),
+ * with a program that sends everything there.  Returns the socket, or
+ * -errno (-EADDRINUSE: not free yet).
+ */
+static int uc_steer_start(struct uc_leader *l)
+{
+	int fd = uc_port_socket(l->dom, false);
+
+	if (fd < 0)
+		return fd;
+	umc_fd_close(fd); /* free; nobody else binds it: only a demultiplexer does */
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return fd;
+	l->socks = malloc(8 * sizeof(*l->socks));
+	l->spare = malloc(8 * sizeof(*l->spare));
+	l->sockcap = 8;
+	l->udp = fd;
+	if (!l->socks || !l->spare || uc_steer_program(l)) {
+		/* Alone in its group the socket gets everything anyway: forward all. */
+		free(l->socks);
+		free(l->spare);
+		l->socks = l->spare = NULL;
+		l->sockcap = 0;
+		return fd;
+	}
+	l->socks[0] = fd;
+	l->nsock = 1;
+	l->steer = true;
+	return fd;
+}
+
+/*
+ * This process's socket of @d's group: the engine no longer reads it (the
+ * descriptor now names an unbound socket), so once every process has let
+ * go of its own the next demultiplexer finds the port free.  Context: the
+ * agent, on the hang-up of @d's demultiplexer.
+ */
+static void uc_dom_steer_drop(struct uc_dom *d)
+{
+	pthread_mutex_lock(&d->steer_lock);
+	if (d->steer_ep) {
+		int dummy = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (dummy >= 0) {
+			dup3(dummy, d->steer_ep->ep.fd, O_CLOEXEC);
+			close(dummy);
+		}
+	}
+	pthread_mutex_unlock(&d->steer_lock);
+}
+
+/* ------------------------------------------------------------------------- */
 /* The demultiplexer: clients.                                               */
 
 static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
@@ -360,6 +596,12 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	for (uint32_t i = 0; i <= l->tmask; i++)
 		while (l->tab[i].cl == cl)
 			uc_tab_del_at(l, i);
+	if (cl->sidx > 0) {
+		uc_steer_program(l);
+		uc_steer_drain(l, l->socks[cl->sidx]);
+		l->spare[l->nspare++] = cl->sidx;
+		cl->sidx = -1;
+	}
 	for (int i = 0; i < l->ncl; i++) {
 		if (l->cl[i] == cl) {
 			l->cl[i] = l->cl[--l->ncl];
@@ -405,6 +647,7 @@ static void uc_lead_accept(struct uc_leader *l)
 		cl->lead = l;
 		cl->ctl = fd;
 		cl->data = -1;
+		cl->sidx = -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
 			cl->pid = cred.pid;
 		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
@@ -451,6 +694,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 			umc_fd_close(cl->data);
 		cl->data = *fd;
 		*fd = -1;
+		uc_steer_give(l, cl);
 		break;
 	case UC_CLAIM:
 		for (int i = 0; i < m->count; i++) {
@@ -471,10 +715,15 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 				r.qpn[r.count++] = q;
 			}
 		}
+		/* Steered before the answer: whoever learns the QPN from us finds it. */
+		if (m->count && cl->sidx > 0)
+			uc_steer_program(l);
 		break;
 	case UC_RELEASE:
 		for (int i = 0; i < m->count; i++)
 			uc_tab_del(l, m->qpn[i], cl);
+		if (m->count && cl->sidx > 0)
+			uc_steer_program(l);
 		break;
 	default:
 		r.status = -EINVAL;
@@ -679,19 +928,17 @@ static void uc_lead_forward(struct uc_leader *l)
 /* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
 static void uc_lead_bind(struct uc_leader *l)
 {
-	struct uc_dom *d = l->dom;
-	bool v4 = d->addr.ss_family == AF_INET;
-	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
 
-	umc_fd_own(fd, false);
-	if (fd >= 0 && !roce_rx_sockopts(fd, v4, false) &&
-	    !bind(fd, (struct sockaddr *)&d->addr, d->addr_len) &&
-	    !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
+	if (fd >= 0 && !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
 		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
 		return;
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
 		umc_fd_close(fd);
+		l->udp = -1;
+		l->steer = false;
+	}
 	l->bind_fails++;
 	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
 					    ? UMC_UC_RETRY_MS
@@ -802,8 +1049,12 @@ static void uc_dom_lost(struct uc_dom *d)
 	uc_agent_wake();
 }
 
-/* Note an answer (ours or one to an earlier request nobody waited for). */
-static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len)
+/*
+ * Note an answer: to the request being waited for (@awaited: its caller
+ * counts a refusal), or to an earlier one nobody waited for (a refused
+ * QPN is counted here: a registration sent again after a hand-over).
+ */
+static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len, bool awaited)
 {
 	if (r->status == -EPROTONOSUPPORT) {
 		if (!d->proto_warned)
@@ -818,24 +1069,19 @@ static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len)
 		return;
 	d->leader_pid = (pid_t)r->pid;
 	d->leader_port = r->flags & UC_F_PORT;
-	if (r->status == -EADDRINUSE)
+	if (r->status == -EADDRINUSE && !awaited)
 		CNTN(&d->uc->rp->dev, uc_qpn_taken, r->count);
 }
 
 /*
- * A request and its answer.  Returns the answer's status, -ETIMEDOUT (the
- * request stands), or -ENOTCONN (the connection was lost: the agent
- * registers everything again).  Context: d->ctl_lock held, d->ctl >= 0.
+ * Wait until @deadline for the answer to request @seq.  Returns its status,
+ * -ETIMEDOUT (the request stands), or -ENOTCONN (the connection was lost:
+ * the agent registers everything again).  Context: d->ctl_lock held.
  */
-static int uc_dom_call(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int timeout_ms)
+static int uc_dom_wait(struct uc_dom *d, uint32_t seq, uint64_t deadline)
 {
-	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
-	uint32_t seq = uc_dom_send(d, op, qpn, n, -1);
-
-	if (!seq) {
-		uc_dom_lost(d);
+	if (!seq || d->ctl < 0)
 		return -ENOTCONN;
-	}
 	for (;;) {
 		struct uc_msg r;
 		ssize_t len = recv(d->ctl, &r, sizeof(r), MSG_DONTWAIT);
@@ -844,7 +1090,7 @@ static int uc_dom_call(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n
 
 		if (len >= (ssize_t)offsetof(struct uc_msg, pid) && r.magic == UC_MAGIC &&
 		    r.op == UC_REPLY) {
-			uc_dom_reply(d, &r, (size_t)len);
+			uc_dom_reply(d, &r, (size_t)len, r.seq == seq);
 			if (r.seq == seq)
 				return r.status;
 			continue;
@@ -860,6 +1106,16 @@ static int uc_dom_call(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n
 			return -ETIMEDOUT;
 		poll(&p, 1, (int)left);
 	}
+}
+
+/* Send a request where connected; returns its seq, 0 if not sent (then lost). */
+static uint32_t uc_dom_request(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n)
+{
+	uint32_t seq = d->ctl >= 0 ? uc_dom_send(d, op, qpn, n, -1) : 0;
+
+	if (!seq && d->ctl >= 0)
+		uc_dom_lost(d);
+	return seq;
 }
 
 /* HELLO and every QPN of the port, on a new connection @fd (nothing waited for). */
@@ -992,8 +1248,12 @@ static void *uc_agent_main(void *arg)
 				eventfd_read(uc_ag.wake, &v);
 				break;
 			case UC_T_CTL:
-				/* Our demultiplexer hung up (one-shot): reconnect from the tick. */
+				/*
+				 * Our demultiplexer hung up (one-shot): let go of its
+				 * group at once, reconnect from the tick.
+				 */
 				d = t->obj;
+				uc_dom_steer_drop(d);
 				atomic_store(&d->reconnect, true);
 				atomic_store(&uc_ag.pending, true);
 				break;
@@ -1083,7 +1343,8 @@ static int uc_agent_start(void)
 static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 {
 	struct roce_uc *uc = rp->uc;
-	int sv[2], ret, buf = UMC_RX_SOCKBUF;
+	int sv[2] = {-1, -1}, ret, buf = UMC_RX_SOCKBUF;
+	struct epoll_event ev = {.events = EPOLLIN};
 
 	*ucp = uc;
 	if (uc)
@@ -1091,11 +1352,23 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 	uc = calloc(1, sizeof(*uc));
 	if (!uc)
 		return -ENOMEM;
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
+	/*
+	 * The port's unicast sockets (the input, one steered socket per
+	 * address) wait in an epoll of their own, one endpoint for the engine:
+	 * an idle port costs a busy-polling receiver one epoll_wait, not a
+	 * recvmmsg per socket.
+	 */
+	uc->set.ep.fd = epoll_create1(EPOLL_CLOEXEC);
+	uc->set.kind = ROCE_EP_UC_SET;
+	if (uc->set.ep.fd < 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
 		ret = -errno;
+		if (uc->set.ep.fd >= 0)
+			close(uc->set.ep.fd);
 		free(uc);
 		return ret;
 	}
+	umc_fd_own(uc->set.ep.fd, false);
 	umc_fd_own(sv[0], false);
 	umc_fd_own(sv[1], false);
 	/* The demultiplexer's sends are charged to this end: give it room. */
@@ -1103,13 +1376,17 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	uc->rp = rp;
 	uc->ep.ep.fd = sv[0];
+	uc->ep.kind = ROCE_EP_UC_INPUT;
 	uc->data_tx = sv[1];
 	pthread_mutex_init(&uc->qset_lock, NULL);
-	ret = uc_agent_start();
-	ret = ret ?: umc_rx_add(&rp->dev, &uc->ep.ep);
+	ev.data.ptr = &uc->ep;
+	ret = epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, sv[0], &ev) ? -errno : 0;
+	ret = ret ?: uc_agent_start();
+	ret = ret ?: umc_rx_add(&rp->dev, &uc->set.ep);
 	if (ret) {
 		umc_fd_close(sv[0]);
 		umc_fd_close(sv[1]);
+		umc_fd_close(uc->set.ep.fd);
 		free(uc);
 		return ret;
 	}
@@ -1135,6 +1412,7 @@ static void uc_port_doms(struct roce_uc *uc)
 		d->gid_index = uc->ndom;
 		d->ctl = -1;
 		pthread_mutex_init(&d->ctl_lock, NULL);
+		pthread_mutex_init(&d->steer_lock, NULL);
 		d->addr_len = roce_gid_sockaddr(dev, d->gid_index, UMC_ROCEV2_UDP_PORT, &d->addr);
 		if (d->addr.ss_family == AF_INET)
 			a = &((struct sockaddr_in *)&d->addr)->sin_addr;
@@ -1202,6 +1480,38 @@ static void uc_release(struct roce_uc *uc, uint32_t qpn)
 	}
 }
 
+/*
+ * Send request @op (@qpn, @n) to every address's demultiplexer, then wait
+ * until @deadline for all the answers.  The ctl_locks are taken in address
+ * order (the agent only try-locks them).  Returns -EADDRINUSE if any
+ * refused, else 0; *@answered (if given) counts the answers.
+ */
+static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t deadline,
+			int *answered)
+{
+	uint32_t seq[UMC_MAX_GIDS];
+	int ret = 0, ok = 0;
+
+	for (int i = 0; i < uc->ndom; i++) {
+		pthread_mutex_lock(&uc->dom[i]->ctl_lock);
+		seq[i] = uc_dom_request(uc->dom[i], UC_CLAIM, qpn, n);
+	}
+	for (int i = 0; i < uc->ndom; i++) {
+		int r = uc_dom_wait(uc->dom[i], seq[i], deadline);
+
+		ok += r == 0;
+		if (r == -EADDRINUSE)
+			ret = r;
+	}
+	for (int i = uc->ndom - 1; i >= 0; i--)
+		pthread_mutex_unlock(&uc->dom[i]->ctl_lock);
+	if (ret)
+		CNTN(&uc->rp->dev, uc_qpn_taken, (unsigned long)n);
+	if (answered)
+		*answered = ok;
+	return ret;
+}
+
 int roce_uc_qp_add(struct roce_qp *qp)
 {
 	struct roce_port *rp = to_roce_port(qp->qp.dev);
@@ -1221,17 +1531,11 @@ int roce_uc_qp_add(struct roce_qp *qp)
 			uc_agent_wake();
 		pthread_mutex_unlock(&d->ctl_lock);
 	}
-	/* ... then claim the new one, waiting for each answer. */
+	/* ... then claim the new one everywhere at once, and wait for every answer. */
 	ret = uc_qset_add(uc, qpn);
 	if (ret)
 		return ret;
-	for (int i = 0; i < uc->ndom && ret != -EADDRINUSE; i++) {
-		struct uc_dom *d = uc->dom[i];
-
-		pthread_mutex_lock(&d->ctl_lock);
-		ret = d->ctl >= 0 ? uc_dom_call(d, UC_CLAIM, &qpn, 1, UMC_UC_REPLY_MS) : 0;
-		pthread_mutex_unlock(&d->ctl_lock);
-	}
+	ret = uc_claim_all(uc, &qpn, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
 	if (ret == -EADDRINUSE) {
 		uc_qset_del(uc, qpn);
 		uc_release(uc, qpn);
@@ -1257,34 +1561,96 @@ int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int 
 	struct roce_uc *uc = dev->link->link_layer == IBV_LINK_LAYER_ETHERNET ? to_roce_port(dev)->uc
 									       : NULL;
 	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
-	int ret = 0;
+	struct uc_leader *l;
 
 	memset(info, 0, sizeof(*info));
 	if (!uc)
 		return -ENODEV;
 	for (int i = 0; i < uc->ndom; i++) {
 		struct uc_dom *d = uc->dom[i];
-		struct uc_leader *l = atomic_load(&d->lead);
-		int64_t left = (int64_t)(deadline - uc_now_ms());
-		int r = -EAGAIN;
 
 		pthread_mutex_lock(&d->ctl_lock);
-		if (d->ctl < 0 && left > 0 && uc_dom_connect(d, true))
+		if (d->ctl < 0 && uc_dom_connect(d, true))
 			uc_agent_wake();
-		left = (int64_t)(deadline - uc_now_ms());
-		if (d->ctl >= 0 && left > 0)
-			r = uc_dom_call(d, UC_CLAIM, NULL, 0, (int)left);
-		if (r == 0)
-			info->connected++;
-		else
-			ret = -EAGAIN;
-		if (i == 0) {
-			info->leader_pid = d->leader_pid;
-			info->port_held = r == 0 && d->leader_port;
-		}
 		pthread_mutex_unlock(&d->ctl_lock);
-		info->leading += l != NULL;
-		info->addrs++;
+		info->leading += atomic_load(&d->lead) != NULL;
 	}
-	return ret;
+	/* A claim of nothing: answered after everything sent before it. */
+	uc_claim_all(uc, NULL, 0, deadline, &info->connected);
+	info->addrs = uc->ndom;
+	if (uc->ndom) {
+		struct uc_dom *d = uc->dom[0];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		info->leader_pid = d->leader_pid;
+		info->port_held = d->ctl >= 0 && d->leader_port;
+		pthread_mutex_unlock(&d->ctl_lock);
+		/* The agent's: read for a diagnosis, without its lock. */
+		l = atomic_load(&d->lead);
+		info->steering = l && __atomic_load_n(&l->steer, __ATOMIC_RELAXED);
+		info->clients = l ? __atomic_load_n(&l->ncl, __ATOMIC_RELAXED) : 0;
+	}
+	return info->connected == info->addrs ? 0 : -EAGAIN;
+}
+
+void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_t *dst)
+{
+	struct roce_uc *uc = rp->uc;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss), tl = sizeof(int);
+	struct roce_ep *ep, *old;
+	struct uc_dom *d = NULL;
+	int type = 0;
+
+	/* Only a datagram socket bound to dst:4791, dst an address of one of our domains. */
+	if (uc && (family == 4 || family == 6) &&
+	    !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) && type == SOCK_DGRAM &&
+	    !getsockname(fd, (struct sockaddr *)&ss, &len) &&
+	    ss.ss_family == (family == 4 ? AF_INET : AF_INET6)) {
+		for (int i = 0; i < uc->ndom && !d; i++) {
+			const struct sockaddr_storage *a = &uc->dom[i]->addr;
+			const struct sockaddr_in *a4 = (const void *)a, *s4 = (const void *)&ss;
+			const struct sockaddr_in6 *a6 = (const void *)a, *s6 = (const void *)&ss;
+
+			if (a->ss_family != ss.ss_family)
+				continue;
+			if (family == 4 ? a4->sin_port == s4->sin_port &&
+						  !memcmp(&a4->sin_addr, &s4->sin_addr, 4) &&
+						  !memcmp(dst, &s4->sin_addr, 4)
+					: a6->sin6_port == s6->sin6_port &&
+						  !memcmp(&a6->sin6_addr, &s6->sin6_addr, 16) &&
+						  !memcmp(dst, &s6->sin6_addr, 16))
+				d = uc->dom[i];
+		}
+	}
+	if (!d || !(ep = calloc(1, sizeof(*ep)))) {
+		close(fd);
+		return;
+	}
+	umc_fd_own(fd, false);
+	ep->ep.fd = fd;
+	ep->kind = ROCE_EP_UC_SOCK;
+	umc_gid_from_ip(&ep->dst, family == 4, dst);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
+
+	if (epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, fd, &ev)) {
+		umc_fd_close(fd);
+		free(ep);
+		return;
+	}
+	pthread_mutex_lock(&d->steer_lock);
+	old = d->steer_ep;
+	d->steer_ep = ep;
+	pthread_mutex_unlock(&d->steer_lock);
+	if (old) {
+		/*
+		 * Its socket (or the placeholder after a hang-up) leaves the set
+		 * as it closes.  An event of the same epoll_wait may still name
+		 * it: it reads fd -1 (EBADF) until the next replacement frees it.
+		 */
+		umc_fd_close(old->ep.fd);
+		old->ep.fd = -1;
+		free(uc->retired);
+		uc->retired = old;
+	}
 }
