@@ -181,6 +181,48 @@ void roce_uc_qp_del(struct roce_qp *qp);
 void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_t *dst);
 
 /* ------------------------------------------------------------------------- */
+/* The unicast demultiplexer's control protocol (ucast.c).                   */
+
+/*
+ * Where a demultiplexer listens: the abstract AF_UNIX SOCK_SEQPACKET name
+ * "\0" ROCE_UC_NAME_FMT, with the address as inet_ntop(3) writes it (and
+ * "%ifindex" for a scoped IPv6 address).
+ */
+#define ROCE_UC_NAME_FMT "umcast-rocev2-demux:%s"
+
+enum { ROCE_UC_MAGIC = 0x55434d55, ROCE_UC_VERSION = 1 };
+
+enum roce_uc_op {
+	ROCE_UC_HELLO = 1, /* with SCM_RIGHTS: the client's input (a SOCK_DGRAM socket) */
+	ROCE_UC_CLAIM,	   /* qpn[0..count): route these to me (count 0: a barrier) */
+	ROCE_UC_RELEASE,   /* qpn[0..count): no longer mine */
+	ROCE_UC_REPLY,	   /* to every request: status, the refused qpn[] */
+};
+
+enum { ROCE_UC_F_PORT = 1 }; /* ROCE_UC_REPLY flags: the demultiplexer holds addr:4791 */
+
+/*
+ * One control message, of ROCE_UC_MSG_LEN(count) bytes.  The header up to
+ * @pid stays the same in every version, so a peer of another version can be
+ * told -EPROTONOSUPPORT.  Any other message that is not exactly this (and,
+ * for HELLO, an input that is not an AF_UNIX SOCK_DGRAM socket: -EINVAL)
+ * ends the connection.
+ */
+struct roce_uc_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;
+	uint32_t seq;
+	int32_t status; /* ROCE_UC_REPLY: 0, -EADDRINUSE, -EINVAL, -ENOMEM, -EPROTONOSUPPORT */
+	uint32_t pid;	/* ROCE_UC_REPLY: the demultiplexer's */
+	uint16_t flags; /* ROCE_UC_REPLY: ROCE_UC_F_* */
+	uint16_t count; /* entries of qpn[] used */
+	uint32_t qpn[UMC_UC_MSG_QPNS];
+};
+
+#define ROCE_UC_MSG_LEN(n) (offsetof(struct roce_uc_msg, qpn) + (size_t)(n) * sizeof(uint32_t))
+
+/* ------------------------------------------------------------------------- */
 /* What the CM's RoCE join needs of a port (cm/roce.c).                      */
 
 /*

@@ -10,7 +10,7 @@
  * the process that claimed its DestQP:
  *
  *   - Rendezvous: an abstract AF_UNIX SOCK_SEQPACKET name made of the
- *     address (UC_NAME_FMT).  Abstract names belong to the network
+ *     address (ROCE_UC_NAME_FMT).  Abstract names belong to the network
  *     namespace, as the UDP port does, need no file system and vanish with
  *     their process, even one killed by SIGKILL.  The process that binds
  *     the name is the demultiplexer; every process (the demultiplexer too,
@@ -80,39 +80,7 @@
 #define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 #define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
 
-/* The rendezvous: "\0" UC_NAME_FMT, with the address text (and "%ifindex" when scoped). */
-#define UC_NAME_FMT "umcast-rocev2-demux:%s"
-
-enum { UC_MAGIC = 0x55434d55, UC_VERSION = 1 };
-
 #define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
-
-enum uc_op {
-	UC_HELLO = 1, /* with SCM_RIGHTS: the client's forwarding socket */
-	UC_CLAIM,     /* qpn[0..count): route these to me (count 0: a barrier) */
-	UC_RELEASE,   /* qpn[0..count): no longer mine */
-	UC_REPLY,     /* to every request: status, the refused qpn[] */
-};
-
-enum { UC_F_PORT = 1 }; /* UC_REPLY flags: the demultiplexer holds addr:4791 */
-
-/*
- * One control message.  The header up to @status stays the same in every
- * version, so a peer of another version can be told -EPROTONOSUPPORT.
- */
-struct uc_msg {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t op;
-	uint32_t seq;
-	int32_t status; /* UC_REPLY: 0 or -errno */
-	uint32_t pid;	/* UC_REPLY: the demultiplexer's */
-	uint16_t flags; /* UC_REPLY: UC_F_* */
-	uint16_t count; /* entries of qpn[] used */
-	uint32_t qpn[UMC_UC_MSG_QPNS];
-};
-
-#define UC_MSG_LEN(n) (offsetof(struct uc_msg, qpn) + (size_t)(n) * sizeof(uint32_t))
 
 enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
 
@@ -672,20 +640,20 @@ static bool uc_fd_is_dgram_unix(int fd)
 	       type == SOCK_DGRAM;
 }
 
-static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct uc_msg *m,
+static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct roce_uc_msg *m,
 			    int *fd)
 {
-	struct uc_msg r = {
-		.magic = UC_MAGIC,
-		.version = UC_VERSION,
-		.op = UC_REPLY,
+	struct roce_uc_msg r = {
+		.magic = ROCE_UC_MAGIC,
+		.version = ROCE_UC_VERSION,
+		.op = ROCE_UC_REPLY,
 		.seq = m->seq,
 		.pid = (uint32_t)getpid(),
-		.flags = l->udp >= 0 ? UC_F_PORT : 0,
+		.flags = l->udp >= 0 ? ROCE_UC_F_PORT : 0,
 	};
 
 	switch (m->op) {
-	case UC_HELLO:
+	case ROCE_UC_HELLO:
 		if (*fd < 0 || !uc_fd_is_dgram_unix(*fd)) {
 			r.status = -EINVAL;
 			break;
@@ -696,7 +664,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		*fd = -1;
 		uc_steer_give(l, cl);
 		break;
-	case UC_CLAIM:
+	case ROCE_UC_CLAIM:
 		for (int i = 0; i < m->count; i++) {
 			uint32_t q = m->qpn[i];
 			struct uc_client *owner;
@@ -719,7 +687,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		if (m->count && cl->sidx > 0)
 			uc_steer_program(l);
 		break;
-	case UC_RELEASE:
+	case ROCE_UC_RELEASE:
 		for (int i = 0; i < m->count; i++)
 			uc_tab_del(l, m->qpn[i], cl);
 		if (m->count && cl->sidx > 0)
@@ -729,7 +697,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		r.status = -EINVAL;
 		break;
 	}
-	send(cl->ctl, &r, UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
+	send(cl->ctl, &r, ROCE_UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* The first descriptor an SCM_RIGHTS message carried (-1 if none); closes any others. */
@@ -762,7 +730,7 @@ static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 			struct cmsghdr h;
 			char b[CMSG_SPACE(4 * sizeof(int))];
 		} cb;
-		struct uc_msg m;
+		struct roce_uc_msg m;
 		struct iovec iov = {&m, sizeof(m)};
 		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
 				    .msg_controllen = sizeof(cb.b)};
@@ -774,16 +742,16 @@ static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		fd = n > 0 ? uc_take_fd(&mh) : -1;
-		if (n >= (ssize_t)offsetof(struct uc_msg, pid) && m.magic == UC_MAGIC &&
-		    m.version != UC_VERSION) {
-			struct uc_msg r = {.magic = UC_MAGIC, .version = UC_VERSION, .op = UC_REPLY,
+		if (n >= (ssize_t)offsetof(struct roce_uc_msg, pid) && m.magic == ROCE_UC_MAGIC &&
+		    m.version != ROCE_UC_VERSION) {
+			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = ROCE_UC_REPLY,
 					   .seq = m.seq, .status = -EPROTONOSUPPORT};
 
-			send(cl->ctl, &r, offsetof(struct uc_msg, pid), MSG_DONTWAIT | MSG_NOSIGNAL);
+			send(cl->ctl, &r, offsetof(struct roce_uc_msg, pid), MSG_DONTWAIT | MSG_NOSIGNAL);
 			n = 0;
 		}
-		if (n < (ssize_t)UC_MSG_LEN(0) || m.magic != UC_MAGIC ||
-		    m.count > UMC_UC_MSG_QPNS || (size_t)n != UC_MSG_LEN(m.count)) {
+		if (n < (ssize_t)ROCE_UC_MSG_LEN(0) || m.magic != ROCE_UC_MAGIC ||
+		    m.count > UMC_UC_MSG_QPNS || (size_t)n != ROCE_UC_MSG_LEN(m.count)) {
 			if (fd >= 0)
 				umc_fd_close(fd);
 			uc_client_drop(l, cl);
@@ -1005,13 +973,13 @@ static int uc_lead_start(struct uc_dom *d)
 /* Send a request on d->ctl; returns its seq, or 0 when the connection failed. */
 static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int fd)
 {
-	struct uc_msg m = {.magic = UC_MAGIC, .version = UC_VERSION, .op = op,
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = op,
 			   .seq = ++d->seq ? d->seq : ++d->seq, .count = (uint16_t)n};
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} cb;
-	struct iovec iov = {&m, UC_MSG_LEN(n)};
+	struct iovec iov = {&m, ROCE_UC_MSG_LEN(n)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (n)
@@ -1054,7 +1022,7 @@ static void uc_dom_lost(struct uc_dom *d)
  * counts a refusal), or to an earlier one nobody waited for (a refused
  * QPN is counted here: a registration sent again after a hand-over).
  */
-static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len, bool awaited)
+static void uc_dom_reply(struct uc_dom *d, const struct roce_uc_msg *r, size_t len, bool awaited)
 {
 	if (r->status == -EPROTONOSUPPORT) {
 		if (!d->proto_warned)
@@ -1065,10 +1033,10 @@ static void uc_dom_reply(struct uc_dom *d, const struct uc_msg *r, size_t len, b
 		d->proto_warned = true;
 		return;
 	}
-	if (len < UC_MSG_LEN(0))
+	if (len < ROCE_UC_MSG_LEN(0))
 		return;
 	d->leader_pid = (pid_t)r->pid;
-	d->leader_port = r->flags & UC_F_PORT;
+	d->leader_port = r->flags & ROCE_UC_F_PORT;
 	if (r->status == -EADDRINUSE && !awaited)
 		CNTN(&d->uc->rp->dev, uc_qpn_taken, r->count);
 }
@@ -1083,13 +1051,13 @@ static int uc_dom_wait(struct uc_dom *d, uint32_t seq, uint64_t deadline)
 	if (!seq || d->ctl < 0)
 		return -ENOTCONN;
 	for (;;) {
-		struct uc_msg r;
+		struct roce_uc_msg r;
 		ssize_t len = recv(d->ctl, &r, sizeof(r), MSG_DONTWAIT);
 		struct pollfd p = {.fd = d->ctl, .events = POLLIN};
 		int64_t left;
 
-		if (len >= (ssize_t)offsetof(struct uc_msg, pid) && r.magic == UC_MAGIC &&
-		    r.op == UC_REPLY) {
+		if (len >= (ssize_t)offsetof(struct roce_uc_msg, pid) && r.magic == ROCE_UC_MAGIC &&
+		    r.op == ROCE_UC_REPLY) {
 			uc_dom_reply(d, &r, (size_t)len, r.seq == seq);
 			if (r.seq == seq)
 				return r.status;
@@ -1125,13 +1093,13 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 	int ret = 0;
 
 	d->ctl = fd;
-	if (!uc_dom_send(d, UC_HELLO, NULL, 0, uc->data_tx))
+	if (!uc_dom_send(d, ROCE_UC_HELLO, NULL, 0, uc->data_tx))
 		ret = -ENOTCONN;
 	pthread_mutex_lock(&uc->qset_lock);
 	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
 		int n = uc->nqpn - i < UMC_UC_MSG_QPNS ? uc->nqpn - i : UMC_UC_MSG_QPNS;
 
-		if (!uc_dom_send(d, UC_CLAIM, uc->qpns + i, n, -1))
+		if (!uc_dom_send(d, ROCE_UC_CLAIM, uc->qpns + i, n, -1))
 			ret = -ENOTCONN;
 	}
 	pthread_mutex_unlock(&uc->qset_lock);
@@ -1423,7 +1391,7 @@ static void uc_port_doms(struct roce_uc *uc)
 			snprintf(text + strlen(text), 16, "%%%u",
 				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
 		d->name.sun_family = AF_UNIX;
-		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, UC_NAME_FMT, text);
+		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, ROCE_UC_NAME_FMT, text);
 		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 		pthread_mutex_lock(&uc_ag_lock);
 		d->next = atomic_load(&uc_ag.doms);
@@ -1474,7 +1442,7 @@ static void uc_release(struct roce_uc *uc, uint32_t qpn)
 		struct uc_dom *d = uc->dom[i];
 
 		pthread_mutex_lock(&d->ctl_lock);
-		if (d->ctl >= 0 && !uc_dom_send(d, UC_RELEASE, &qpn, 1, -1))
+		if (d->ctl >= 0 && !uc_dom_send(d, ROCE_UC_RELEASE, &qpn, 1, -1))
 			uc_dom_lost(d);
 		pthread_mutex_unlock(&d->ctl_lock);
 	}
@@ -1494,7 +1462,7 @@ static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t
 
 	for (int i = 0; i < uc->ndom; i++) {
 		pthread_mutex_lock(&uc->dom[i]->ctl_lock);
-		seq[i] = uc_dom_request(uc->dom[i], UC_CLAIM, qpn, n);
+		seq[i] = uc_dom_request(uc->dom[i], ROCE_UC_CLAIM, qpn, n);
 	}
 	for (int i = 0; i < uc->ndom; i++) {
 		int r = uc_dom_wait(uc->dom[i], seq[i], deadline);

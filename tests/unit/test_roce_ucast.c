@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_roce_ucast.c - the RoCE unicast demultiplexer (link/roce/ucast.c)
+ * as another local process sees it: its control protocol (roce.h), what it
+ * does with nonsense, and what it hands over.
+ *
+ * The test process takes a network namespace of its own (test_isolate.h);
+ * its first QP makes it the demultiplexer of 127.0.0.1 (and ::1), and the
+ * test's main thread then plays other processes through raw connections
+ * to it.  Anyone on the host may connect, so a message that is not exactly
+ * one of the protocol's must end that connection and nothing else, and a
+ * descriptor it passes must be kept only when it is what HELLO asks for.
+ * Without a namespace of its own the test is skipped.
+ *
+ * Run twice by ctest: steering by DestQP (the default) and UMC_UC_STEER=0
+ * (every datagram passed on, behind a struct roce_uc_fwd).
+ */
+#include "test_verbs_common.h"
+
+#include <dirent.h>
+#include <sys/un.h>
+
+#include "link/roce/roce.h"
+#include "test_isolate.h"
+
+enum { OTHER_QPN = 0xabcde, T_MS = 5000 };
+
+static bool isolated;
+
+static bool steering(void)
+{
+	const char *e = getenv("UMC_UC_STEER");
+
+	return !e || *e != '0';
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A raw connection to the demultiplexer of 127.0.0.1. */
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa,
+				 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)),
+			 0);
+	return fd;
+}
+
+/* Send @len bytes of @m, with descriptors @fds (up to 2). */
+static void raw_send(int fd, const void *m, size_t len, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cb;
+	struct iovec iov = {(void *)m, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (nfds) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, (size_t)nfds * sizeof(int));
+	}
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* The next message within T_MS into @r: its length, 0 at end of connection, -1 on timeout. */
+static ssize_t raw_recv(int fd, struct roce_uc_msg *r)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	memset(r, 0, sizeof(*r));
+	if (poll(&p, 1, T_MS) != 1)
+		return -1;
+	return recv(fd, r, sizeof(*r), 0);
+}
+
+/* A request and its answer (which must come): returns the answer's status. */
+static int raw_call(int fd, uint16_t op, const uint32_t *qpn, int n, const int *fds, int nfds,
+		    struct roce_uc_msg *r)
+{
+	static uint32_t seq = 100;
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = op,
+				.seq = ++seq, .count = (uint16_t)n};
+
+	if (n)
+		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(n), fds, nfds);
+	assert_true(raw_recv(fd, r) >= (ssize_t)ROCE_UC_MSG_LEN(0));
+	assert_int_equal(r->magic, ROCE_UC_MAGIC);
+	assert_int_equal(r->op, ROCE_UC_REPLY);
+	assert_int_equal(r->seq, seq);
+	assert_int_equal(r->pid, getpid());
+	return r->status;
+}
+
+/* This process's device, QP and a unicast AH to 127.0.0.1. */
+struct rig {
+	struct t_env e;
+	struct t_qp q;
+	struct ibv_ah *ah;
+};
+
+static void rig_up(struct rig *r)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 64}};
+
+	if (!isolated)
+		skip();
+	t_env_open(&r->e, t_group_ip(1), false);
+	t_qp_make(&r->q, r->e.pd, 0, T_QKEY);
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
+	r->ah = ibv_create_ah(r->e.pd, &aa);
+	assert_non_null(r->ah);
+}
+
+static void rig_down(struct rig *r)
+{
+	ibv_destroy_ah(r->ah);
+	t_qp_free(&r->q);
+	t_env_close(&r->e);
+}
+
+/* One SEND of @len bytes to DestQP @qpn at 127.0.0.1, and its completion. */
+static void send_to(struct rig *r, uint32_t qpn, const char *data, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), len, r->q.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .wr.ud = {.ah = r->ah, .remote_qpn = qpn, .remote_qkey = T_QKEY}},
+			   *bad;
+
+	memcpy(r->q.buf + T_BUF / 2, data, len);
+	assert_int_equal(ibv_post_send(r->q.qp, &wr, &bad), 0);
+	t_wait_send(r->q.cq, wr_id);
+}
+
+/* Self-unicast still works: the demultiplexer is unharmed. */
+static void assert_self_unicast(struct rig *r, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(t_post_recv(&r->q, 0, 2048, wr_id), 0);
+	send_to(r, r->q.qp->qp_num, "self", 4, wr_id);
+	assert_int_equal(t_wait_wc(r->q.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.src_qp, r->q.qp->qp_num);
+	assert_int_equal(wc.byte_len, 44);
+}
+
+static void test_nonsense_ends_that_connection_only(void **state)
+{
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION,
+				.op = ROCE_UC_CLAIM, .count = 3};
+	struct rig r;
+	int fd, keep;
+
+	rig_up(&r);
+	keep = raw_connect();
+	/* Too short, then too long for its count, then an unknown magic. */
+	fd = raw_connect();
+	raw_send(fd, "abc", 3, NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	fd = raw_connect();
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(2), NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	fd = raw_connect();
+	m = (struct roce_uc_msg){.magic = 0x12345678, .version = ROCE_UC_VERSION};
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(0), NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	/* An unknown operation is answered -EINVAL, and the connection stays. */
+	assert_int_equal(raw_call(keep, 77, NULL, 0, NULL, 0, &m), -EINVAL);
+	assert_int_equal(raw_call(keep, ROCE_UC_CLAIM, NULL, 0, NULL, 0, &m), 0);
+	close(keep);
+	assert_self_unicast(&r, 7);
+	rig_down(&r);
+}
+
+static void test_other_version_is_told(void **state)
+{
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = 99, .op = ROCE_UC_HELLO,
+				.seq = 5};
+	struct rig r;
+	int fd;
+
+	rig_up(&r);
+	fd = raw_connect();
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(0), NULL, 0);
+	assert_true(raw_recv(fd, &m) >= (ssize_t)offsetof(struct roce_uc_msg, pid));
+	assert_int_equal(m.op, ROCE_UC_REPLY);
+	assert_int_equal(m.seq, 5);
+	assert_int_equal(m.status, -EPROTONOSUPPORT);
+	assert_int_equal(raw_recv(fd, &m), 0); /* and no more */
+	close(fd);
+	rig_down(&r);
+}
+
+static void test_hello_keeps_only_a_datagram_socket(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	int fd, pp[2], sv[2], before;
+
+	rig_up(&r);
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	before = count_fds();
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, NULL, 0, &m), -EINVAL);
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, pp, 1, &m), -EINVAL);
+	/* Two descriptors: the first is taken, the other closed. */
+	int two[2] = {sv[1], pp[0]};
+
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, two, 2, &m), 0);
+	/*
+	 * Now: our end and the demultiplexer's of the connection, the socket it
+	 * kept and (steering) the group socket it made for the newcomer.
+	 */
+	assert_int_equal(count_fds(), before + 3 + steering());
+	close(fd);
+	/* Gone with the connection, but the group socket stays with the group. */
+	for (uint64_t end = t_now_ms() + T_MS; count_fds() != before + steering();)
+		if (t_now_ms() > end)
+			fail_msg("%d descriptors, %d expected", count_fds(), before + steering());
+		else
+			poll(NULL, 0, 2);
+	close(pp[0]);
+	close(pp[1]);
+	close(sv[0]);
+	close(sv[1]);
+	rig_down(&r);
+}
+
+static void test_claims(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	uint32_t q;
+	int a, b;
+
+	rig_up(&r);
+	a = raw_connect();
+	b = raw_connect();
+	/* Our QP's number is ours. */
+	q = r.q.qp->qp_num;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	assert_int_equal(m.count, 1);
+	assert_int_equal(m.qpn[0], q);
+	/* The multicast QPN and numbers above 24 bits are no QP's. */
+	q = 0xffffff;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
+	q = 0x1000000;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
+	/* A free one: first come, first served; claiming it again is fine. */
+	q = OTHER_QPN;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	/* A release by another is no release. */
+	assert_int_equal(raw_call(b, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	/* Its owner gone, it is free again. */
+	close(a);
+	for (uint64_t end = t_now_ms() + T_MS; raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m);)
+		if (t_now_ms() > end)
+			fail_msg("QPN 0x%x still taken after its owner closed", q);
+	close(b);
+	rig_down(&r);
+}
+
+/*
+ * A registered "process" gets its datagrams: steered into the group socket
+ * handed over to it, or passed on to its input behind a roce_uc_fwd.  After
+ * a release they go nowhere and are counted.
+ */
+static void test_registered_receives(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	uint8_t b[2048];
+	uint32_t q = OTHER_QPN;
+	int fd, sv[2], rx;
+	unsigned long noqp, fwd;
+	ssize_t n;
+
+	rig_up(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, &sv[1], 1, &m), 0);
+	assert_int_equal(raw_call(fd, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	rx = sv[0];
+	if (steering()) {
+		/* The hand-over: a roce_uc_fwd marked STEER with the socket of 127.0.0.1:4791. */
+		union {
+			struct cmsghdr h;
+			char c[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct roce_uc_fwd f;
+		struct iovec iov = {&f, sizeof(f)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.c,
+				    .msg_controllen = sizeof(cb.c)};
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+
+		assert_int_equal(recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC), (ssize_t)sizeof(f));
+		assert_int_equal(f.family, ROCE_UC_FWD_STEER);
+		assert_int_equal(f.reserved, 4);
+		assert_non_null(CMSG_FIRSTHDR(&mh));
+		memcpy(&rx, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(rx));
+		assert_int_equal(getsockname(rx, (struct sockaddr *)&sa, &sl), 0);
+		assert_int_equal(ntohs(sa.sin_port), 4791);
+		assert_int_equal(sa.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	}
+	fwd = T_CNT(r.e.dev, uc_forwarded);
+	send_to(&r, OTHER_QPN, "to-other", 8, 1);
+	struct pollfd p = {.fd = rx, .events = POLLIN};
+
+	assert_int_equal(poll(&p, 1, T_MS), 1);
+	n = recv(rx, b, sizeof(b), 0);
+	if (!steering()) {
+		struct roce_uc_fwd f;
+
+		/* Passed on: the IP/UDP context first, the UDP payload after it. */
+		assert_true(n > (ssize_t)sizeof(f));
+		memcpy(&f, b, sizeof(f));
+		assert_int_equal(f.family, 4);
+		assert_int_equal(f.hop_limit, 64);
+		assert_int_equal(f.sport, umc_roce_sport(r.q.qp->qp_num));
+		assert_memory_equal(f.src, "\x7f\0\0\x01", 4);
+		assert_memory_equal(f.dst, "\x7f\0\0\x01", 4);
+		n -= (ssize_t)sizeof(f);
+		memmove(b, b + sizeof(f), (size_t)n);
+		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd + 1);
+	} else {
+		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd);
+	}
+	/* BTH DestQP, DETH source QPN, the payload and the ICRC's room. */
+	assert_int_equal(n, 12 + 8 + 8 + 4);
+	assert_int_equal(b[5] << 16 | b[6] << 8 | b[7], OTHER_QPN);
+	assert_int_equal(b[17] << 16 | b[18] << 8 | b[19], r.q.qp->qp_num);
+	assert_memory_equal(b + 20, "to-other", 8);
+
+	/* Released, the QPN is nobody's: dropped and counted where it arrives. */
+	noqp = T_CNT(r.e.dev, rx_no_qp);
+	assert_int_equal(raw_call(fd, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
+	send_to(&r, OTHER_QPN, "to-none", 7, 2);
+	assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt.rx_no_qp, noqp + 1, T_MS));
+	assert_int_equal(T_CNT(r.e.dev, rx_no_qp), noqp + 1);
+	assert_int_equal(recv(rx, b, sizeof(b), MSG_DONTWAIT), -1);
+	close(fd);
+	if (rx != sv[0])
+		close(rx);
+	close(sv[0]);
+	close(sv[1]);
+	assert_self_unicast(&r, 9);
+	rig_down(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nonsense_ends_that_connection_only),
+		cmocka_unit_test(test_other_version_is_told),
+		cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),
+		cmocka_unit_test(test_claims),
+		cmocka_unit_test(test_registered_receives),
+	};
+
+	isolated = t_isolate_netns();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
