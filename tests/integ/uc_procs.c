@@ -11,6 +11,7 @@
  *                       message reaches the QP it was sent to and no other;
  *                       A, started first, is the host's demultiplexer and
  *                       passes every datagram on; nothing is dropped.
+ *   uc_procs pingpong6  the same between processes on ::1 (IPv6 GRH).
  *   uc_procs qkey       Q_Key violations are counted (rx_qkey_viol) and not
  *                       delivered; a Q_Key with the high bit set in the WR
  *                       sends the QP's own Q_Key (IBA 10.2.4), delivered.
@@ -135,14 +136,14 @@ struct uqp {
 
 static struct {
 	struct agent_arg a;
-	struct in_addr me;
+	union ibv_gid me; /* its address as a GID (IPv4: ::ffff:a.b.c.d) */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct umc_device *dev;
 	int port_gid;
 	struct uqp q[NQP];
 	struct {
-		struct in_addr ip;
+		union ibv_gid gid;
 		struct ibv_ah *ah;
 	} ahs[MAX_AH];
 	int nah;
@@ -208,7 +209,50 @@ static const char *qp_setup(struct uqp *u)
 	return NULL;
 }
 
-/* The device with ::ffff:addr in its GID table (the agent's "HCA port"). */
+/* The GID of an IPv4 (::ffff:a.b.c.d) or IPv6 address; false if it is neither. */
+static bool gid_of(const char *text, union ibv_gid *g)
+{
+	struct in_addr a4;
+
+	memset(g, 0, sizeof(*g));
+	if (inet_pton(AF_INET, text, &a4) == 1) {
+		g->raw[10] = g->raw[11] = 0xff;
+		memcpy(g->raw + 12, &a4, 4);
+		return true;
+	}
+	return inet_pton(AF_INET6, text, g->raw) == 1;
+}
+
+static bool gid_v4(const union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return memcmp(g->raw, pfx, 12) == 0;
+}
+
+/*
+ * The source and destination GIDs of a receive's GRH area: for IPv4 (rxe's
+ * layout) the IPv4 header in bytes 20-39, else the IPv6 header.  False if
+ * the area is neither.
+ */
+static bool grh_gids(const uint8_t *b, union ibv_gid *src, union ibv_gid *dst)
+{
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
+	if (b[20] == 0x45) {
+		src->raw[10] = src->raw[11] = dst->raw[10] = dst->raw[11] = 0xff;
+		memcpy(src->raw + 12, b + 32, 4);
+		memcpy(dst->raw + 12, b + 36, 4);
+		return true;
+	}
+	if (b[0] >> 4 != 6 || b[6] != 17) /* version 6, next header UDP */
+		return false;
+	memcpy(src->raw, b + 8, 16);
+	memcpy(dst->raw, b + 24, 16);
+	return true;
+}
+
+/* The device with the agent's address in its GID table (the agent's "HCA port"). */
 static const char *agent_setup(void)
 {
 	struct ibv_device **list;
@@ -240,10 +284,9 @@ static const char *agent_setup(void)
 		setenv("UMC_QPN_BASE", ua.a.qpnbase, 1);
 	else
 		unsetenv("UMC_QPN_BASE");
-	if (inet_pton(AF_INET, ua.a.addr, &ua.me) != 1)
+	if (!gid_of(ua.a.addr, &ua.me))
 		return "bad address";
-	want.raw[10] = want.raw[11] = 0xff;
-	memcpy(want.raw + 12, &ua.me, 4);
+	want = ua.me;
 	list = ibv_get_device_list(&n);
 	for (int d = 0; list && d < n && !ua.ctx; d++) {
 		struct ibv_context *c = ibv_open_device(list[d]);
@@ -276,21 +319,23 @@ static const char *agent_setup(void)
 	return NULL;
 }
 
-/* A cached AH to @ip, made with ibv_create_ah. */
-static struct ibv_ah *ah_to(struct in_addr ip)
+/* A cached AH to address @text, made with ibv_create_ah; NULL if it is none. */
+static struct ibv_ah *ah_to(const char *text)
 {
 	struct ibv_ah_attr at = {.is_global = 1, .port_num = 1};
+	union ibv_gid g;
 
+	if (!gid_of(text, &g))
+		return NULL;
 	for (int i = 0; i < ua.nah; i++)
-		if (ua.ahs[i].ip.s_addr == ip.s_addr)
+		if (!memcmp(&ua.ahs[i].gid, &g, sizeof(g)))
 			return ua.ahs[i].ah;
 	if (ua.nah == MAX_AH)
 		return NULL;
-	at.grh.dgid.raw[10] = at.grh.dgid.raw[11] = 0xff;
-	memcpy(at.grh.dgid.raw + 12, &ip, 4);
+	at.grh.dgid = g;
 	at.grh.sgid_index = (uint8_t)ua.port_gid;
 	at.grh.hop_limit = 64;
-	ua.ahs[ua.nah].ip = ip;
+	ua.ahs[ua.nah].gid = g;
 	ua.ahs[ua.nah].ah = ibv_create_ah(ua.pd, &at);
 	return ua.ahs[ua.nah++].ah;
 }
@@ -345,10 +390,11 @@ static void note_bad(const char *fmt, ...)
  * @type, addressed to this agent and QP.  Returns the message or NULL
  * (with @why).
  */
-static const struct msg *check_msg(int q, const struct ibv_wc *wc, struct in_addr src_ip,
+static const struct msg *check_msg(int q, const struct ibv_wc *wc, const union ibv_gid *src_gid,
 				   uint32_t src_qpn, enum msg_type type, char *why, size_t cap)
 {
-	const uint8_t *b = ua.q[q].buf + wc->wr_id * SLOT, *ip = b + 20;
+	const uint8_t *b = ua.q[q].buf + wc->wr_id * SLOT;
+	union ibv_gid gs, gd;
 	static struct msg m;
 
 	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV) {
@@ -383,9 +429,10 @@ static const struct msg *check_msg(int q, const struct ibv_wc *wc, struct in_add
 			 wc->wc_flags, wc->src_qp, src_qpn);
 		return NULL;
 	}
-	if (ip[0] != 0x45 || (src_ip.s_addr && memcmp(ip + 12, &src_ip, 4)) ||
-	    memcmp(ip + 16, &ua.me, 4)) {
-		snprintf(why, cap, "seq %u: GRH IPv4 header wrong", m.seq);
+	if (!grh_gids(b, &gs, &gd) || gid_v4(&gd) != gid_v4(&ua.me) ||
+	    (src_gid && memcmp(&gs, src_gid, sizeof(gs))) || memcmp(&gd, &ua.me, sizeof(gd))) {
+		snprintf(why, cap, "seq %u: GRH %s header wrong", m.seq,
+			 gid_v4(&ua.me) ? "IPv4" : "IPv6");
 		return NULL;
 	}
 	return &m;
@@ -399,7 +446,7 @@ static void serve_one(int q, const struct ibv_wc *wc)
 	const uint8_t *b = (const uint8_t *)grh;
 	struct ibv_ah *ah = NULL;
 	struct ibv_ah_attr at;
-	struct in_addr any = {0};
+	union ibv_gid gs, gd;
 	const struct msg *m = NULL;
 	char why[256];
 
@@ -414,7 +461,7 @@ static void serve_one(int q, const struct ibv_wc *wc)
 			r->flags = wc->wc_flags;
 			r->sum = fnv(b + 40, wc->byte_len - 40);
 		}
-	} else if (!(m = check_msg(q, wc, any, 0, M_REQ, why, sizeof(why)))) {
+	} else if (!(m = check_msg(q, wc, NULL, 0, M_REQ, why, sizeof(why)))) {
 		note_bad("agent %d QP %d: %s", ua.a.id, q, why);
 		return;
 	}
@@ -422,7 +469,8 @@ static void serve_one(int q, const struct ibv_wc *wc)
 	if (!m || !(m->seq & 1)) {
 		ah = ibv_create_ah_from_wc(ua.pd, (struct ibv_wc *)wc, grh, 1);
 	} else if (ibv_init_ah_from_wc(ua.ctx, 1, (struct ibv_wc *)wc, grh, &at) == 0) {
-		if (!at.is_global || memcmp(at.grh.dgid.raw + 12, b + 20 + 12, 4) ||
+		grh_gids(b, &gs, &gd);
+		if (!at.is_global || memcmp(&at.grh.dgid, &gs, sizeof(gs)) ||
 		    at.grh.sgid_index != ua.port_gid)
 			note_bad("ibv_init_ah_from_wc: is_global %d sgid_index %d", at.is_global,
 				 at.grh.sgid_index);
@@ -489,12 +537,12 @@ static bool wait_recv(int q, struct ibv_wc *wc, int ms)
 static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, unsigned n,
 		     int retry_ms)
 {
-	struct in_addr ip;
+	union ibv_gid ip;
 	struct ibv_ah *ah;
 	unsigned retrans = 0, dups = 0;
 	char why[256];
 
-	if (inet_pton(AF_INET, addr, &ip) != 1 || !(ah = ah_to(ip))) {
+	if (!gid_of(addr, &ip) || !(ah = ah_to(addr))) {
 		agent_reply("fail ping: no AH to %s", addr);
 		return;
 	}
@@ -512,7 +560,7 @@ static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, u
 				return;
 			}
 			while (!done && wait_recv(q, &wc, wait)) {
-				m = check_msg(q, &wc, ip, dqpn, M_REP, why, sizeof(why));
+				m = check_msg(q, &wc, &ip, dqpn, M_REP, why, sizeof(why));
 				post_recv(&ua.q[q], wc.wr_id);
 				if (!m) {
 					agent_reply("fail ping seq %u: %s", seq, why);
@@ -541,10 +589,9 @@ static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, u
 static void cmd_send(int q, const char *addr, uint32_t dqpn, int dagent, int dq, uint32_t qkey,
 		     uint32_t first, unsigned n)
 {
-	struct in_addr ip;
 	struct ibv_ah *ah;
 
-	if (inet_pton(AF_INET, addr, &ip) != 1 || !(ah = ah_to(ip))) {
+	if (!(ah = ah_to(addr))) {
 		agent_reply("fail send: no AH to %s", addr);
 		return;
 	}
@@ -561,10 +608,10 @@ static void cmd_send(int q, const char *addr, uint32_t dqpn, int dagent, int dq,
 /* recv Q N SRCADDR SRCQPN: the next N DATA messages, in order. */
 static void cmd_recv(int q, unsigned n, const char *src, uint32_t srcqpn)
 {
-	struct in_addr ip;
+	union ibv_gid ip;
 	char why[256];
 
-	if (inet_pton(AF_INET, src, &ip) != 1) {
+	if (!gid_of(src, &ip)) {
 		agent_reply("fail recv: bad address");
 		return;
 	}
@@ -576,7 +623,7 @@ static void cmd_recv(int q, unsigned n, const char *src, uint32_t srcqpn)
 			agent_reply("fail recv: %u of %u within %d ms", k, n, WAIT_MS);
 			return;
 		}
-		m = check_msg(q, &wc, ip, srcqpn, M_DATA, why, sizeof(why));
+		m = check_msg(q, &wc, &ip, srcqpn, M_DATA, why, sizeof(why));
 		post_recv(&ua.q[q], wc.wr_id);
 		if (!m) {
 			agent_reply("fail recv %u: %s", k, why);
@@ -917,6 +964,31 @@ static void scenario_pingpong(void)
 	expect_counter(&a, "served1", 0);
 	for (int i = 3; i >= 0; i--)
 		agent_finish(&all[i]->ag);
+}
+
+/* IPv6: two processes on ::1 ping-pong (replies from the IPv6 GRH), a third one idle. */
+static void scenario_pingpong6(void)
+{
+	enum { N = 200 };
+	struct peer a, b, c;
+
+	if (!start(&a, 0, "::1", NULL, NULL, 0) || !start(&b, 1, "::1", NULL, NULL, 0) ||
+	    !start(&c, 2, "::1", NULL, NULL, 0))
+		return;
+	agent_cmd(&b.ag, "ucsync 0");
+	agent_cmd(&c.ag, "ucsync 0");
+	agent_cmd(&c.ag, "serve 1");
+	ping_start(&b, 0, &c, 1, N, 0);
+	ping_done(&b, N, true);
+	agent_cmd(&a.ag, "quiet 0 0");
+	agent_cmd(&a.ag, "quiet 1 0");
+	expect_clean(&b);
+	expect_clean(&c);
+	expect_counter(&c, "served1", N);
+	expect_counter(&a, "uc_forwarded", steering() ? 0 : 2 * N);
+	agent_finish(&c.ag);
+	agent_finish(&b.ag);
+	agent_finish(&a.ag);
 }
 
 static void scenario_qkey(void)
@@ -1375,6 +1447,8 @@ int main(int argc, char **argv)
 		printf("# no namespace of our own: other umcast processes may take part\n");
 	if (argc == 2 && strcmp(argv[1], "pingpong") == 0)
 		scenario_pingpong();
+	else if (argc == 2 && strcmp(argv[1], "pingpong6") == 0)
+		scenario_pingpong6();
 	else if (argc == 2 && strcmp(argv[1], "qkey") == 0)
 		scenario_qkey();
 	else if (argc == 2 && strcmp(argv[1], "noqp") == 0)
@@ -1388,7 +1462,7 @@ int main(int argc, char **argv)
 	else if (argc == 7 && strcmp(argv[1], "rxe") == 0)
 		scenario_rxe(argv);
 	else {
-		fprintf(stderr, "usage: uc_procs pingpong|qkey|noqp|kill|conflict\n"
+		fprintf(stderr, "usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict\n"
 				"       uc_procs netns NSA NSB ADDRA ADDRB\n"
 				"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;
