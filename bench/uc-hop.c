@@ -59,9 +59,9 @@ static void die(const char *what)
 static void end_up(struct end *e)
 {
 	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 16, .max_recv_wr = NRECV,
-					      .max_send_sge = 1, .max_recv_sge = 1},
-				      .qp_type = IBV_QPT_UD};
+	struct ibv_qp_init_attr qa = {
+	    .cap = {.max_send_wr = 16, .max_recv_wr = NRECV, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD};
 	struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
 
 	for (int i = 0; l && l[i]; i++)
@@ -73,8 +73,8 @@ static void end_up(struct end *e)
 	e->cq = ibv_create_cq(e->ctx, 2 * NRECV, NULL, NULL, 0);
 	qa.send_cq = qa.recv_cq = e->cq;
 	e->qp = ibv_create_qp(e->pd, &qa);
-	if (!e->qp || ibv_modify_qp(e->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						       IBV_QP_QKEY))
+	if (!e->qp ||
+	    ibv_modify_qp(e->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
 		die("qp");
 	at.qp_state = IBV_QPS_RTR;
 	ibv_modify_qp(e->qp, &at, IBV_QP_STATE);
@@ -111,12 +111,15 @@ static void join(struct end *e, const char *ip)
 		die("join");
 }
 
-/* Send @size bytes if @send, then busy-poll for that send's completion and, if @recv, one receive. */
+/* Send @size bytes if @send, then busy-poll for that send's completion and, if @recv, one receive.
+ */
 static void xfer(struct end *e, struct ibv_ah *ah, uint32_t dqpn, uint32_t size, bool send,
 		 bool recv)
 {
 	struct ibv_sge sge = {(uintptr_t)e->buf + NRECV * SLOT, size, e->mr->lkey};
-	struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED,
 				 .wr.ud = {.ah = ah, .remote_qpn = dqpn, .remote_qkey = QKEY}},
 			   *bad;
@@ -242,7 +245,8 @@ int main(int argc, char **argv)
 		pid_t p = fork();
 
 		if (p == 0)
-			run(m, n, size); /* each mode in a fresh process tree: its own demultiplexer */
+			run(m, n,
+			    size); /* each mode in a fresh process tree: its own demultiplexer */
 		waitpid(p, NULL, 0);
 	}
 	return 0;

@@ -54,6 +54,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -61,14 +62,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "agent.h"
-#include "test_isolate.h"
 #include "link/roce/roce.h" /* umc_roce_uc_sync, counters */
+#include "test_isolate.h"
 #include "umc_int.h"
 #include "wire/wire.h" /* the replay: ICRC */
 
@@ -96,15 +96,9 @@ struct msg {
 	uint32_t len; /* whole message */
 };
 
-static uint32_t msg_len(uint32_t seq)
-{
-	return (uint32_t)sizeof(struct msg) + (seq * 37u) % 900u;
-}
+static uint32_t msg_len(uint32_t seq) { return (uint32_t)sizeof(struct msg) + (seq * 37u) % 900u; }
 
-static uint8_t msg_byte(uint32_t seq, size_t j)
-{
-	return (uint8_t)(seq * 31u + j * 7u + 3u);
-}
+static uint8_t msg_byte(uint32_t seq, size_t j) { return (uint8_t)(seq * 31u + j * 7u + 3u); }
 
 /* ------------------------------------------------------------------------- */
 /* Agent.                                                                    */
@@ -171,13 +165,12 @@ static int post_recv(struct uqp *u, uint64_t slot)
 static const char *qp_setup(struct uqp *u)
 {
 	struct ibv_qp_init_attr qa = {
-		.cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_UD,
-		.sq_sig_all = 1,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD,
+	    .sq_sig_all = 1,
 	};
-	struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-				 .qkey = ua.a.qkey};
+	struct ibv_qp_attr at = {
+	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1, .qkey = ua.a.qkey};
 
 	u->scq = ibv_create_cq(ua.ctx, 256, NULL, NULL, 0);
 	u->rcq = ibv_create_cq(ua.ctx, NRECV, NULL, NULL, 0);
@@ -340,21 +333,24 @@ static struct ibv_ah *ah_to(const char *text)
 	return ua.ahs[ua.nah++].ah;
 }
 
-/* Post one SEND from q[@q] of the last (never posted) slot; @ah_owned is destroyed at completion. */
+/* Post one SEND from q[@q] of the last (never posted) slot; @ah_owned is destroyed at completion.
+ */
 static int send_raw(int q, struct ibv_ah *ah, bool ah_owned, uint32_t dqpn, uint32_t qkey,
 		    const void *data, uint32_t len, bool imm, uint32_t imm_be)
 {
 	struct uqp *u = &ua.q[q];
 	uint8_t *p = u->buf + (size_t)(NRECV - 1) * SLOT;
 	struct ibv_sge sge = {(uintptr_t)p, len, u->mr->lkey};
-	struct ibv_send_wr wr = {
-		.wr_id = ah_owned ? (uintptr_t)ah : 0,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-		.imm_data = imm_be,
-		.wr.ud = {.ah = ah, .remote_qpn = dqpn, .remote_qkey = qkey},
-	}, *bad;
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = ah_owned ? (uintptr_t)ah : 0,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+				   .imm_data = imm_be,
+				   .wr.ud = {.ah = ah, .remote_qpn = dqpn, .remote_qkey = qkey},
+			       },
+			   *bad;
 
 	memmove(p, data, len);
 	return ibv_post_send(u->qp, &wr, &bad);
@@ -364,8 +360,15 @@ static int send_msg(int q, struct ibv_ah *ah, bool ah_owned, uint32_t dqpn, uint
 		    enum msg_type type, int dst_agent, int dst_q, uint32_t seq)
 {
 	uint8_t b[SLOT];
-	struct msg m = {MSG_MAGIC, (uint8_t)type, (uint8_t)ua.a.id, (uint8_t)q,
-			(uint8_t)dst_agent, (uint8_t)dst_q, {0}, seq, msg_len(seq)};
+	struct msg m = {MSG_MAGIC,
+			(uint8_t)type,
+			(uint8_t)ua.a.id,
+			(uint8_t)q,
+			(uint8_t)dst_agent,
+			(uint8_t)dst_q,
+			{0},
+			seq,
+			msg_len(seq)};
 
 	memcpy(b, &m, sizeof(m));
 	for (size_t j = sizeof(m); j < m.len; j++)
@@ -571,12 +574,14 @@ static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, u
 				else if (m->seq < seq)
 					dups++;
 				else {
-					agent_reply("fail ping: reply seq %u to request %u", m->seq, seq);
+					agent_reply("fail ping: reply seq %u to request %u", m->seq,
+						    seq);
 					return;
 				}
 			}
 			if (!done && (!retry_ms || agent_now_ms() > deadline)) {
-				agent_reply("fail ping: no reply to seq %u within %d ms", seq, WAIT_MS);
+				agent_reply("fail ping: no reply to seq %u within %d ms", seq,
+					    WAIT_MS);
 				return;
 			}
 			retrans += !done;
@@ -658,7 +663,7 @@ static const struct {
 	size_t off;
 } cnt_names[] = {
 #define CNT_NAME(n) {#n, offsetof(struct umc_counters, n)},
-	UMC_COUNTERS(CNT_NAME)
+    UMC_COUNTERS(CNT_NAME)
 #undef CNT_NAME
 };
 
@@ -666,7 +671,8 @@ static unsigned long cnt_get(const char *name)
 {
 	for (size_t i = 0; i < sizeof(cnt_names) / sizeof(cnt_names[0]); i++)
 		if (!strcmp(cnt_names[i].name, name))
-			return atomic_load((atomic_ulong *)((char *)&ua.dev->cnt + cnt_names[i].off));
+			return atomic_load(
+			    (atomic_ulong *)((char *)&ua.dev->cnt + cnt_names[i].off));
 	return (unsigned long)-1;
 }
 
@@ -696,8 +702,8 @@ static void cmd_waitcnt(const char *name, unsigned long min)
 
 	while (cnt_get(name) < min || cnt_get(name) == (unsigned long)-1) {
 		if (agent_now_ms() > deadline) {
-			agent_reply("fail %s is %lu, not %lu, after %d ms", name, cnt_get(name), min,
-				    WAIT_MS);
+			agent_reply("fail %s is %lu, not %lu, after %d ms", name, cnt_get(name),
+				    min, WAIT_MS);
 			return;
 		}
 		umc_progress(ua.dev, true);
@@ -798,7 +804,7 @@ static int agent_main(void *arg, int cmd)
 			ua.q[a].raw = strstr(line, "raw") != NULL;
 			agent_reply("ok serving");
 		} else if (sscanf(line, "ping %u %u %63s %x %u %u %u", &a, &b, s, &c, &d, &e, &f) ==
-				   7 &&
+			       7 &&
 			   a < NQP) {
 			cmd_ping((int)a, (int)b, s, c, (int)d, e, (int)f);
 		} else if (sscanf(line, "send %u %63s %x %u %u %x %u %u", &a, s, &b, &c, &d, &e, &f,
@@ -862,8 +868,8 @@ struct peer {
 	uint32_t q0_seq; /* the next DATA seq its q0 expects from markers */
 };
 
-static bool start(struct peer *p, int id, const char *addr, const char *netns,
-		  const char *qpnbase, uint32_t qkey)
+static bool start(struct peer *p, int id, const char *addr, const char *netns, const char *qpnbase,
+		  uint32_t qkey)
 {
 	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%c", 'A' + id);
@@ -901,8 +907,7 @@ static void expect_clean(struct peer *p)
 }
 
 /* Start "ping" on @from's QP @fq to @to's QP @tq (served), without waiting. */
-static bool ping_start(struct peer *from, int fq, struct peer *to, int tq, unsigned n,
-		       int retry_ms)
+static bool ping_start(struct peer *from, int fq, struct peer *to, int tq, unsigned n, int retry_ms)
 {
 	return agent_send(&from->ag, "ping %d %d %s %x %d %u %d", fq, to->arg.id, to->arg.addr,
 			  to->q[tq], tq, n, retry_ms);
@@ -928,7 +933,8 @@ static void scenario_pingpong(void)
 	enum { N = 300 };
 	struct peer a, b, c, d;
 
-	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) || !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
 	    !start(&c, 2, "127.0.0.1", NULL, NULL, 0) || !start(&d, 3, "127.0.0.1", NULL, NULL, 0))
 		return;
 	agent_cmd(&b.ag, "ucsync 0");
@@ -996,8 +1002,8 @@ static void scenario_qkey(void)
 	enum { K = 5 };
 	struct peer a, b, c;
 
-	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) || !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
-	    !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) || !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
 		return;
 	agent_cmd(&b.ag, "ucsync 0");
 	agent_cmd(&c.ag, "ucsync 0");
@@ -1022,8 +1028,8 @@ static void scenario_noqp(void)
 	enum { K = 7, G = 3, NOBODY = 0xfffff0 };
 	struct peer a, b, c;
 
-	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) || !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
-	    !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) || !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
 		return;
 	agent_cmd(&b.ag, "ucsync 0");
 	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 %d", c.arg.addr, NOBODY, QKEY, K);
@@ -1058,7 +1064,8 @@ static void scenario_kill(void)
 	unsigned long noqp;
 	char dead[16];
 
-	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) || !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
 	    !start(&c, 2, "127.0.0.1", NULL, NULL, 0) || !start(&d, 3, "127.0.0.1", NULL, NULL, 0))
 		return;
 	agent_cmd(&d.ag, "ucsync 0");
@@ -1100,7 +1107,8 @@ static void scenario_kill(void)
 	unsigned long lb = agent_field(&b.ag, "leader"), lc = agent_field(&c.ag, "leader");
 
 	agent_expect_eq("B and C see one demultiplexer", lb, lc);
-	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid && lb != (unsigned long)f.pid) {
+	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid &&
+	    lb != (unsigned long)f.pid) {
 		printf("FAIL: the new demultiplexer %lu is none of the survivors B, C, F\n", lb);
 		agent_failures++;
 	}
@@ -1152,7 +1160,8 @@ static void scenario_netns(char **argv)
 	enum { N = 200 };
 	struct peer a1, a2, b1, b2;
 
-	if (!start(&a1, 0, argv[4], argv[2], NULL, 0) || !start(&b1, 1, argv[5], argv[3], NULL, 0) ||
+	if (!start(&a1, 0, argv[4], argv[2], NULL, 0) ||
+	    !start(&b1, 1, argv[5], argv[3], NULL, 0) ||
 	    !start(&a2, 2, argv[4], argv[2], NULL, 0) || !start(&b2, 3, argv[5], argv[3], NULL, 0))
 		return;
 	agent_cmd(&a2.ag, "ucsync 0");
@@ -1211,8 +1220,8 @@ static int pcap_roce(const char *path, struct frame *f, int max)
 		if (pos + 16 + cap > n)
 			break;
 		pos += 16 + cap;
-		if (cap < 14 + 20 + 8 + 20 || cap - 14 > FRAME_MAX || fr[12] != 0x08 || fr[13] != 0 ||
-		    ip[0] != 0x45 || ip[9] != 17 || (ip[22] << 8 | ip[23]) != 4791)
+		if (cap < 14 + 20 + 8 + 20 || cap - 14 > FRAME_MAX || fr[12] != 0x08 ||
+		    fr[13] != 0 || ip[0] != 0x45 || ip[9] != 17 || (ip[22] << 8 | ip[23]) != 4791)
 			continue;
 		f[k].len = (size_t)(ip[2] << 8 | ip[3]);
 		if (f[k].len > cap - 14)
@@ -1243,13 +1252,13 @@ static void readdress(struct frame *f, struct in_addr dst, uint32_t dqpn)
 	uint8_t *ip = f->ip, *udp = ip + 20, *bth = udp + 8;
 	size_t udp_len = f->len - 28;
 	struct umc_ip_ctx c = {
-		.family = 4,
-		.sport = (uint16_t)(udp[0] << 8 | udp[1]),
-		.dport = 4791,
-		.ip_id = (uint16_t)(ip[4] << 8 | ip[5]),
-		.df = (ip[6] & 0x40) != 0,
-		.tclass = ip[1],
-		.hop_limit = ip[8],
+	    .family = 4,
+	    .sport = (uint16_t)(udp[0] << 8 | udp[1]),
+	    .dport = 4791,
+	    .ip_id = (uint16_t)(ip[4] << 8 | ip[5]),
+	    .df = (ip[6] & 0x40) != 0,
+	    .tclass = ip[1],
+	    .hop_limit = ip[8],
 	};
 
 	memcpy(ip + 16, &dst, 4);
@@ -1293,7 +1302,8 @@ static int rxe_main(void *arg, int cmd)
 	udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (nfr != REPLAY_MAX || raw < 0 || udp < 0 ||
 	    bind(udp, (struct sockaddr *)&me, sizeof(me))) {
-		agent_reply("fail setup: %d frames, raw %d, udp %d (errno %d)", nfr, raw, udp, errno);
+		agent_reply("fail setup: %d frames, raw %d, udp %d (errno %d)", nfr, raw, udp,
+			    errno);
 		return 1;
 	}
 	agent_reply("ok ready frames=%d", nfr);
@@ -1305,8 +1315,9 @@ static int rxe_main(void *arg, int cmd)
 
 			for (unsigned i = 0; i < k; i++) {
 				readdress(&fr[i], host.sin_addr, q);
-				sent += sendto(raw, fr[i].ip, fr[i].len, 0, (struct sockaddr *)&host,
-					       sizeof(host)) == (ssize_t)fr[i].len;
+				sent +=
+				    sendto(raw, fr[i].ip, fr[i].len, 0, (struct sockaddr *)&host,
+					   sizeof(host)) == (ssize_t)fr[i].len;
 			}
 			agent_reply(sent == k ? "ok replayed=%u" : "fail replayed=%u", sent);
 		} else if (sscanf(line, "expect %u", &k) == 1 && k < (unsigned)nfr) {
@@ -1315,13 +1326,14 @@ static int rxe_main(void *arg, int cmd)
 			size_t plen = udp_len - off - ((bth[1] >> 4) & 3) - 4;
 			char hex[81] = "";
 
-			/* 20 zero bytes, then the IPv4 header exactly as sent (rocev2-wire 1.10). */
+			/* 20 zero bytes, then the IPv4 header exactly as sent (rocev2-wire 1.10).
+			 */
 			for (int i = 0; i < 40; i++)
 				snprintf(hex + 2 * i, 3, "%02x", i < 20 ? 0 : ip[i - 20]);
 			agent_reply("ok len=%zu src_qp=0x%x imm=0x%x sum=0x%x grh=%s", 40 + plen,
 				    bth[17] << 16 | bth[18] << 8 | bth[19],
 				    bth[0] == 0x65 ? (uint32_t)bth[20] << 24 | bth[21] << 16 |
-							     bth[22] << 8 | bth[23]
+							 bth[22] << 8 | bth[23]
 						   : 0,
 				    fnv(bth + off, plen), hex);
 		} else if (sscanf(line, "replies %u %x", &k, &q) == 2 && k <= (unsigned)nfr) {
@@ -1334,9 +1346,9 @@ static int rxe_main(void *arg, int cmd)
 				socklen_t fl = sizeof(from);
 				struct pollfd p = {.fd = udp, .events = POLLIN};
 				ssize_t n = poll(&p, 1, WAIT_MS) == 1
-						    ? recvfrom(udp, b, sizeof(b), 0,
-							       (struct sockaddr *)&from, &fl)
-						    : -1;
+						? recvfrom(udp, b, sizeof(b), 0,
+							   (struct sockaddr *)&from, &fl)
+						: -1;
 				const uint8_t *req = fr[i].ip + 28;
 				size_t roff = 12 + 8 + (req[0] == 0x65 ? 4 : 0);
 				size_t rplen = fr[i].len - 28 - roff - ((req[1] >> 4) & 3) - 4;
@@ -1348,7 +1360,8 @@ static int rxe_main(void *arg, int cmd)
 					snprintf(why, sizeof(why), "reply %u not received", i);
 					break;
 				}
-				/* What rxe checks: ICRC over ID 0 + DF, the addresses, the ports. */
+				/* What rxe checks: ICRC over ID 0 + DF, the addresses, the ports.
+				 */
 				memcpy(c.src, &from.sin_addr, 4);
 				memcpy(c.dst, &me.sin_addr, 4);
 				c.sport = ntohs(from.sin_port);
@@ -1360,7 +1373,8 @@ static int rxe_main(void *arg, int cmd)
 				    from.sin_addr.s_addr != host.sin_addr.s_addr || plen != rplen ||
 				    memcmp(b + off, req + roff, plen)) {
 					snprintf(why, sizeof(why),
-						 "reply %u: opcode 0x%x destqp 0x%x srcqp 0x%x qkey 0x%x "
+						 "reply %u: opcode 0x%x destqp 0x%x srcqp 0x%x "
+						 "qkey 0x%x "
 						 "sport %u len %zu",
 						 i, h.bth.opcode, h.bth.dest_qpn, h.deth.src_qpn,
 						 h.deth.qkey, c.sport, plen);
@@ -1424,8 +1438,9 @@ static void scenario_rxe(char **argv)
 				IBV_WC_GRH | IBV_WC_WITH_IMM);
 		strip_flags(h.ag.last);
 		if (strcmp(after_ok(&h.ag), want)) {
-			printf("FAIL: reception %d differs from rxe's packet:\n  got  %s\n  want %s\n",
-			       k, after_ok(&h.ag), want);
+			printf(
+			    "FAIL: reception %d differs from rxe's packet:\n  got  %s\n  want %s\n",
+			    k, after_ok(&h.ag), want);
 			agent_failures++;
 		}
 	}

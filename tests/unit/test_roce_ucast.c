@@ -54,9 +54,10 @@ static int raw_connect(void)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa,
-				 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)),
-			 0);
+	assert_int_equal(
+	    connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)),
+	    0);
 	return fd;
 }
 
@@ -98,8 +99,11 @@ static int raw_call(int fd, uint16_t op, const uint32_t *qpn, int n, const int *
 		    struct roce_uc_msg *r)
 {
 	static uint32_t seq = 100;
-	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = op,
-				.seq = ++seq, .count = (uint16_t)n};
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = op,
+				.seq = ++seq,
+				.count = (uint16_t)n};
 
 	if (n)
 		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
@@ -144,7 +148,9 @@ static void rig_down(struct rig *r)
 static void send_to(struct rig *r, uint32_t qpn, const char *data, uint32_t len, uint64_t wr_id)
 {
 	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), len, r->q.mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
 				 .wr.ud = {.ah = r->ah, .remote_qpn = qpn, .remote_qkey = T_QKEY}},
 			   *bad;
@@ -170,8 +176,8 @@ static void assert_self_unicast(struct rig *r, uint64_t wr_id)
 
 static void test_nonsense_ends_that_connection_only(void **state)
 {
-	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION,
-				.op = ROCE_UC_CLAIM, .count = 3};
+	struct roce_uc_msg m = {
+	    .magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = ROCE_UC_CLAIM, .count = 3};
 	struct rig r;
 	int fd, keep;
 
@@ -201,8 +207,8 @@ static void test_nonsense_ends_that_connection_only(void **state)
 
 static void test_other_version_is_told(void **state)
 {
-	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = 99, .op = ROCE_UC_HELLO,
-				.seq = 5};
+	struct roce_uc_msg m = {
+	    .magic = ROCE_UC_MAGIC, .version = 99, .op = ROCE_UC_HELLO, .seq = 5};
 	struct rig r;
 	int fd;
 
@@ -320,7 +326,9 @@ static void test_registered_receives(void **state)
 		} cb;
 		struct roce_uc_fwd f;
 		struct iovec iov = {&f, sizeof(f)};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.c,
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb.c,
 				    .msg_controllen = sizeof(cb.c)};
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
@@ -382,11 +390,11 @@ static void test_registered_receives(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nonsense_ends_that_connection_only),
-		cmocka_unit_test(test_other_version_is_told),
-		cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),
-		cmocka_unit_test(test_claims),
-		cmocka_unit_test(test_registered_receives),
+	    cmocka_unit_test(test_nonsense_ends_that_connection_only),
+	    cmocka_unit_test(test_other_version_is_told),
+	    cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),
+	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_registered_receives),
 	};
 
 	isolated = t_isolate_netns();

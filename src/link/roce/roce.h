@@ -128,6 +128,26 @@ int roce_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct 
 int roce_init_ah_from_wc(struct umc_device *dev, const struct ibv_wc *wc, const uint8_t *grh,
 			 struct ibv_ah_attr *attr);
 
+/*
+ * A batch of receive slots for recvmmsg() on a UDP socket: each datagram
+ * with its sender's address and control messages, into buf[i].
+ */
+struct roce_rxq {
+	struct mmsghdr msg[UMC_RX_BATCH];
+	struct iovec iov[UMC_RX_BATCH];
+	struct sockaddr_storage name[UMC_RX_BATCH];
+	uint64_t cmsg[UMC_RX_BATCH][16];
+	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
+};
+
+/* port.c */
+/* Point every slot of @q at its buffer, name and control space. */
+void roce_rxq_init(struct roce_rxq *q);
+/* Make slots [base, base + n) of @q ready for recvmmsg() again. */
+void roce_rxq_reset(struct roce_rxq *q, int base, int n);
+/* The first descriptor of @mh's SCM_RIGHTS messages (-1 if none); any others are closed. */
+int roce_take_fd(struct msghdr *mh);
+
 /* rx.c */
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);
 void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);

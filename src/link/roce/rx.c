@@ -163,30 +163,21 @@ int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join)
 /* Receive.                                                                  */
 
 struct roce_rx {
-	struct mmsghdr msg[UMC_RX_BATCH];
-	struct iovec iov[UMC_RX_BATCH];
-	struct sockaddr_storage name[UMC_RX_BATCH];
-	uint64_t cmsg[UMC_RX_BATCH][16];
-	/* The unicast input: the demultiplexer's header, then the datagram in buf. */
+	struct roce_rxq q; /* group and steered sockets; q.buf also holds the input's datagrams */
+	/* The unicast input: the demultiplexer's header, then the datagram in q.buf. */
 	struct mmsghdr uc_msg[UMC_RX_BATCH];
 	struct iovec uc_iov[UMC_RX_BATCH][2];
 	struct roce_uc_fwd uc_fwd[UMC_RX_BATCH];
 	uint64_t uc_cmsg[UMC_RX_BATCH][4]; /* a steered socket handed over (SCM_RIGHTS) */
-	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
 /* Make receive slots [base, base + n) ready for recvmmsg() again. */
 static void roce_rx_reset(struct roce_rx *rx, int base, int n)
 {
+	roce_rxq_reset(&rx->q, base, n);
 	for (int i = base; i < base + n; i++) {
-		struct msghdr *mh = &rx->msg[i].msg_hdr;
+		struct msghdr *mh = &rx->uc_msg[i].msg_hdr;
 
-		mh->msg_name = &rx->name[i];
-		mh->msg_namelen = sizeof(rx->name[i]);
-		mh->msg_control = rx->cmsg[i];
-		mh->msg_controllen = sizeof(rx->cmsg[i]);
-		mh->msg_flags = 0;
-		mh = &rx->uc_msg[i].msg_hdr;
 		mh->msg_control = rx->uc_cmsg[i];
 		mh->msg_controllen = sizeof(rx->uc_cmsg[i]);
 		mh->msg_flags = 0;
@@ -202,12 +193,10 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
 		return NULL;
+	roce_rxq_init(&rx->q);
 	for (int i = 0; i < UMC_RX_BATCH; i++) {
-		rx->iov[i] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
-		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
-		rx->msg[i].msg_hdr.msg_iovlen = 1;
 		rx->uc_iov[i][0] = (struct iovec){&rx->uc_fwd[i], sizeof(rx->uc_fwd[i])};
-		rx->uc_iov[i][1] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
+		rx->uc_iov[i][1] = (struct iovec){rx->q.buf[i], UMC_RX_SLOT};
 		rx->uc_msg[i].msg_hdr.msg_iov = rx->uc_iov[i];
 		rx->uc_msg[i].msg_hdr.msg_iovlen = 2;
 	}
@@ -373,27 +362,6 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 	return roce_rx_check(rp, rm->mcg, m->msg_hdr.msg_iov->iov_base, m->msg_len, &ip, pkt);
 }
 
-/* The first descriptor of an SCM_RIGHTS message (-1 if none); any others are closed. */
-static int roce_rx_take_fd(struct msghdr *mh)
-{
-	int keep = -1;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
-			if (keep < 0)
-				keep = fd;
-			else
-				close(fd);
-		}
-	}
-	return keep;
-}
-
 /*
  * Check one datagram the demultiplexer passed on; as roce_rx_one.  A
  * hand-over of a steered socket is taken, not delivered.
@@ -402,7 +370,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 			   struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
-	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_rx_take_fd(&m->msg_hdr) : -1;
+	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_take_fd(&m->msg_hdr) : -1;
 	struct umc_ip_ctx ip = {
 		.family = f->family,
 		.sport = f->sport,
@@ -443,7 +411,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct roce_ep *rm,
 			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more)
 {
-	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->msg) + base;
+	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->q.msg) + base;
 	int n, out = 0;
 
 	do

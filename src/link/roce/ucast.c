@@ -6,7 +6,7 @@
  * Every umcast process is an HCA of its own with its own QPNs, yet all of
  * them share the host's addresses and UDP port 4791, where RoCEv2 peers
  * send.  A unicast datagram is given to one socket only, so per address one
- * process, the demultiplexer, owns addr:4791 and passes each datagram on to
+ * process, the demultiplexer, owns addr:4791 and brings each datagram to
  * the process that claimed its DestQP:
  *
  *   - Rendezvous: an abstract AF_UNIX SOCK_SEQPACKET name made of the
@@ -21,35 +21,34 @@
  *     QPN that another live process claimed is refused (-EADDRINUSE) and
  *     QP creation takes the next number (qp.c), so QPNs are unique on the
  *     host, as on one rxe device.
- *   - Data: the demultiplexer's agent thread reads addr:4791 with recvmmsg,
- *     takes DestQP from BTH bytes 5-7, finds its owner in an open-addressing
- *     table and sends the datagram, behind a struct roce_uc_fwd with the IP
- *     context, to the owner's socket with sendmmsg (MSG_DONTWAIT: a full
- *     queue drops, as a NIC's full buffer does).  The owner checks it as any
- *     other datagram.  Nothing is allocated per datagram.
- *   - Exit: a process that exits or is killed closes its connection and
- *     the demultiplexer forgets its QPNs.  When the demultiplexer itself
- *     goes, every connection to it hangs up; each process's agent thread
- *     then connects or binds the name anew (one wins), the winner binds
- *     addr:4791 as soon as the old socket is gone, and every process
- *     registers again.  Datagrams arriving meanwhile are lost (UD is
- *     unreliable); no process needs a restart.
+ *   - Data, steered: the demultiplexer makes every socket of addr:4791's
+ *     SO_REUSEPORT group itself, in a known order, hands one to each
+ *     process, and attaches a classic BPF program mapping DestQP to the
+ *     index of the owner's socket, so the kernel delivers each datagram
+ *     straight to its owner (see "steering" below for why the order can be
+ *     trusted).  No privilege is needed.
+ *   - Data, passed on: what reaches index 0, the demultiplexer's own
+ *     socket (a DestQP missing from the program, a race with its update,
+ *     everything when UMC_UC_STEER=0), its agent thread reads with recvmmsg,
+ *     looks DestQP (BTH bytes 5-7) up in an open-addressing table and sends
+ *     on, behind a struct roce_uc_fwd with the IP context, to the owner's
+ *     input with sendmmsg (MSG_DONTWAIT: a full queue drops, as a NIC's full
+ *     buffer does).  The owner checks it as any other datagram.  Nothing is
+ *     allocated per datagram on either path.
+ *   - Exit: a process that exits or is killed closes its connection; the
+ *     demultiplexer forgets its QPNs and keeps its socket for the next one.
+ *     When the demultiplexer itself goes, every connection to it hangs up;
+ *     each process's agent thread lets go of its group socket, then
+ *     connects or binds the name anew (one wins), the winner takes
+ *     addr:4791 once every old socket is gone, and every process registers
+ *     again.  Datagrams arriving meanwhile are lost (UD is unreliable); no
+ *     process needs a restart.
  *
  * Claims at QP creation wait for the answer (UMC_UC_REPLY_MS at most);
  * registrations after a hand-over are not waited for.  A demultiplexer that
  * finds no owner for a DestQP first reads every pending connection and
  * claim, so a claim sent before a peer could have learnt the QPN is seen.
- *
- * Why not SO_REUSEPORT with a classic BPF program (SO_ATTACH_REUSEPORT_CBPF,
- * no privilege needed) that maps DestQP to a socket index: the index is the
- * socket's position in the kernel's reuseport group, which no process can
- * query, and when a socket closes the last one is moved into its place, so
- * a killed process silently re-routes another's traffic until someone
- * rebuilds and re-attaches the program from a shared view of the order,
- * which a SIGKILL leaves stale; any process of the group may replace the
- * program; an index out of range falls back to the hash.  An eBPF
- * REUSEPORT_SOCKARRAY map would be exact but needs privilege.  See
- * docs/design.md "Unicast".
+ * docs/design.md "Unicast" weighs the alternatives and gives the costs.
  *
  * Threads and locks: one agent thread per process (for every port and
  * address) does the demultiplexer's work and the reconnects; it never takes
@@ -63,12 +62,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/filter.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/un.h>
@@ -96,10 +95,9 @@ struct uc_leader;
 struct uc_client {
 	struct uc_tag tag;
 	struct uc_leader *lead;
-	int ctl;  /* the connection; -1 once dropped */
-	int data; /* its forwarding socket (HELLO), -1 before */
-	int sidx; /* its socket in the reuseport group (steering), or -1 */
-	pid_t pid;
+	int ctl;		     /* the connection; -1 once dropped */
+	int data;		     /* its forwarding socket (HELLO), -1 before */
+	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
 	struct uc_client *dead_next; /* dropped, freed after the agent's round */
 };
 
@@ -113,8 +111,8 @@ struct uc_dom;
 /* This process as the demultiplexer of one address (agent-owned once published). */
 struct uc_leader {
 	struct uc_dom *dom;
-	int lfd; /* the listener, bound to the name */
-	int udp; /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
+	int lfd;    /* the listener, bound to the name */
+	int udp;    /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
 	bool steer; /* the reuseport group of addr:4791 is this process's: cBPF steers DestQP */
 	struct uc_tag tag_l, tag_u;
 	uint64_t bind_at; /* next attempt at addr:4791 (monotonic ms) */
@@ -130,15 +128,11 @@ struct uc_leader {
 	int nspare;
 	struct roce_uc_fwd fwd0; /* the template: destination = the address */
 	/* One batch: datagrams in, then runs of them out per owner. */
-	struct mmsghdr rmsg[UMC_RX_BATCH];
-	struct iovec riov[UMC_RX_BATCH];
-	struct sockaddr_storage rname[UMC_RX_BATCH];
-	uint64_t rcmsg[UMC_RX_BATCH][16];
+	struct roce_rxq rq;
 	struct mmsghdr smsg[UMC_RX_BATCH];
 	struct iovec siov[UMC_RX_BATCH][2];
 	struct roce_uc_fwd fwd[UMC_RX_BATCH];
 	struct uc_client *sdst[UMC_RX_BATCH];
-	uint8_t rbuf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
 /* One address (GID) of a port: the connection to its demultiplexer. */
@@ -156,8 +150,8 @@ struct uc_dom {
 	pid_t leader_pid;
 	bool leader_port; /* its last answer said it holds addr:4791 */
 	bool proto_warned;
-	pthread_mutex_t steer_lock; /* steer_ep: the engine replaces it, the agent revokes it */
-	struct roce_ep *steer_ep;   /* the group socket the demultiplexer handed this port */
+	pthread_mutex_t steer_lock;	/* steer_ep: the engine replaces it, the agent revokes it */
+	struct roce_ep *steer_ep;	/* the group socket the demultiplexer handed this port */
 	atomic_bool reconnect;		/* lost: the agent reconnects */
 	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
 	struct uc_dom *next;		/* uc_ag.doms */
@@ -165,10 +159,10 @@ struct uc_dom {
 
 /* A port's unicast reception. */
 struct roce_uc {
-	struct roce_ep set; /* the engine's one endpoint: an epoll of the two below */
-	struct roce_ep ep;  /* the input: forwarded datagrams and steered sockets handed over */
+	struct roce_ep set; /* the engine's one endpoint: an epoll of ep and each dom's steer_ep */
+	struct roce_ep ep;  /* the input: datagrams passed on, and group sockets handed over */
 	struct roce_ep *retired; /* a replaced steered socket's endpoint (fd -1), freed later */
-	int data_tx;	   /* its peer, handed to each demultiplexer */
+	int data_tx;		 /* its peer, handed to each demultiplexer */
 	struct roce_port *rp;
 	pthread_mutex_t qset_lock;
 	uint32_t *qpns; /* the port's claimed QPNs */
@@ -344,11 +338,27 @@ static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client
  * so the next demultiplexer finds the port free once they all have.
  */
 
+/* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
 static bool uc_steer_wanted(void)
 {
-	const char *e = getenv("UMC_UC_STEER");
+	static int wanted = -1;
 
-	return !e || *e != '0';
+	if (__atomic_load_n(&wanted, __ATOMIC_RELAXED) < 0) {
+		const char *e = getenv("UMC_UC_STEER");
+
+		__atomic_store_n(&wanted, !e || *e != '0', __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&wanted, __ATOMIC_RELAXED);
+}
+
+/* Forget the group (its only member so far, index 0, is l->udp's). */
+static void uc_steer_reset(struct uc_leader *l)
+{
+	free(l->socks);
+	free(l->spare);
+	l->socks = l->spare = NULL;
+	l->sockcap = l->nsock = l->nspare = 0;
+	l->steer = false;
 }
 
 /* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
@@ -424,7 +434,8 @@ static int uc_steer_program(struct uc_leader *l)
 	fp.len = (unsigned short)k;
 	fp.filter = f;
 
-	ret = setsockopt(l->udp, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) ? -errno : 0;
+	ret =
+	    setsockopt(l->udp, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) ? -errno : 0;
 out:
 	free(f);
 	free(r);
@@ -449,8 +460,8 @@ static void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 		char b[CMSG_SPACE(sizeof(int))];
 	} cb;
 	struct iovec iov = {&f, sizeof(f)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
-			    .msg_controllen = sizeof(cb.b)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
 	struct cmsghdr *c;
 	int idx;
 
@@ -515,10 +526,7 @@ static int uc_steer_start(struct uc_leader *l)
 	l->udp = fd;
 	if (!l->socks || !l->spare || uc_steer_program(l)) {
 		/* Alone in its group the socket gets everything anyway: forward all. */
-		free(l->socks);
-		free(l->spare);
-		l->socks = l->spare = NULL;
-		l->sockcap = 0;
+		uc_steer_reset(l);
 		return fd;
 	}
 	l->socks[0] = fd;
@@ -586,8 +594,6 @@ static void uc_lead_accept(struct uc_leader *l)
 	for (;;) {
 		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct uc_client *cl;
-		struct ucred cred;
-		socklen_t clen = sizeof(cred);
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -616,8 +622,6 @@ static void uc_lead_accept(struct uc_leader *l)
 		cl->ctl = fd;
 		cl->data = -1;
 		cl->sidx = -1;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-			cl->pid = cred.pid;
 		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
 			umc_fd_close(fd);
 			free(cl);
@@ -644,12 +648,12 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 			    int *fd)
 {
 	struct roce_uc_msg r = {
-		.magic = ROCE_UC_MAGIC,
-		.version = ROCE_UC_VERSION,
-		.op = ROCE_UC_REPLY,
-		.seq = m->seq,
-		.pid = (uint32_t)getpid(),
-		.flags = l->udp >= 0 ? ROCE_UC_F_PORT : 0,
+	    .magic = ROCE_UC_MAGIC,
+	    .version = ROCE_UC_VERSION,
+	    .op = ROCE_UC_REPLY,
+	    .seq = m->seq,
+	    .pid = (uint32_t)getpid(),
+	    .flags = l->udp >= 0 ? ROCE_UC_F_PORT : 0,
 	};
 
 	switch (m->op) {
@@ -700,28 +704,6 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 	send(cl->ctl, &r, ROCE_UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-/* The first descriptor an SCM_RIGHTS message carried (-1 if none); closes any others. */
-static int uc_take_fd(struct msghdr *mh)
-{
-	int keep = -1;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
-			if (keep < 0)
-				keep = fd;
-			else
-				close(fd); /* never recorded: not ours to keep */
-		}
-	}
-	umc_fd_own(keep, false);
-	return keep;
-}
-
 /* Read and answer everything @cl sent; drop it on hang-up or nonsense. */
 static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 {
@@ -732,7 +714,9 @@ static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 		} cb;
 		struct roce_uc_msg m;
 		struct iovec iov = {&m, sizeof(m)};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb.b,
 				    .msg_controllen = sizeof(cb.b)};
 		ssize_t n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		int fd;
@@ -741,13 +725,18 @@ static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
-		fd = n > 0 ? uc_take_fd(&mh) : -1;
+		fd = n > 0 ? roce_take_fd(&mh) : -1;
+		umc_fd_own(fd, false);
 		if (n >= (ssize_t)offsetof(struct roce_uc_msg, pid) && m.magic == ROCE_UC_MAGIC &&
 		    m.version != ROCE_UC_VERSION) {
-			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = ROCE_UC_REPLY,
-					   .seq = m.seq, .status = -EPROTONOSUPPORT};
+			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC,
+						.version = ROCE_UC_VERSION,
+						.op = ROCE_UC_REPLY,
+						.seq = m.seq,
+						.status = -EPROTONOSUPPORT};
 
-			send(cl->ctl, &r, offsetof(struct roce_uc_msg, pid), MSG_DONTWAIT | MSG_NOSIGNAL);
+			send(cl->ctl, &r, offsetof(struct roce_uc_msg, pid),
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
 			n = 0;
 		}
 		if (n < (ssize_t)ROCE_UC_MSG_LEN(0) || m.magic != ROCE_UC_MAGIC ||
@@ -776,19 +765,6 @@ static void uc_lead_drain(struct uc_leader *l)
 /* ------------------------------------------------------------------------- */
 /* The demultiplexer: datagrams.                                             */
 
-static void uc_lead_reset(struct uc_leader *l, int n)
-{
-	for (int i = 0; i < n; i++) {
-		struct msghdr *mh = &l->rmsg[i].msg_hdr;
-
-		mh->msg_name = &l->rname[i];
-		mh->msg_namelen = sizeof(l->rname[i]);
-		mh->msg_control = l->rcmsg[i];
-		mh->msg_controllen = sizeof(l->rcmsg[i]);
-		mh->msg_flags = 0;
-	}
-}
-
 /*
  * sendmmsg a run of datagrams to one owner.  What a full queue does not
  * take is dropped (uc_fwd_dropped); an owner that is gone (its process died
@@ -800,8 +776,9 @@ static void uc_send_run(struct uc_leader *l, struct uc_client *cl, struct mmsghd
 	struct umc_device *dev = &l->dom->uc->rp->dev;
 
 	while (n > 0) {
-		int r = cl->data >= 0 ? sendmmsg(cl->data, m, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL)
-				      : (errno = ENOTCONN, -1);
+		int r = cl->data >= 0
+			    ? sendmmsg(cl->data, m, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL)
+			    : (errno = ENOTCONN, -1);
 
 		if (r > 0) {
 			CNTN(dev, uc_forwarded, (unsigned long)r);
@@ -826,7 +803,7 @@ static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *c
 	struct umc_ip_ctx ip = {0};
 	struct roce_uc_fwd *f = &l->fwd[k];
 
-	roce_rx_cmsg(&l->rmsg[i].msg_hdr, &ip);
+	roce_rx_cmsg(&l->rq.msg[i].msg_hdr, &ip);
 	*f = l->fwd0;
 	f->tclass = ip.tclass;
 	f->hop_limit = ip.hop_limit;
@@ -834,7 +811,7 @@ static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *c
 	f->flow_label = ip.flow_label;
 	memcpy(f->src, ip.src, sizeof(f->src));
 	l->siov[k][0] = (struct iovec){f, sizeof(*f)};
-	l->siov[k][1] = (struct iovec){l->rbuf[i], l->rmsg[i].msg_len};
+	l->siov[k][1] = (struct iovec){l->rq.buf[i], l->rq.msg[i].msg_len};
 	l->smsg[k].msg_hdr = (struct msghdr){.msg_iov = l->siov[k], .msg_iovlen = 2};
 	l->sdst[k] = cl;
 }
@@ -847,19 +824,19 @@ static void uc_lead_forward(struct uc_leader *l)
 		bool drained = false;
 		int n, k = 0;
 
-		n = recvmmsg(l->udp, l->rmsg, UMC_RX_BATCH, MSG_DONTWAIT, NULL);
+		n = recvmmsg(l->udp, l->rq.msg, UMC_RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
 		for (int i = 0; i < n; i++) {
-			const uint8_t *p = l->rbuf[i];
+			const uint8_t *p = l->rq.buf[i];
 			struct uc_client *cl;
 			uint32_t qpn;
 
-			if (umc_unlikely(l->rmsg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			if (umc_unlikely(l->rq.msg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
 				CNT(dev, rx_too_long);
 				continue;
 			}
-			if (umc_unlikely(l->rmsg[i].msg_len <
+			if (umc_unlikely(l->rq.msg[i].msg_len <
 					 UMC_BTH_LEN + UMC_DETH_LEN + UMC_ICRC_LEN)) {
 				CNT(dev, rx_malformed);
 				continue;
@@ -887,7 +864,7 @@ static void uc_lead_forward(struct uc_leader *l)
 				;
 			uc_send_run(l, l->sdst[s], &l->smsg[s], e - s);
 		}
-		uc_lead_reset(l, n);
+		roce_rxq_reset(&l->rq, 0, n);
 		if (n < UMC_RX_BATCH)
 			return;
 	}
@@ -905,12 +882,12 @@ static void uc_lead_bind(struct uc_leader *l)
 	if (fd >= 0) {
 		umc_fd_close(fd);
 		l->udp = -1;
-		l->steer = false;
+		uc_steer_reset(l);
 	}
 	l->bind_fails++;
 	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
-					    ? UMC_UC_RETRY_MS
-					    : UMC_UC_RETRY_SLOW_MS);
+					? UMC_UC_RETRY_MS
+					: UMC_UC_RETRY_SLOW_MS);
 	atomic_store(&uc_ag.pending, true);
 }
 
@@ -948,12 +925,7 @@ static int uc_lead_start(struct uc_dom *d)
 		memcpy(l->fwd0.dst, &((struct sockaddr_in *)&d->addr)->sin_addr, 4);
 	else
 		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
-	for (int i = 0; i < UMC_RX_BATCH; i++) {
-		l->riov[i] = (struct iovec){l->rbuf[i], UMC_RX_SLOT};
-		l->rmsg[i].msg_hdr.msg_iov = &l->riov[i];
-		l->rmsg[i].msg_hdr.msg_iovlen = 1;
-	}
-	uc_lead_reset(l, UMC_RX_BATCH);
+	roce_rxq_init(&l->rq);
 	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
 	if (ret) {
 		free(l->tab);
@@ -973,8 +945,11 @@ static int uc_lead_start(struct uc_dom *d)
 /* Send a request on d->ctl; returns its seq, or 0 when the connection failed. */
 static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int fd)
 {
-	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = op,
-			   .seq = ++d->seq ? d->seq : ++d->seq, .count = (uint16_t)n};
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = op,
+				.seq = ++d->seq ? d->seq : ++d->seq,
+				.count = (uint16_t)n};
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
@@ -1187,7 +1162,7 @@ static int uc_agent_tick(void)
 			}
 			if (atomic_load(&d->reconnect))
 				timeout = timeout < 0 || UMC_UC_RETRY_MS < timeout ? UMC_UC_RETRY_MS
-										  : timeout;
+										   : timeout;
 		}
 	}
 	if (timeout >= 0)
@@ -1387,11 +1362,13 @@ static void uc_port_doms(struct roce_uc *uc)
 		else
 			a = &((struct sockaddr_in6 *)&d->addr)->sin6_addr;
 		inet_ntop(d->addr.ss_family, a, text, INET6_ADDRSTRLEN);
-		if (d->addr.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id)
+		if (d->addr.ss_family == AF_INET6 &&
+		    ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id)
 			snprintf(text + strlen(text), 16, "%%%u",
 				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
 		d->name.sun_family = AF_UNIX;
-		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, ROCE_UC_NAME_FMT, text);
+		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, ROCE_UC_NAME_FMT,
+			     text);
 		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 		pthread_mutex_lock(&uc_ag_lock);
 		d->next = atomic_load(&uc_ag.doms);
@@ -1480,6 +1457,19 @@ static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t
 	return ret;
 }
 
+/* Connect to every address's demultiplexer not connected yet, or leave it to the agent. */
+static void uc_connect_all(struct roce_uc *uc)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl < 0 && uc_dom_connect(d, true))
+			uc_agent_wake();
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+}
+
 int roce_uc_qp_add(struct roce_qp *qp)
 {
 	struct roce_port *rp = to_roce_port(qp->qp.dev);
@@ -1490,15 +1480,8 @@ int roce_uc_qp_add(struct roce_qp *qp)
 	if (ret)
 		return ret;
 	uc_port_doms(uc);
-	/* Connect first (registering the QPNs the port has), or leave it to the agent ... */
-	for (int i = 0; i < uc->ndom; i++) {
-		struct uc_dom *d = uc->dom[i];
-
-		pthread_mutex_lock(&d->ctl_lock);
-		if (d->ctl < 0 && uc_dom_connect(d, true))
-			uc_agent_wake();
-		pthread_mutex_unlock(&d->ctl_lock);
-	}
+	/* Connect first (registering the QPNs the port has) ... */
+	uc_connect_all(uc);
 	/* ... then claim the new one everywhere at once, and wait for every answer. */
 	ret = uc_qset_add(uc, qpn);
 	if (ret)
@@ -1526,23 +1509,17 @@ void roce_uc_qp_del(struct roce_qp *qp)
 
 int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms)
 {
-	struct roce_uc *uc = dev->link->link_layer == IBV_LINK_LAYER_ETHERNET ? to_roce_port(dev)->uc
-									       : NULL;
+	struct roce_uc *uc =
+	    dev->link->link_layer == IBV_LINK_LAYER_ETHERNET ? to_roce_port(dev)->uc : NULL;
 	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
 	struct uc_leader *l;
 
 	memset(info, 0, sizeof(*info));
 	if (!uc)
 		return -ENODEV;
-	for (int i = 0; i < uc->ndom; i++) {
-		struct uc_dom *d = uc->dom[i];
-
-		pthread_mutex_lock(&d->ctl_lock);
-		if (d->ctl < 0 && uc_dom_connect(d, true))
-			uc_agent_wake();
-		pthread_mutex_unlock(&d->ctl_lock);
-		info->leading += atomic_load(&d->lead) != NULL;
-	}
+	uc_connect_all(uc);
+	for (int i = 0; i < uc->ndom; i++)
+		info->leading += atomic_load(&uc->dom[i]->lead) != NULL;
 	/* A claim of nothing: answered after everything sent before it. */
 	uc_claim_all(uc, NULL, 0, deadline, &info->connected);
 	info->addrs = uc->ndom;
@@ -1583,11 +1560,11 @@ void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_
 			if (a->ss_family != ss.ss_family)
 				continue;
 			if (family == 4 ? a4->sin_port == s4->sin_port &&
-						  !memcmp(&a4->sin_addr, &s4->sin_addr, 4) &&
-						  !memcmp(dst, &s4->sin_addr, 4)
+					      !memcmp(&a4->sin_addr, &s4->sin_addr, 4) &&
+					      !memcmp(dst, &s4->sin_addr, 4)
 					: a6->sin6_port == s6->sin6_port &&
-						  !memcmp(&a6->sin6_addr, &s6->sin6_addr, 16) &&
-						  !memcmp(dst, &s6->sin6_addr, 16))
+					      !memcmp(&a6->sin6_addr, &s6->sin6_addr, 16) &&
+					      !memcmp(dst, &s6->sin6_addr, 16))
 				d = uc->dom[i];
 		}
 	}
