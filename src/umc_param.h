@@ -77,6 +77,9 @@ enum umc_param {
 	UMC_UC_CONNECT_MS = 2000,    /* ... and this long for an election under way */
 	UMC_UC_RETRY_MS = 10,	     /* retry period of a pending reconnect or port bind */
 	UMC_UC_RETRY_SLOW_MS = 1000, /* ... once the port has been refused for a second */
+	UMC_UC_ADOPT_DELAY_MS = 50,  /* after a hang-up, only a holder of the whole group stands */
+	UMC_UC_ADOPT_MS = 1000,	     /* a group taken over waits this long for its owners */
+	UMC_UC_GROUP_MAX = 0xffff,   /* sockets of a reuseport group (the kernel's limit) */
 
 	/* CM: librdmacm's RDMA_MAX_PRIVATE_DATA. */
 	UMC_CM_MAX_PRIVATE_DATA = 256,

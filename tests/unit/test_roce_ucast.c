@@ -160,18 +160,72 @@ static void send_to(struct rig *r, uint32_t qpn, const char *data, uint32_t len,
 	t_wait_send(r->q.cq, wr_id);
 }
 
+/* The next control message on a client's input @fd into @c; its descriptor (-1 if none). */
+static int ctl_recv(int fd, struct roce_uc_ctl *c)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {c, sizeof(*c)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cb.b,
+			    .msg_controllen = sizeof(cb.b)};
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int got = -1;
+
+	assert_int_equal(poll(&p, 1, T_MS), 1);
+	assert_int_equal(recvmsg(fd, &mh, MSG_CMSG_CLOEXEC), (ssize_t)sizeof(*c));
+	assert_int_equal(c->family, ROCE_UC_FWD_CTL);
+	assert_int_equal(c->addr_family, 4);
+	assert_memory_equal(c->dst, "\x7f\0\0\x01", 4);
+	if (CMSG_FIRSTHDR(&mh))
+		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(got));
+	return got;
+}
+
+/* @fd is a datagram socket bound to 127.0.0.1:4791. */
+static void assert_group_socket(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	assert_true(fd >= 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	assert_int_equal(ntohs(sa.sin_port), 4791);
+	assert_int_equal(sa.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+}
+
 /* Self-unicast still works: the demultiplexer is unharmed. */
 static void assert_self_unicast(struct rig *r, uint64_t wr_id)
 {
+	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), 4, r->q.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .wr.ud = {.ah = r->ah, .remote_qpn = r->q.qp->qp_num,
+					   .remote_qkey = T_QKEY}},
+			   *bad;
+	bool sent = false, got = false;
 	struct ibv_wc wc;
 
 	assert_int_equal(t_post_recv(&r->q, 0, 2048, wr_id), 0);
-	send_to(r, r->q.qp->qp_num, "self", 4, wr_id);
-	assert_int_equal(t_wait_wc(r->q.cq, &wc, T_WAIT_MS), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, wr_id);
-	assert_int_equal(wc.src_qp, r->q.qp->qp_num);
-	assert_int_equal(wc.byte_len, 44);
+	memcpy(r->q.buf + T_BUF / 2, "self", 4);
+	assert_int_equal(ibv_post_send(r->q.qp, &wr, &bad), 0);
+	/* One CQ: the receive may come first (the receive thread runs meanwhile). */
+	while (!sent || !got) {
+		assert_int_equal(t_wait_wc(r->q.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, wr_id);
+		if (wc.opcode == IBV_WC_SEND) {
+			sent = true;
+			continue;
+		}
+		assert_int_equal(wc.opcode, IBV_WC_RECV);
+		assert_int_equal(wc.src_qp, r->q.qp->qp_num);
+		assert_int_equal(wc.byte_len, 44);
+		got = true;
+	}
 }
 
 static void test_nonsense_ends_that_connection_only(void **state)
@@ -319,28 +373,34 @@ static void test_registered_receives(void **state)
 	assert_int_equal(raw_call(fd, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
 	rx = sv[0];
 	if (steering()) {
-		/* The hand-over: a roce_uc_fwd marked STEER with the socket of 127.0.0.1:4791. */
-		union {
-			struct cmsghdr h;
-			char c[CMSG_SPACE(sizeof(int))];
-		} cb;
-		struct roce_uc_fwd f;
-		struct iovec iov = {&f, sizeof(f)};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cb.c,
-				    .msg_controllen = sizeof(cb.c)};
-		struct sockaddr_in sa;
-		socklen_t sl = sizeof(sa);
+		/*
+		 * The hand-over: our own socket of 127.0.0.1:4791's group, and
+		 * every other socket of it to hold, each exactly once.
+		 */
+		struct roce_uc_ctl c;
+		bool seen[16] = {false};
+		uint32_t size = 0, held = 0;
+		int own = -1;
 
-		assert_int_equal(recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC), (ssize_t)sizeof(f));
-		assert_int_equal(f.family, ROCE_UC_FWD_STEER);
-		assert_int_equal(f.reserved, 4);
-		assert_non_null(CMSG_FIRSTHDR(&mh));
-		memcpy(&rx, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(rx));
-		assert_int_equal(getsockname(rx, (struct sockaddr *)&sa, &sl), 0);
-		assert_int_equal(ntohs(sa.sin_port), 4791);
-		assert_int_equal(sa.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+		while (own < 0 || held + 1 < size) {
+			int sfd = ctl_recv(sv[0], &c);
+
+			assert_int_equal(c.op, ROCE_UC_CTL_SOCK);
+			assert_true(c.index < 16 && !seen[c.index]);
+			seen[c.index] = true;
+			size = c.size;
+			assert_group_socket(sfd);
+			if (c.flags & ROCE_UC_CTL_OWN) {
+				assert_true(c.index > 0); /* 0 is the demultiplexer's */
+				own = (int)c.index;
+				rx = sfd;
+			} else {
+				held++;
+				close(sfd);
+			}
+		}
+		/* Ours, the demultiplexer's (0) and its own process's. */
+		assert_int_equal(size, 3);
 	}
 	fwd = T_CNT(r.e.dev, uc_forwarded);
 	send_to(&r, OTHER_QPN, "to-other", 8, 1);
@@ -387,6 +447,39 @@ static void test_registered_receives(void **state)
 	rig_down(&r);
 }
 
+/*
+ * A process that registers holding a socket of another group (after a
+ * hand-over to a demultiplexer that could not take it over) is told to let
+ * go of the old group first, then gets a socket of the new one.
+ */
+static void test_old_group_let_go(void **state)
+{
+	struct roce_uc_msg m;
+	struct roce_uc_ctl c;
+	struct rig r;
+	uint32_t old_idx = 7;
+	int fd, sv[2], sfd;
+
+	if (!steering())
+		skip();
+	rig_up(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, &old_idx, 1, &sv[1], 1, &m), 0);
+	assert_int_equal(ctl_recv(sv[0], &c), -1);
+	assert_int_equal(c.op, ROCE_UC_CTL_FRESH);
+	sfd = ctl_recv(sv[0], &c);
+	assert_int_equal(c.op, ROCE_UC_CTL_SOCK);
+	assert_true(c.flags & ROCE_UC_CTL_OWN);
+	assert_int_not_equal(c.index, old_idx);
+	assert_group_socket(sfd);
+	close(sfd);
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),
 	    cmocka_unit_test(test_claims),
 	    cmocka_unit_test(test_registered_receives),
+	    cmocka_unit_test(test_old_group_let_go),
 	};
 
 	isolated = t_isolate_netns();

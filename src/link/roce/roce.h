@@ -62,12 +62,10 @@ struct roce_ep {
  * the IP/UDP context only the owner of the UDP socket saw, which the
  * receiver needs for the ICRC and the GRH.  Host byte order except the
  * addresses (network order, IPv4 in the first 4 bytes).  family
- * ROCE_UC_FWD_STEER marks no datagram but the hand-over, with SCM_RIGHTS,
- * of the port's socket of dst:4791's reuseport group (reserved then holds
- * dst's family, 4 or 6).
+ * ROCE_UC_FWD_CTL marks no datagram but a struct roce_uc_ctl.
  */
 struct roce_uc_fwd {
-	uint8_t family; /* 4 or 6, or ROCE_UC_FWD_STEER */
+	uint8_t family; /* 4 or 6, or ROCE_UC_FWD_CTL */
 	uint8_t tclass;
 	uint8_t hop_limit;
 	uint8_t reserved;
@@ -78,7 +76,36 @@ struct roce_uc_fwd {
 	uint8_t dst[16];
 };
 
-enum { ROCE_UC_FWD_STEER = 0xff };
+enum { ROCE_UC_FWD_CTL = 0xff };
+
+/*
+ * What the demultiplexer of address @dst tells a port on its input about
+ * dst:4791's reuseport group (ucast.c, "steering"): one of its sockets
+ * (with SCM_RIGHTS): the port's own to read (ROCE_UC_CTL_OWN), or another
+ * one to hold, so that no socket leaves the group while some process
+ * lives and any of them can take the group over; or that the group is new
+ * and every socket of the old one is to be let go.
+ */
+struct roce_uc_ctl {
+	uint8_t family;	     /* ROCE_UC_FWD_CTL */
+	uint8_t op;	     /* enum roce_uc_ctl_op */
+	uint8_t addr_family; /* dst's: 4 or 6 */
+	uint8_t flags;	     /* ROCE_UC_CTL_OWN */
+	uint32_t index;	     /* ROCE_UC_CTL_SOCK: the socket's index in the group */
+	uint32_t size;	     /* ROCE_UC_CTL_SOCK: the group's size now */
+	uint8_t dst[16];
+	uint8_t reserved[16];
+};
+
+enum roce_uc_ctl_op {
+	ROCE_UC_CTL_SOCK = 1, /* a socket of the group */
+	ROCE_UC_CTL_FRESH,    /* a new group: let go of the old one's sockets */
+};
+
+enum { ROCE_UC_CTL_OWN = 1 };
+
+_Static_assert(sizeof(struct roce_uc_ctl) == sizeof(struct roce_uc_fwd),
+	       "the input's control messages have the size of a datagram's header");
 
 /* An AH: where a datagram goes and the IP context its ICRC covers. */
 struct roce_ah {
@@ -190,15 +217,16 @@ int roce_uc_qp_add(struct roce_qp *qp);
 /* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */
 void roce_uc_qp_del(struct roce_qp *qp);
 /*
- * roce_uc_steer_attach - the demultiplexer of address @dst (a
- * roce_uc_fwd's, IPv4 in 4 bytes when @family is 4) handed this port @fd,
- * its socket of the reuseport group of @dst:4791: receive from it (a
- * ROCE_EP_UC_SOCK endpoint in the port's unicast set), in place of the one
- * an earlier demultiplexer handed over.  A descriptor that is not such a
- * socket is closed.  Context: dev->rx_lock held (the engine, reading the
- * unicast input).
+ * roce_uc_ctl_input - act on control message @c from a demultiplexer,
+ * read on the port's input with descriptor @fd (-1 if none, else ours to
+ * keep or close): ROCE_UC_CTL_SOCK with ROCE_UC_CTL_OWN: receive from @fd (a
+ * ROCE_EP_UC_SOCK endpoint in the port's unicast set) in place of the
+ * earlier one; without: hold @fd at its index; ROCE_UC_CTL_FRESH: close
+ * every socket of the old group.  A descriptor that is not a datagram
+ * socket bound to c->dst:4791, or a message for an address of no domain,
+ * is dropped.  Context: dev->rx_lock held (the engine, reading the input).
  */
-void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_t *dst);
+void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd);
 
 /* ------------------------------------------------------------------------- */
 /* The unicast demultiplexer's control protocol (ucast.c).                   */

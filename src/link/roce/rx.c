@@ -363,8 +363,8 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 }
 
 /*
- * Check one datagram the demultiplexer passed on; as roce_rx_one.  A
- * hand-over of a steered socket is taken, not delivered.
+ * Check one datagram the demultiplexer passed on; as roce_rx_one.  Its
+ * control messages (struct roce_uc_ctl) are acted on, not delivered.
  */
 static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct roce_uc_fwd *f,
 			   struct umc_rx_pkt *pkt)
@@ -382,9 +382,18 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 	};
 
 	if (umc_unlikely(fd >= 0)) {
-		if (m->msg_len == sizeof(*f) && f->family == ROCE_UC_FWD_STEER)
-			roce_uc_steer_attach(rp, fd, f->reserved, f->dst);
-		else
+		if (m->msg_len != sizeof(*f) || f->family != ROCE_UC_FWD_CTL) {
+			close(fd);
+			return false;
+		}
+	}
+	if (umc_unlikely(f->family == ROCE_UC_FWD_CTL)) {
+		struct roce_uc_ctl c;
+
+		memcpy(&c, f, sizeof(c));
+		if (m->msg_len == sizeof(c))
+			roce_uc_ctl_input(rp, &c, fd);
+		else if (fd >= 0)
 			close(fd);
 		return false;
 	}

@@ -38,11 +38,12 @@
  *   - Exit: a process that exits or is killed closes its connection; the
  *     demultiplexer forgets its QPNs and keeps its socket for the next one.
  *     When the demultiplexer itself goes, every connection to it hangs up;
- *     each process's agent thread lets go of its group socket, then
- *     connects or binds the name anew (one wins), the winner takes
- *     addr:4791 once every old socket is gone, and every process registers
- *     again.  Datagrams arriving meanwhile are lost (UD is unreliable); no
- *     process needs a restart.
+ *     steered datagrams keep reaching their owners (each process holds the
+ *     whole group, so none of its sockets left it); each process's agent
+ *     thread connects or binds the name anew (one wins, a holder of the
+ *     whole group first), the winner takes the group over, and every
+ *     process registers again.  Datagrams passed on meanwhile are lost (UD
+ *     is unreliable); no process needs a restart.
  *
  * Claims at QP creation wait for the answer (UMC_UC_REPLY_MS at most);
  * registrations after a hand-over are not waited for.  A demultiplexer that
@@ -70,6 +71,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +100,7 @@ struct uc_client {
 	int ctl;		     /* the connection; -1 once dropped */
 	int data;		     /* its forwarding socket (HELLO), -1 before */
 	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
+	bool self;		     /* this port's own registration: it holds the group already */
 	struct uc_client *dead_next; /* dropped, freed after the agent's round */
 };
 
@@ -126,6 +129,8 @@ struct uc_leader {
 	int nsock, sockcap;
 	int *spare; /* indices whose process is gone, drained, for the next one */
 	int nspare;
+	bool adopting;	      /* a predecessor's group: its owners come back until adopt_until */
+	uint64_t adopt_until; /* monotonic ms */
 	struct roce_uc_fwd fwd0; /* the template: destination = the address */
 	/* One batch: datagrams in, then runs of them out per owner. */
 	struct roce_rxq rq;
@@ -150,8 +155,13 @@ struct uc_dom {
 	pid_t leader_pid;
 	bool leader_port; /* its last answer said it holds addr:4791 */
 	bool proto_warned;
-	pthread_mutex_t steer_lock;	/* steer_ep: the engine replaces it, the agent revokes it */
-	struct roce_ep *steer_ep;	/* the group socket the demultiplexer handed this port */
+	/* The reuseport group of addr:4791 as this port holds it (under steer_lock). */
+	pthread_mutex_t steer_lock;
+	struct roce_ep *steer_ep; /* its own socket, which the engine reads */
+	int own_idx;		  /* steer_ep's index in the group, or -1 */
+	int *grp;		  /* the group's other sockets by index (-1: not held) */
+	uint32_t grpcap, gsize;	  /* grp's slots; the group's size as last told */
+	_Atomic uint64_t lost_at; /* when the demultiplexer hung up (ms), 0: not lost */
 	atomic_bool reconnect;		/* lost: the agent reconnects */
 	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
 	struct uc_dom *next;		/* uc_ag.doms */
@@ -333,9 +343,17 @@ static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client
  * else to index 0.  The program sees the UDP payload: the kernel moves the
  * data pointer past the UDP header before running it.  It is rebuilt and
  * attached before a claim is answered.  When a process goes, its socket is
- * drained and kept for the next process.  When the demultiplexer goes, its
- * references close and every process closes its own socket on the hang-up,
- * so the next demultiplexer finds the port free once they all have.
+ * drained and kept for the next process.  Every registered process is
+ * also given every other socket of the group to hold (ROCE_UC_CTL_SOCK
+ * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
+ * SIGKILL) no socket leaves the group: the kernel goes on steering with
+ * the same program.  A survivor that holds the whole group takes it over
+ * (uc_steer_adopt: index 0 is its now), keeps the program while the others
+ * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
+ * and spares the indices nobody came back for.  A survivor that does not
+ * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
+ * makes a new group, telling each process to let go of the old one
+ * (ROCE_UC_CTL_FRESH) so that the port becomes free.
  */
 
 /* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
@@ -406,6 +424,11 @@ static int uc_steer_program(struct uc_leader *l)
 	struct uc_run *r = malloc((l->tcount + 1) * sizeof(*r));
 	int n = 0, m = 0, k = 0, ret = -ENOMEM;
 
+	/* A group taken over keeps its program until every owner is back. */
+	if (l->adopting) {
+		ret = 0;
+		goto out;
+	}
 	if (!f || !r)
 		goto out;
 	for (uint32_t i = 0; i <= l->tmask; i++)
@@ -451,57 +474,121 @@ static void uc_steer_drain(struct uc_leader *l, int fd)
 		CNT(&l->dom->uc->rp->dev, rx_no_qp);
 }
 
-/* Give @cl a socket of the group, through its input.  Without one its datagrams are forwarded. */
-static void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+/* Tell @cl's input @op about socket @idx (sent along, SCM_RIGHTS) of the group; false if not. */
+static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t op, int idx,
+			uint8_t flags)
 {
-	struct roce_uc_fwd f = {.family = ROCE_UC_FWD_STEER, .reserved = l->fwd0.family};
+	struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL,
+				.op = op,
+				.addr_family = l->fwd0.family,
+				.flags = flags,
+				.index = idx >= 0 ? (uint32_t)idx : 0,
+				.size = (uint32_t)l->nsock};
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} cb;
-	struct iovec iov = {&f, sizeof(f)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
-	struct cmsghdr *c;
+	struct iovec iov = {&c, sizeof(c)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (cl->data < 0)
+		return false;
+	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
+	if (idx >= 0) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &l->socks[idx], sizeof(int));
+	}
+	return sendmsg(cl->data, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(c);
+}
+
+/*
+ * Every socket of the group but @cl's own, for @cl to hold: then no socket
+ * leaves the group while any registered process lives, and @cl can take
+ * the group over.  This process holds them all already.
+ */
+static void uc_ctl_send_all(struct uc_leader *l, const struct uc_client *cl)
+{
+	for (int i = 0; !cl->self && i < l->nsock; i++)
+		if (i != cl->sidx)
+			uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, i, 0);
+}
+
+/* A new socket of the group, at index l->nsock; its index, or -1. */
+static int uc_steer_new_socket(struct uc_leader *l)
+{
+	int fd;
+
+	if (l->nsock == l->sockcap) {
+		int cap = 2 * l->sockcap;
+		int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
+		int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
+
+		if (grown)
+			l->socks = grown;
+		if (!sp)
+			return -1;
+		l->spare = sp;
+		l->sockcap = cap;
+	}
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return -1;
+	l->socks[l->nsock] = fd;
+	return l->nsock++;
+}
+
+/*
+ * Give @cl a socket of the group (a spare one, drained, or a new one, which
+ * every other process is given to hold), through its input, with the
+ * others to hold.  Without one its datagrams are passed on.
+ */
+static void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+{
 	int idx;
+	bool fresh = !l->nspare;
 
 	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
 		return;
 	if (l->nspare) {
 		idx = l->spare[--l->nspare];
 		uc_steer_drain(l, l->socks[idx]);
-	} else {
-		int fd;
-
-		if (l->nsock == l->sockcap) {
-			int cap = 2 * l->sockcap;
-			int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
-			int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
-
-			if (grown)
-				l->socks = grown;
-			if (!sp)
-				return;
-			l->spare = sp;
-			l->sockcap = cap;
-		}
-		fd = uc_port_socket(l->dom, true);
-		if (fd < 0)
-			return;
-		idx = l->nsock;
-		l->socks[l->nsock++] = fd;
+	} else if ((idx = uc_steer_new_socket(l)) < 0) {
+		return;
 	}
-	memcpy(f.dst, l->fwd0.dst, sizeof(f.dst));
-	memset(&cb, 0, sizeof(cb));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &l->socks[idx], sizeof(int));
-	if (sendmsg(cl->data, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(f))
-		cl->sidx = idx;
-	else
+	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN)) {
 		l->spare[l->nspare++] = idx;
+		return;
+	}
+	cl->sidx = idx;
+	uc_ctl_send_all(l, cl);
+	for (int i = 0; fresh && i < l->ncl; i++)
+		if (l->cl[i] != cl && !l->cl[i]->self)
+			uc_ctl_send(l, l->cl[i], ROCE_UC_CTL_SOCK, idx, 0);
+}
+
+/*
+ * A process registers again (after a hand-over) and holds socket @idx of a
+ * group: of the one this process took over, it keeps reading it; of an
+ * older one (or with no steering here), it is told to let go of them all,
+ * so that the port can be free for a new group, and gets one of that.
+ */
+static void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
+{
+	bool taken = false;
+
+	for (int i = 0; i < l->ncl; i++)
+		taken |= l->cl[i] != cl && l->cl[i]->sidx == (int)idx;
+	if (l->adopting && idx > 0 && idx < (uint32_t)l->nsock && !taken) {
+		cl->sidx = (int)idx;
+		uc_ctl_send_all(l, cl); /* what it may have missed */
+	} else {
+		uc_ctl_send(l, cl, ROCE_UC_CTL_FRESH, -1, 0);
+	}
 }
 
 /*
@@ -536,15 +623,15 @@ static int uc_steer_start(struct uc_leader *l)
 }
 
 /*
- * This process's socket of @d's group: the engine no longer reads it (the
- * descriptor now names an unbound socket), so once every process has let
- * go of its own the next demultiplexer finds the port free.  Context: the
- * agent, on the hang-up of @d's demultiplexer.
+ * Let go of this port's hold on @d's group: its own socket (the engine's
+ * descriptor now names an unbound socket) and the others (closed), so that
+ * a new group can be made once every process has.  Context: not the
+ * engine (which a FRESH message makes do the same, roce_uc_ctl_input).
  */
 static void uc_dom_steer_drop(struct uc_dom *d)
 {
 	pthread_mutex_lock(&d->steer_lock);
-	if (d->steer_ep) {
+	if (d->steer_ep && d->own_idx >= 0) {
 		int dummy = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 		if (dummy >= 0) {
@@ -552,7 +639,96 @@ static void uc_dom_steer_drop(struct uc_dom *d)
 			close(dummy);
 		}
 	}
+	for (uint32_t i = 0; i < d->grpcap; i++) {
+		umc_fd_close(d->grp[i]);
+		d->grp[i] = -1;
+	}
+	d->own_idx = -1;
+	d->gsize = 0;
 	pthread_mutex_unlock(&d->steer_lock);
+}
+
+/* Does this port hold all of @d's group (its own socket and every other)?  steer_lock held. */
+static bool __uc_dom_whole(const struct uc_dom *d)
+{
+	bool whole = d->gsize > 0 && d->own_idx >= 0 && d->steer_ep;
+
+	for (uint32_t i = 0; whole && i < d->gsize; i++)
+		whole = (int)i == d->own_idx || (i < d->grpcap && d->grp[i] >= 0);
+	return whole;
+}
+
+static bool uc_dom_whole(struct uc_dom *d)
+{
+	bool whole;
+
+	pthread_mutex_lock(&d->steer_lock);
+	whole = __uc_dom_whole(d);
+	pthread_mutex_unlock(&d->steer_lock);
+	return whole;
+}
+
+/*
+ * Take over the group this port holds, if it holds all of it: a
+ * predecessor's, which went on steering after it died, since no socket left
+ * the group.  Returns index 0's socket (ours now), or -1.  The indices
+ * wait for their owners to register again until adopt_until.
+ */
+static int uc_steer_adopt(struct uc_leader *l)
+{
+	struct uc_dom *d = l->dom;
+	int n, own = -1, *socks = NULL, *spare = NULL;
+
+	pthread_mutex_lock(&d->steer_lock);
+	n = (int)d->gsize;
+	if (__uc_dom_whole(d)) {
+		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
+		spare = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*spare));
+		own = socks && spare ? fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0) : -1;
+	}
+	if (own >= 0) {
+		umc_fd_own(own, false);
+		for (int i = 0; i < n; i++) {
+			socks[i] = i == d->own_idx ? own : d->grp[i];
+			if (i != d->own_idx)
+				d->grp[i] = -1; /* the demultiplexer's now */
+		}
+		d->gsize = 0;
+	}
+	pthread_mutex_unlock(&d->steer_lock);
+	if (own < 0) {
+		free(socks);
+		free(spare);
+		return -1;
+	}
+	l->socks = socks;
+	l->spare = spare;
+	l->sockcap = n < 8 ? 8 : n;
+	l->nsock = n;
+	l->nspare = 0;
+	l->udp = socks[0];
+	l->steer = true;
+	l->adopting = true;
+	l->adopt_until = uc_now_ms() + UMC_UC_ADOPT_MS;
+	atomic_store(&uc_ag.pending, true);
+	return socks[0];
+}
+
+/* The owners had their time: every index nobody came back for is drained and spare. */
+static void uc_steer_adopted(struct uc_leader *l)
+{
+	l->adopting = false;
+	for (int idx = 1; idx < l->nsock; idx++) {
+		bool owned = false;
+
+		for (int i = 0; i < l->ncl && !owned; i++)
+			owned = l->cl[i]->sidx == idx;
+		if (!owned) {
+			uc_steer_drain(l, l->socks[idx]);
+			l->spare[l->nspare++] = idx;
+		}
+	}
+	uc_steer_program(l);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -644,6 +820,14 @@ static bool uc_fd_is_dgram_unix(int fd)
 	       type == SOCK_DGRAM;
 }
 
+/* Do descriptors @a and @b name the same socket? */
+static bool uc_same_socket(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct roce_uc_msg *m,
 			    int *fd)
 {
@@ -666,6 +850,10 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 			umc_fd_close(cl->data);
 		cl->data = *fd;
 		*fd = -1;
+		cl->self = uc_same_socket(cl->data, l->dom->uc->data_tx);
+		/* qpn[0]: the index of its socket in the group it still holds. */
+		if (m->count == 1)
+			uc_steer_return(l, cl, m->qpn[0]);
 		uc_steer_give(l, cl);
 		break;
 	case ROCE_UC_CLAIM:
@@ -873,15 +1061,27 @@ static void uc_lead_forward(struct uc_leader *l)
 /* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
 static void uc_lead_bind(struct uc_leader *l)
 {
-	int fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
+	int fd = -1;
+
+	if (uc_steer_wanted())
+		fd = uc_steer_adopt(l);
+	if (fd < 0) {
+		/* Not all of a group here: a new one, once every process let go of the old. */
+		uc_dom_steer_drop(l->dom);
+		fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
+	}
 
 	if (fd >= 0 && !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
 		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
 		return;
 	}
 	if (fd >= 0) {
+		/* An adopted group goes with its sockets: whoever comes next makes a new one. */
+		for (int i = 1; i < l->nsock; i++)
+			umc_fd_close(l->socks[i]);
 		umc_fd_close(fd);
 		l->udp = -1;
+		l->adopting = false;
 		uc_steer_reset(l);
 	}
 	l->bind_fails++;
@@ -926,14 +1126,22 @@ static int uc_lead_start(struct uc_dom *d)
 	else
 		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
 	roce_rxq_init(&l->rq);
+	/* Complete before the agent can see it: clients are served from the listener on. */
+	uc_lead_bind(l);
 	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
 	if (ret) {
+		if (l->udp >= 0) {
+			uc_ep_del(l->udp);
+			for (int i = 1; i < l->nsock; i++)
+				umc_fd_close(l->socks[i]);
+			umc_fd_close(l->udp);
+		}
+		uc_steer_reset(l);
 		free(l->tab);
 		free(l);
 		umc_fd_close(lfd);
 		return ret;
 	}
-	uc_lead_bind(l);
 	atomic_store(&d->lead, l);
 	uc_agent_wake();
 	return 0;
@@ -1067,8 +1275,14 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 	struct roce_uc *uc = d->uc;
 	int ret = 0;
 
+	uint32_t own;
+
+	pthread_mutex_lock(&d->steer_lock);
+	own = d->own_idx >= 0 ? (uint32_t)d->own_idx : 0;
+	pthread_mutex_unlock(&d->steer_lock);
 	d->ctl = fd;
-	if (!uc_dom_send(d, ROCE_UC_HELLO, NULL, 0, uc->data_tx))
+	/* With the index of our socket in the group we hold, if any. */
+	if (!uc_dom_send(d, ROCE_UC_HELLO, &own, own ? 1 : 0, uc->data_tx))
 		ret = -ENOTCONN;
 	pthread_mutex_lock(&uc->qset_lock);
 	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
@@ -1084,6 +1298,20 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 	if (ret)
 		d->ctl = -1;
 	return ret;
+}
+
+/*
+ * May this port stand for demultiplexer of @d's address now?  After a
+ * hang-up, a port that does not hold the whole group waits
+ * UMC_UC_ADOPT_DELAY_MS, so that one that does can take it over and keep
+ * it steering, rather than make a new one (which every process must let go
+ * of the old for).
+ */
+static bool uc_dom_may_lead(struct uc_dom *d)
+{
+	uint64_t lost = atomic_load(&d->lost_at);
+
+	return !lost || uc_dom_whole(d) || uc_now_ms() >= lost + UMC_UC_ADOPT_DELAY_MS;
 }
 
 /*
@@ -1105,6 +1333,7 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
 			if (uc_dom_register(d, fd) == 0) {
 				atomic_store(&d->reconnect, false);
+				atomic_store(&d->lost_at, 0);
 				return 0;
 			}
 			err = ECONNRESET;
@@ -1112,7 +1341,7 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 			err = errno;
 		}
 		umc_fd_close(fd);
-		if (err == ECONNREFUSED || err == ENOENT) {
+		if ((err == ECONNREFUSED || err == ENOENT) && uc_dom_may_lead(d)) {
 			/* Nobody listens: become the demultiplexer (or lose the race to). */
 			int ret = uc_lead_start(d);
 
@@ -1120,6 +1349,8 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 				continue;
 			if (ret != -EADDRINUSE)
 				return ret;
+		} else if (err == ECONNREFUSED || err == ENOENT) {
+			/* Another process holds the whole group: let it take it over first. */
 		} else if (err != EAGAIN && err != ECONNRESET && err != EINTR) {
 			return -err;
 		}
@@ -1144,6 +1375,14 @@ static int uc_agent_tick(void)
 	for (struct uc_dom *d = atomic_load(&uc_ag.doms); d; d = d->next) {
 		struct uc_leader *l = atomic_load(&d->lead);
 
+		if (l && l->adopting) {
+			if (now >= l->adopt_until)
+				uc_steer_adopted(l);
+			else
+				timeout = timeout < 0 || (int)(l->adopt_until - now) < timeout
+						  ? (int)(l->adopt_until - now)
+						  : timeout;
+		}
 		if (l && l->udp < 0) {
 			if (now >= l->bind_at)
 				uc_lead_bind(l);
@@ -1192,11 +1431,12 @@ static void *uc_agent_main(void *arg)
 				break;
 			case UC_T_CTL:
 				/*
-				 * Our demultiplexer hung up (one-shot): let go of its
-				 * group at once, reconnect from the tick.
+				 * Our demultiplexer hung up (one-shot): reconnect from
+				 * the tick.  Its group goes on steering (no socket of it
+				 * closed), so keep reading ours.
 				 */
 				d = t->obj;
-				uc_dom_steer_drop(d);
+				atomic_store(&d->lost_at, uc_now_ms());
 				atomic_store(&d->reconnect, true);
 				atomic_store(&uc_ag.pending, true);
 				break;
@@ -1356,6 +1596,7 @@ static void uc_port_doms(struct roce_uc *uc)
 		d->ctl = -1;
 		pthread_mutex_init(&d->ctl_lock, NULL);
 		pthread_mutex_init(&d->steer_lock, NULL);
+		d->own_idx = -1;
 		d->addr_len = roce_gid_sockaddr(dev, d->gid_index, UMC_ROCEV2_UDP_PORT, &d->addr);
 		if (d->addr.ss_family == AF_INET)
 			a = &((struct sockaddr_in *)&d->addr)->sin_addr;
@@ -1538,55 +1779,60 @@ int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int 
 	return info->connected == info->addrs ? 0 : -EAGAIN;
 }
 
-void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_t *dst)
+/* The domain of @uc whose address is @dst (of @family 4 or 6), or NULL. */
+static struct uc_dom *uc_dom_by_addr(struct roce_uc *uc, int family, const uint8_t *dst)
 {
-	struct roce_uc *uc = rp->uc;
+	for (int i = 0; i < uc->ndom; i++) {
+		const struct sockaddr_storage *a = &uc->dom[i]->addr;
+
+		if (family == 4 && a->ss_family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)a)->sin_addr, dst, 4))
+			return uc->dom[i];
+		if (family == 6 && a->ss_family == AF_INET6 &&
+		    !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, dst, 16))
+			return uc->dom[i];
+	}
+	return NULL;
+}
+
+/* Is @fd a datagram socket bound to @d's addr:4791? */
+static bool uc_fd_is_group_socket(const struct uc_dom *d, int fd)
+{
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss), tl = sizeof(int);
-	struct roce_ep *ep, *old;
-	struct uc_dom *d = NULL;
 	int type = 0;
 
-	/* Only a datagram socket bound to dst:4791, dst an address of one of our domains. */
-	if (uc && (family == 4 || family == 6) &&
-	    !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) && type == SOCK_DGRAM &&
-	    !getsockname(fd, (struct sockaddr *)&ss, &len) &&
-	    ss.ss_family == (family == 4 ? AF_INET : AF_INET6)) {
-		for (int i = 0; i < uc->ndom && !d; i++) {
-			const struct sockaddr_storage *a = &uc->dom[i]->addr;
-			const struct sockaddr_in *a4 = (const void *)a, *s4 = (const void *)&ss;
-			const struct sockaddr_in6 *a6 = (const void *)a, *s6 = (const void *)&ss;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_DGRAM ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) || ss.ss_family != d->addr.ss_family)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return !memcmp(&ss, &d->addr, sizeof(struct sockaddr_in));
+	return ((struct sockaddr_in6 *)&ss)->sin6_port == ((struct sockaddr_in6 *)&d->addr)->sin6_port &&
+	       !memcmp(&((struct sockaddr_in6 *)&ss)->sin6_addr,
+		       &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
+}
 
-			if (a->ss_family != ss.ss_family)
-				continue;
-			if (family == 4 ? a4->sin_port == s4->sin_port &&
-					      !memcmp(&a4->sin_addr, &s4->sin_addr, 4) &&
-					      !memcmp(dst, &s4->sin_addr, 4)
-					: a6->sin6_port == s6->sin6_port &&
-					      !memcmp(&a6->sin6_addr, &s6->sin6_addr, 16) &&
-					      !memcmp(dst, &s6->sin6_addr, 16))
-				d = uc->dom[i];
-		}
-	}
-	if (!d || !(ep = calloc(1, sizeof(*ep)))) {
-		close(fd);
+/* Read @fd, our socket of @d's group at @idx, in place of the one we had.  steer_lock held. */
+static void uc_dom_own(struct roce_uc *uc, struct uc_dom *d, int fd, uint32_t idx)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct roce_ep *ep = calloc(1, sizeof(*ep)), *old = d->steer_ep;
+
+	if (!ep) {
+		umc_fd_close(fd);
 		return;
 	}
-	umc_fd_own(fd, false);
 	ep->ep.fd = fd;
 	ep->kind = ROCE_EP_UC_SOCK;
-	umc_gid_from_ip(&ep->dst, family == 4, dst);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
-
+	umc_gid_from_sockaddr(&ep->dst, (struct sockaddr *)&d->addr);
+	ev.data.ptr = ep;
 	if (epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, fd, &ev)) {
 		umc_fd_close(fd);
 		free(ep);
 		return;
 	}
-	pthread_mutex_lock(&d->steer_lock);
-	old = d->steer_ep;
 	d->steer_ep = ep;
-	pthread_mutex_unlock(&d->steer_lock);
+	d->own_idx = (int)idx;
 	if (old) {
 		/*
 		 * Its socket (or the placeholder after a hang-up) leaves the set
@@ -1598,4 +1844,69 @@ void roce_uc_steer_attach(struct roce_port *rp, int fd, int family, const uint8_
 		free(uc->retired);
 		uc->retired = old;
 	}
+}
+
+/* Hold @fd, another socket of @d's group, at @idx.  steer_lock held. */
+static void uc_dom_hold(struct uc_dom *d, int fd, uint32_t idx)
+{
+	if (idx >= d->grpcap) {
+		uint32_t cap = d->grpcap ? d->grpcap : 8;
+		int *grown;
+
+		while (cap <= idx)
+			cap *= 2;
+		grown = idx < UMC_UC_GROUP_MAX ? realloc(d->grp, cap * sizeof(*grown)) : NULL;
+		if (!grown) {
+			umc_fd_close(fd);
+			return;
+		}
+		for (uint32_t i = d->grpcap; i < cap; i++)
+			grown[i] = -1;
+		d->grp = grown;
+		d->grpcap = cap;
+	}
+	umc_fd_close(d->grp[idx]);
+	d->grp[idx] = fd;
+}
+
+void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd)
+{
+	struct roce_uc *uc = rp->uc;
+	struct uc_dom *d = uc ? uc_dom_by_addr(uc, c->addr_family, c->dst) : NULL;
+
+	if (!d || (c->op == ROCE_UC_CTL_SOCK && (fd < 0 || !uc_fd_is_group_socket(d, fd)))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (fd >= 0)
+		umc_fd_own(fd, false);
+	pthread_mutex_lock(&d->steer_lock);
+	if (c->op == ROCE_UC_CTL_SOCK) {
+		if (c->size > d->gsize)
+			d->gsize = c->size;
+		if (c->flags & ROCE_UC_CTL_OWN)
+			uc_dom_own(uc, d, fd, c->index);
+		else
+			uc_dom_hold(d, fd, c->index);
+	} else if (c->op == ROCE_UC_CTL_FRESH) {
+		/* Close ours outright (we are the engine): the placeholder is for the agent. */
+		if (d->steer_ep) {
+			umc_fd_close(d->steer_ep->ep.fd);
+			d->steer_ep->ep.fd = -1;
+			free(uc->retired);
+			uc->retired = d->steer_ep;
+			d->steer_ep = NULL;
+		}
+		for (uint32_t i = 0; i < d->grpcap; i++) {
+			umc_fd_close(d->grp[i]);
+			d->grp[i] = -1;
+		}
+		d->own_idx = -1;
+		d->gsize = 0;
+		umc_fd_close(fd);
+	} else {
+		umc_fd_close(fd);
+	}
+	pthread_mutex_unlock(&d->steer_lock);
 }
