@@ -10,6 +10,16 @@
 # Env: UMC_BIN (umc-run; ctest sets it), UD_PINGPONG_BIN (default:
 # ibv_ud_pingpong on PATH).  Skipped (77) without ibv_ud_pingpong.
 set -u
+# In a network namespace of its own: every umcast process of a namespace
+# shares its unicast demultiplexer, and ibv_ud_pingpong, which never
+# retransmits, would stall on a datagram lost while another test's process,
+# the demultiplexer, exits (umcast(7), UNICAST).
+if [ -z "${UMC_UD_PINGPONG_NS:-}" ] && unshare --net true 2>/dev/null; then
+	UMC_UD_PINGPONG_NS=1 exec unshare --net -- "$0" "$@"
+elif [ -z "${UMC_UD_PINGPONG_NS:-}" ] && unshare --net --map-root-user true 2>/dev/null; then
+	UMC_UD_PINGPONG_NS=1 exec unshare --net --map-root-user -- "$0" "$@"
+fi
+[ -n "${UMC_UD_PINGPONG_NS:-}" ] && ip link set lo up
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test_mckey_lib.sh
 . "$here/test_mckey_lib.sh"
