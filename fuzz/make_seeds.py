@@ -15,6 +15,7 @@ fuzzing run found and someone committed) are left alone.
 
 Input formats:
   ud_decode  the UDP payload, BTH through ICRC
+  ib_decode  an InfiniBand packet, LRH through VCRC (tests/data/ib_vectors.txt)
   rx_check   a 42-byte context (fuzz_rx_check.c: flags, source, destination,
              source port, assumed IPv4 ID, TOS, TTL, flow label), then the
              UDP payload
@@ -84,8 +85,24 @@ def split(ip):
     return ctx, payload
 
 
+def ib_vectors():
+    """(name, packet) for each packet of tests/data/ib_vectors.txt."""
+    out = []
+    with open(os.path.join(DATA, "ib_vectors.txt")) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = [x.strip() for x in line.split("|")]
+            out.append((fields[0].lower(), bytes.fromhex(fields[-1])))
+    return out
+
+
 def seeds():
     """Yield (target, name, bytes)."""
+    for name, pkt in ib_vectors():
+        yield "ib_decode", name, pkt
+        yield "ib_decode", name + "_bad_vcrc", pkt[:-1] + bytes([pkt[-1] ^ 1])
+        yield "ib_decode", name + "_cut", pkt[:-6]
     base = {}
     for name, ip in vectors():
         ctx, pl = split(ip)

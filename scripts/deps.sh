@@ -11,7 +11,8 @@ pkgs=(build-essential cmake pkg-config libisal-dev zlib1g-dev)
 case "${1:-test}" in
 build) ;;
 test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps
-	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev) ;;
+	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev
+	opensm ibsim-utils libumad2sim0 libibumad-dev) ;;
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin) ;;
 fuzz) pkgs+=(clang libclang-rt-dev) ;;
 *) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;

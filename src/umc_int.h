@@ -169,6 +169,7 @@ struct umc_device {
 	const struct umc_link_ops *link; /* completed: no NULL ops */
 	enum ibv_mtu active_mtu;	  /* the port's: the longest UD message */
 	uint64_t guid;			  /* node GUID, host order */
+	int gid_tbl_len;		  /* the port's GID table size (<= UMC_MAX_GIDS) */
 	int gid_count;			  /* GIDs only append: indices never move */
 	union ibv_gid gids[UMC_MAX_GIDS];
 	int pkey_count;

@@ -190,6 +190,12 @@ enum umc_sm_param {
 	UMC_SA_LID_CACHE = 64,	    /* resolved LIDs cached per port */
 };
 
+/*
+ * The IPoIB address of the simulated IB port when UMC_IB_ADDR does not say:
+ * an address of lo (127/8 is all local on Linux) that no RoCE device claims.
+ */
+#define UMC_IB_DEFAULT_ADDR "127.0.0.2"
+
 /* 64-bit defaults (an enum cannot portably hold them). */
 #define UMC_SM_SUBNET_PREFIX 0xfe80000000000000ULL /* fe80::/64, the default GID prefix */
 #define UMC_SM_DEFAULT_SM_KEY 1ULL		   /* OpenSM's default sa_key */

@@ -1171,8 +1171,11 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 
 /*
  * ibv_query_port - fill @port_attr for port @port_num (ports are numbered
- * from 1; umcast devices have one).  active_mtu is derived from the interface
- * MTU; link_layer is IBV_LINK_LAYER_ETHERNET (RoCE) or _INFINIBAND.  The
+ * from 1; umcast devices have one).  On RoCE, link_layer is
+ * IBV_LINK_LAYER_ETHERNET and active_mtu is derived from the interface MTU;
+ * on the simulated InfiniBand device, link_layer is _INFINIBAND and the
+ * state, LID, SM LID and MTU are what umc-sm registered (INIT and LID 0
+ * while it has not answered).  The
  * call goes through the context's query_port slot with the caller's
  * sizeof(struct ibv_port_attr), so the library writes no more than that.
  * Returns 0 or the errno value (EINVAL: bad port).  ibv_query_port(3)
@@ -1193,7 +1196,8 @@ static inline int ___ibv_query_port(struct ibv_context *context, uint8_t port_nu
 
 /*
  * ibv_query_gid - read entry @index of port @port_num's GID table into @gid.
- * On RoCE, index 0 is the interface's address (IPv4-mapped or IPv6).
+ * On RoCE, index 0 is the interface's address (IPv4-mapped or IPv6); on
+ * InfiniBand, the subnet prefix and the port GUID.
  * Returns 0, or -1 with errno set (EINVAL: bad port or index).
  * ibv_query_gid(3)
  */
@@ -1232,14 +1236,18 @@ int ibv_dealloc_pd(struct ibv_pd *pd);
  * ibv_reg_mr - register [@addr, @addr + @length) bytes with @pd for the access
  * rights @access (enum ibv_access_flags; IBV_ACCESS_LOCAL_WRITE is required
  * for receive buffers).  The memory is not pinned or copied: it must stay
- * valid until ibv_dereg_mr().
+ * mapped until ibv_dereg_mr().  A receive whose MR is deregistered before a
+ * datagram reaches it completes with IBV_WC_LOC_PROT_ERR, writing nothing.
  * Returns the MR (lkey/rkey filled), or NULL with errno set (EINVAL: bad
- * flags or zero length, ENOMEM: out of MR slots).  ibv_reg_mr(3)
+ * flags, a range that wraps or covers no page; EFAULT: memory not mapped,
+ * or not writable with a write access flag, as Linux; ENOMEM: out of MR
+ * slots).  ibv_reg_mr(3)
  */
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 
 /*
- * ibv_dereg_mr - release an MR; its lkey becomes invalid at once.
+ * ibv_dereg_mr - release an MR; its lkey becomes invalid at once, and once
+ * this returns nothing writes into its memory any more.
  * Returns 0 or the errno value (EINVAL).  ibv_reg_mr(3)
  */
 int ibv_dereg_mr(struct ibv_mr *mr);
@@ -1249,8 +1257,8 @@ int ibv_dereg_mr(struct ibv_mr *mr);
 
 /*
  * ibv_create_comp_channel - create a completion channel; its fd works with
- * poll(2)/epoll and becomes readable when a CQ event is queued (or a datagram
- * waits to be processed).
+ * poll(2)/epoll and is readable exactly while at least one CQ event is
+ * queued on the channel, for any number of CQs and events.
  * Returns the channel, or NULL with errno set (ENOMEM, EMFILE).
  * ibv_create_comp_channel(3)
  */
@@ -1274,8 +1282,9 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 			     struct ibv_comp_channel *channel, int comp_vector);
 
 /*
- * ibv_destroy_cq - destroy a CQ.  Fails while a QP uses it.  Waits until
- * every event got from ibv_get_cq_event() for it has been acked.
+ * ibv_destroy_cq - destroy a CQ.  Fails while a QP uses it, and while an
+ * event ibv_get_cq_event() returned for it is not acked (libibverbs waits
+ * for the ack instead; umcast never blocks a destroy).
  * Returns 0 or the errno value (EBUSY).  ibv_create_cq(3)
  */
 int ibv_destroy_cq(struct ibv_cq *cq);
@@ -1298,11 +1307,14 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
 
 /*
  * ibv_poll_cq - remove up to @num_entries completions from @cq into @wc,
- * oldest first, without blocking.  Also processes datagrams waiting for
- * the device (there is no background thread).
+ * oldest first, without blocking.  When the CQ is empty it first processes
+ * the datagrams waiting for the device on the calling thread (a background
+ * thread per device does it while no application thread does).  Reaping a
+ * completion frees its WR's slot in the QP's queue.
  * Returns the number of completions (0..num_entries; fewer than num_entries
- * means the CQ is now empty), or a negative value on error (umcast: the
- * negated errno).  ibv_poll_cq(3)
+ * means the CQ was empty), or a negative value on error (umcast: the
+ * negated errno, -EIO for the parent's CQ in a child of fork).
+ * ibv_poll_cq(3)
  */
 static inline int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
@@ -1325,9 +1337,12 @@ static inline int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 /*
  * ibv_create_qp - create a QP on @pd in the RESET state.  Only IBV_QPT_UD is
- * supported; srq must be NULL.  attr->cap is updated with the granted sizes.
- * Returns the QP (qp_num set), or NULL with errno set (EINVAL: bad type,
- * caps or CQs of another context; EOPNOTSUPP: SRQ; ENOMEM).
+ * supported; srq must be NULL.  attr->cap is updated with the granted sizes:
+ * the depths asked for, exactly (a WR keeps its slot until its completion
+ * is reaped).
+ * Returns the QP (qp_num set), or NULL with errno set (EINVAL: caps above
+ * the limits, no PD, CQs missing or of another context; EOPNOTSUPP: another
+ * QP type, an SRQ; ENOMEM).
  * ibv_create_qp(3)
  */
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
@@ -1386,9 +1401,11 @@ int ibv_destroy_qp(struct ibv_qp *qp);
 /*
  * ibv_post_send - queue the chain of send WRs @wr on @qp (RTS).  UD: opcode
  * IBV_WR_SEND or IBV_WR_SEND_WITH_IMM, wr.ud filled, total length at most the
- * path MTU.  On error *@bad_wr points at the first WR not queued.
- * Returns 0 or the errno value (EINVAL: bad WR or QP state, ENOMEM: send
- * queue full).  ibv_post_send(3)
+ * path MTU.  In the error state WRs are accepted and complete with
+ * IBV_WC_WR_FLUSH_ERR.  On error *@bad_wr points at the first WR not queued.
+ * Returns 0 or the errno value (EINVAL: bad WR, QP in RESET, INIT or RTR;
+ * ENOMEM: max_send_wr WRs hold their slots, their completions not reaped).
+ * ibv_post_send(3)
  */
 static inline int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 				struct ibv_send_wr **bad_wr)
@@ -1398,10 +1415,12 @@ static inline int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 
 /*
  * ibv_post_recv - queue the chain of receive WRs @wr on @qp (any state but
- * RESET).  UD buffers need 40 extra leading bytes for the GRH.  On error
- * *@bad_wr points at the first WR not queued.
+ * RESET; in the error state they are flushed at once).  UD buffers need 40
+ * extra leading bytes for the GRH.  On error *@bad_wr points at the first
+ * WR not queued.
  * Returns 0 or the errno value (EINVAL: bad WR or state, ENOMEM: receive
- * queue full).  ibv_post_recv(3)
+ * queue full: max_recv_wr receives whose completions are not reaped).
+ * ibv_post_recv(3)
  */
 static inline int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 				struct ibv_recv_wr **bad_wr)
@@ -1413,10 +1432,13 @@ static inline int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 /* Address handles                                                           */
 
 /*
- * ibv_create_ah - create an address handle from @attr (is_global must be set
- * on RoCE; grh.dgid is the destination GID, a multicast GID for a group).
+ * ibv_create_ah - create an address handle from @attr.  On RoCE is_global
+ * must be set and grh.dgid is the destination GID (a multicast GID for a
+ * group); on InfiniBand dlid is the destination (an MLID for a group, a
+ * unicast LID resolved through the SM once, here) and is_global optional.
  * Returns the AH, or NULL with errno set (EINVAL: bad port or sgid_index,
- * ENOMEM).  ibv_create_ah(3)
+ * not global on RoCE, DLID 0 or 0xFFFF on InfiniBand; ENOMEM).
+ * ibv_create_ah(3)
  */
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 

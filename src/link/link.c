@@ -101,6 +101,7 @@ static const struct umc_link_ops umc_link_default_ops = {
 
 static const struct umc_link_ops *const umc_link_tables[] = {
 	&umc_roce_link_ops,
+	&umc_ib_link_ops,
 };
 
 enum { UMC_NLINKS = sizeof(umc_link_tables) / sizeof(umc_link_tables[0]) };

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "sa/sa_int.h"
+#include "umc_int.h"
 
 enum { RX_BUF = UMC_SM_MAX_MSG + 1 };
 
@@ -334,10 +335,8 @@ static void *client_thread(void *arg)
 static void client_free(struct umc_sa_client *c)
 {
 	umc_sa_txn_free_all(c);
-	if (c->fd >= 0)
-		close(c->fd);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd);
+	umc_fd_close(c->fd);
+	umc_fd_close(c->wake_fd);
 	free(c);
 }
 
@@ -389,6 +388,9 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c->next_timer = UINT64_MAX;
 	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* The library's own: a child of fork closes them (verbs/fork.c). */
+	umc_fd_own(c->fd, false);
+	umc_fd_own(c->wake_fd, false);
 	if (c->fd < 0 || c->wake_fd < 0 || connect(c->fd, (const void *)&c->sm, sizeof(c->sm))) {
 		rc = -errno;
 		goto fail;
@@ -438,8 +440,15 @@ void umc_sa_close(struct umc_sa_client *c)
 
 void umc_sa_forget(struct umc_sa_client *c)
 {
-	if (c)
-		client_free(c); /* the mutex may be held by a thread the child does not have */
+	/*
+	 * The mutex may be held by a thread the child does not have, and the
+	 * descriptors were closed by the library's fork handling: free the
+	 * memory only.
+	 */
+	if (c) {
+		umc_sa_txn_free_all(c);
+		free(c);
+	}
 }
 
 int umc_sa_query_port(struct umc_sa_client *c, struct umc_sa_port_attr *attr)

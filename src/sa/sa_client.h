@@ -117,8 +117,9 @@ void umc_sa_close(struct umc_sa_client *c);
  * umc_sa_forget - drop a client inherited over fork(), in the child.
  * @c: the parent's client; NULL is a no-op
  *
- * Closes the child's copies of the sockets and frees the memory; sends
- * nothing, joins no thread, takes no lock.  The parent's port is unaffected.
+ * Frees the memory (the library's fork handling already closed the child's
+ * copies of the sockets); sends nothing, joins no thread, takes no lock.
+ * The parent's port is unaffected.
  */
 void umc_sa_forget(struct umc_sa_client *c);
 

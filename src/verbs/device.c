@@ -425,8 +425,10 @@ UMC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int 
 		errno = EIO;
 		return -1;
 	}
-	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_GIDS)
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= dev->gid_tbl_len) {
+		errno = EINVAL;
 		return -1;
+	}
 	if (index < __atomic_load_n(&dev->gid_count, __ATOMIC_ACQUIRE))
 		*gid = dev->gids[index];
 	else
@@ -444,8 +446,10 @@ UMC_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int
 		errno = EIO;
 		return -1;
 	}
-	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS)
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS) {
+		errno = EINVAL;
 		return -1;
+	}
 	*pkey = index < dev->pkey_count ? htobe16(dev->pkeys[index]) : 0;
 	return 0;
 }

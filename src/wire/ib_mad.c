@@ -49,6 +49,25 @@ int umc_sa_hdr_decode(const uint8_t *p, size_t len, struct umc_sa_hdr *h)
 	return 0;
 }
 
+void umc_sa_request_encode(uint8_t *mad, uint8_t method, uint16_t attr_id, uint64_t comp_mask,
+			   uint64_t sm_key, const struct umc_mcmember *rec)
+{
+	struct umc_sa_hdr h = {
+		.mad = {.base_version = UMC_MAD_BASE_VERSION,
+			.mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
+			.class_version = UMC_SA_CLASS_VERSION,
+			.method = method,
+			.attr_id = attr_id},
+		.sm_key = sm_key,
+		.comp_mask = comp_mask,
+	};
+
+	memset(mad, 0, UMC_MAD_SIZE);
+	umc_sa_hdr_encode(mad, &h);
+	if (rec && attr_id == UMC_SA_ATTR_MCMEMBER_RECORD)
+		umc_mcmember_encode(mad + UMC_SA_HDR_LEN, rec);
+}
+
 void umc_sa_hdr_encode(uint8_t *out, const struct umc_sa_hdr *h)
 {
 	struct umc_sa_mad_wire *w = (void *)out;

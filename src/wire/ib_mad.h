@@ -364,6 +364,18 @@ int umc_sa_hdr_decode(const uint8_t *p, size_t len, struct umc_sa_hdr *h);
 void umc_sa_hdr_encode(uint8_t *out, const struct umc_sa_hdr *h);
 
 /**
+ * umc_sa_request_encode - a whole SA request MAD: the headers of a
+ * SubnAdm (class 0x03, version 2) @method on @attr_id with @comp_mask and
+ * @sm_key (TransactionID 0: the SA client writes it), then @rec as its
+ * data when the attribute is an MCMemberRecord and @rec is not NULL.
+ * @mad: UMC_MAD_SIZE bytes, written whole (what is not set is zero)
+ *
+ * Context: pure.
+ */
+void umc_sa_request_encode(uint8_t *mad, uint8_t method, uint16_t attr_id, uint64_t comp_mask,
+			   uint64_t sm_key, const struct umc_mcmember *rec);
+
+/**
  * umc_mcmember_decode - decode an MCMemberRecord (IBA 15.2.5.17).
  * @in: UMC_MCMEMBER_LEN bytes
  * @r:  decoded record; ProxyJoin is bit 7 of byte 49, reserved bits ignored

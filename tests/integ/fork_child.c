@@ -41,6 +41,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <net/if.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -65,6 +66,7 @@ enum {
 	BURST = 20,
 	WAIT_MS = 10000,  /* bound on any wait for datagrams or a reply */
 	CHILD_MS = 15000, /* a child that takes longer is hung */
+	G_DECOY = 1,	  /* 239.P1.P2.1: an IP membership only (igmp_decoy) */
 	G_PARENT = 200,	  /* 239.P1.P2.200: the parent's group; 201..205 its others */
 	G_CHILD = 210,	  /* 239.C1.C2.210: a child's own group */
 };
@@ -498,20 +500,42 @@ static bool igmp_member(struct sockaddr_in g)
 
 	if (!f)
 		return false;
-	/* The kernel prints the address as the __be32 read as a host integer. */
+	/*
+	 * The kernel prints the address as the __be32 read as a host integer.
+	 * An interface line ("Idx Device : ...") starts in column 0; a group
+	 * line starts with a tab, and its address may start with digits
+	 * ("01C0FFEF" is 239.255.192.1), which must not pass for an Idx.
+	 */
 	snprintf(want, sizeof(want), "%08X", g.sin_addr.s_addr);
 	while (!found && fgets(line, sizeof(line), f)) {
-		/*
-		 * "Idx Device : ..." starts the line; group lines start with tabs,
-		 * and one like "010000E0" would also scan as "%d %s".
-		 */
-		if (line[0] != '\t' && sscanf(line, "%d %31s", &idx, ifname) == 2)
+		if (line[0] != '\t' && line[0] != ' ' && sscanf(line, "%d %31s", &idx, ifname) == 2)
 			lo = strcmp(ifname, "lo") == 0;
 		else if (lo && strstr(line, want))
 			found = true;
 	}
 	fclose(f);
 	return found;
+}
+
+/*
+ * A plain IP membership of 239.P1.P2.1 on lo, made after the parent's
+ * group (drain only: the inherited scenario checks that a child holds no
+ * socket of its parent's): /proc/net/igmp lists it first, on a line that starts with digits
+ * ("01..."), as groups other tests join on lo at the same time can (an MLID
+ * group 239.255.192.1 is "01C0FFEF").  igmp_member() must see past it.
+ * Returns the socket (kept for the process's life) or -1.
+ */
+static int igmp_decoy(void)
+{
+	struct sockaddr_in g = group_of(getpid(), G_DECOY);
+	struct ip_mreqn mr = {.imr_multiaddr = g.sin_addr, .imr_ifindex = (int)if_nametoindex("lo")};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -625,6 +649,10 @@ static int child_poller(void *arg)
 
 static void scenario_drain(int rounds)
 {
+	int decoy = igmp_decoy();
+
+	if (decoy < 0)
+		fail("drain: the decoy IP membership failed (errno %d)", errno);
 	for (int r = 0; r < rounds; r++) {
 		struct chat p = {.join_parents = r & 1};
 		pid_t pid = chat_start(&p, child_poller);
@@ -657,6 +685,8 @@ static void scenario_drain(int rounds)
 			     r);
 		chat_close(&p);
 	}
+	if (decoy >= 0)
+		close(decoy);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1116,6 +1146,7 @@ int main(int argc, char **argv)
 		par_guid = ibv_get_device_guid(par.id->verbs->device);
 	if (!why && !parent_thread_warm())
 		why = "the receive thread did not deliver a burst";
+
 	if (why) {
 		fail("parent: %s (errno %d)", why, errno);
 	} else if (!strcmp(s, "create")) {

@@ -16,3 +16,13 @@ if(UMC_VALGRIND AND NOT UMC_SANITIZE)
     set_property(TEST integ/sa_valgrind_${t} APPEND PROPERTY ENVIRONMENT "UMC_SM_VALGRIND=1")
   endforeach()
 endif()
+
+# CM joins over the simulated InfiniBand link, several processes against
+# umc-sm (ib_procs.c).
+add_executable(ib_procs ib_procs.c sm_proc.c)
+target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
+target_link_libraries(ib_procs umcast_static)
+add_dependencies(ib_procs umc-sm)
+foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout nosm unicast)
+  umc_test(integ/ib_${t} ib_procs ${t})
+endforeach()

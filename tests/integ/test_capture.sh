@@ -16,6 +16,7 @@
 # References: rocev2-wire.md 1.2-1.7 (field values), 4 (tshark fields and
 # the mellanox_eoib quirk), 8 (ID 0 + DF); kernel-behaviour.md 7.31-32.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 
 BIN=${UMC_BIN:?UMC_BIN is set by ctest}
 SENDER=$BIN/capture_sender
@@ -31,10 +32,11 @@ for b in "$SENDER" "$CHECK"; do
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-capture.XXXXXX")
-TPID=
 FAILS=0
+# shellcheck source=capture_lib.sh
+. "$here/capture_lib.sh"
 cleanup() {
-	[ -n "$TPID" ] && kill "$TPID" 2>/dev/null
+	[ -n "$CAP_PID" ] && kill "$CAP_PID" 2>/dev/null
 	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
 		rm -rf "$WORK"
 	else
@@ -54,42 +56,13 @@ fail() {
 exec 9>"${TMPDIR:-/tmp}/umcast-capture-qpn0x11.lock"
 flock -w 120 9 || { echo "FAIL: another capture test holds the QPN 0x11 lock"; exit 1; }
 
-# A group of this process (other tests use other ranges), and a unicast
-# probe port that shows when the capture is live.
+# A group of this process (other tests use other ranges).
 GROUP="239.252.$((($$ >> 8) & 255)).$(($$ & 255))"
-PROBE_PORT=$((40000 + $$ % 20000))
 PCAP=$WORK/cap.pcap
 
-# tshark prints one summary line per captured frame (-P) on a FIFO we read
-# with read -t: readiness and completion are seen, not guessed.
-mkfifo "$WORK/live"
-timeout -k 2 60 tshark -n -l -i lo -P -F pcap -w "$PCAP" -a duration:50 \
-	-f "udp and ((dst host $GROUP and dst port 4791) or (dst host 127.0.0.1 and dst port $PROBE_PORT))" \
-	>"$WORK/live" 2>"$WORK/tshark.err" &
-TPID=$!
-exec 3<"$WORK/live"
-
-live=0
-for _ in $(seq 100); do
-	# One probe datagram per try (bash's /dev/udp); the capture is live
-	# once tshark reports a frame to the probe port.
-	printf 'probe' 2>/dev/null >"/dev/udp/127.0.0.1/$PROBE_PORT"
-	if IFS= read -r -t 0.2 -u 3 line; then
-		case $line in *"$PROBE_PORT"*) live=1; break ;; esac
-	fi
-	kill -0 "$TPID" 2>/dev/null || break
-done
-if [ "$live" -ne 1 ]; then
-	if grep -qiE 'permission|not permitted|capture privileges|socket: Operation' "$WORK/tshark.err"; then
-		echo "SKIP: no permission to capture on lo:"
-		cat "$WORK/tshark.err"
-		FAILS=0
-		exit $SKIP
-	fi
-	fail "the capture on lo did not start"
-	cat "$WORK/tshark.err"
-	exit 1
-fi
+capture_start "$PCAP" "dst host $GROUP and dst port 4791"
+rc=$?
+[ $rc -eq 0 ] || exit $rc
 
 UMC_QPN_BASE=$QPN timeout -k 2 30 "$SENDER" "$GROUP" 127.0.0.1 >"$WORK/sender.out" 2>&1
 rc=$?
@@ -98,15 +71,8 @@ cat "$WORK/sender.out"
 grep -qx "qpn $QPN" "$WORK/sender.out" || fail "sender QPN is not $QPN"
 
 # Wait (bounded) until tshark has seen the N datagrams to the group.
-seen=0
-while [ $seen -lt $N ] && IFS= read -r -t 10 -u 3 line; do
-	case $line in *"$GROUP"*) seen=$((seen + 1)) ;; esac
-done
-[ $seen -eq $N ] || fail "tshark saw $seen datagrams to $GROUP live, expected $N"
-kill -INT "$TPID" 2>/dev/null
-timeout 10 tail --pid="$TPID" -f /dev/null || fail "tshark did not stop"
-TPID=
-exec 3<&-
+capture_wait $N
+capture_stop
 
 TS=(tshark -n -r "$PCAP" --disable-heuristic mellanox_eoib)
 F="ip.dst == $GROUP"

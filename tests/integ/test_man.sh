@@ -5,10 +5,13 @@
 #     public inline one of the installed headers has a page in man3, its
 #     own or a link to its group's page;
 #  2. `man -M PREFIX/share/man NAME` shows umcast's page for
-#     rdma_join_multicast_ex, for a linked name, for umcast(7), umc-mckey(1)
-#     and umc-perf(1);
+#     rdma_join_multicast_ex (with the InfiniBand send-only rule), for a
+#     linked name, for umcast(7) (with its InfiniBand section), umc-mckey(1),
+#     umc-perf(1) and umc-sm(8);
 #  3. every man3 page has the sections NAME, SYNOPSIS, DESCRIPTION,
-#     RETURN VALUE, ERRORS, NOTES (where umcast differs) and SEE ALSO.
+#     RETURN VALUE, ERRORS, NOTES (where umcast differs) and SEE ALSO;
+#  4. no page shows an option such as --no-sendonly with an en dash, or a
+#     quote the user would type as a curly one (pandoc's smart typography).
 #
 # Env: UMC_BUILD_DIR (a built tree, installed into a temporary prefix) and
 # UMC_SOURCE_DIR; ctest sets both.
@@ -66,6 +69,9 @@ check_page 3 rdma_join_multicast_ex RDMA_JOIN_MULTICAST_EX "IPv6 groups work on 
 check_page 3 rdma_leave_multicast RDMA_JOIN_MULTICAST_EX "rdma_leave_multicast() never blocks"
 check_page 3 ibv_post_recv IBV_POST_SEND "40 bytes of a UD receive"
 check_page 7 umcast UMCAST "DIFFERENCES FROM LINUX"
+check_page 7 umcast UMCAST "SIMULATED INFINIBAND"
+check_page 3 rdma_join_multicast_ex RDMA_JOIN_MULTICAST_EX "a Send Only Full Member join on InfiniBand requires SM support, otherwise joining will fail"
+check_page 8 umc-sm UMC-SM "--no-sendonly"
 check_page 1 umc-mckey UMC-MCKEY "DIFFERENCES FROM mckey(1)"
 check_page 1 umc-perf UMC-PERF "umc-perf"
 
@@ -79,6 +85,14 @@ for f in "$mandir"/man3/*.3; do
 	[ -z "$lack" ] || bad "$(basename "$f") lacks$lack"
 done
 [ $fails -eq 0 ] && ok "every man3 page has its sections"
+
+# 4. what the user types is shown as typed
+typo=$(grep -lE '\\\[(en|lq|rq)\]' "$mandir"/man?/*.? 2>/dev/null)
+if [ -z "$typo" ]; then
+	ok "no page turns -- into an en dash or quotes into curly ones"
+else
+	bad "en dashes or curly quotes (smart typography) in:" $typo
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

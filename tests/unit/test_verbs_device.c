@@ -121,10 +121,18 @@ static void test_query_gid(void **state)
 	memset(&g, 0xa5, sizeof(g));
 	assert_int_equal(ibv_query_gid(ctx, 1, 0, &g), 0);
 	assert_memory_equal(g.raw, lo_gid, 16);
-	/* Past the table: an error; port 2: an error. */
-	assert_int_not_equal(ibv_query_gid(ctx, 1, p.gid_tbl_len, &g), 0);
-	assert_int_not_equal(ibv_query_gid(ctx, 1, -1, &g), 0);
-	assert_int_not_equal(ibv_query_gid(ctx, 2, 0, &g), 0);
+	/* The last entry of the table reads (zero when unused)... */
+	assert_int_equal(ibv_query_gid(ctx, 1, p.gid_tbl_len - 1, &g), 0);
+	/* ... past it, or on port 2: -1 and EINVAL. */
+	errno = 0;
+	assert_int_equal(ibv_query_gid(ctx, 1, p.gid_tbl_len, &g), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(ibv_query_gid(ctx, 1, -1, &g), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(ibv_query_gid(ctx, 2, 0, &g), -1);
+	assert_int_equal(errno, EINVAL);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
@@ -135,6 +143,12 @@ static void test_query_pkey(void **state)
 
 	assert_int_equal(ibv_query_pkey(ctx, 1, 0, &pk), 0);
 	assert_int_equal(be16toh(pk), 0xffff);
+	errno = 0;
+	assert_int_equal(ibv_query_pkey(ctx, 1, 64, &pk), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(ibv_query_pkey(ctx, 2, 0, &pk), -1);
+	assert_int_equal(errno, EINVAL);
 	assert_int_equal(ibv_get_pkey_index(ctx, 1, htobe16(0xffff)), 0);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }

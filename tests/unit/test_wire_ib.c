@@ -13,7 +13,7 @@
  *    sent (GRH + BTH over Ethernet), whose ICRC is the InfiniBand ICRC of
  *    a global packet (an LRH of ones in front): our IB masking must
  *    reproduce the NIC's ICRC;
- *  - the VCRC's polynomial itself, for the nibble table.
+ *  - the VCRC's polynomial itself, for every entry of the slicing tables.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +26,7 @@
 
 #include "test_vectors.h"
 #include "wire/ib.h"
+#include "wire/vcrc_table.h"
 
 static struct vec ibv[T_VEC_MAX], rocev[T_VEC_MAX];
 static int nibv, nrocev;
@@ -300,12 +301,22 @@ static void test_icrc_rocev1_hardware(void **state)
 	}
 }
 
-/* The nibble table is four steps of the reflected polynomial 0xD008 (0x100B). */
+/* Every table entry is what the reflected polynomial 0xD008 (0x100B) makes of it. */
 static void test_vcrc_table(void **state)
 {
-	uint8_t data[300];
+	uint8_t data[301];
 	uint16_t want = 0xffff;
 
+	for (int k = 0; k < 8; k++) {
+		for (int i = 0; i < 256; i++) {
+			/* Byte i followed by k zero bytes, from a zero register. */
+			uint16_t c = (uint16_t)i;
+
+			for (int n = 0; n < 8 * (k + 1); n++)
+				c = (uint16_t)(c & 1 ? (c >> 1) ^ 0xD008 : c >> 1);
+			assert_int_equal(umc_vcrc_table[k][i], c);
+		}
+	}
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 37 + 11);
 	for (size_t i = 0; i < sizeof(data); i++) {
@@ -314,9 +325,11 @@ static void test_vcrc_table(void **state)
 			want = (uint16_t)(want & 1 ? (want >> 1) ^ 0xD008 : want >> 1);
 	}
 	assert_int_equal(umc_vcrc_update(0xffff, data, sizeof(data)), want);
-	/* Chaining: two halves give the same register as one call. */
-	assert_int_equal(umc_vcrc_update(umc_vcrc_update(0xffff, data, 100), data + 100, 200),
-			 want);
+	/* Chaining at every split, odd ones included: the same register. */
+	for (size_t cut = 0; cut <= sizeof(data); cut++)
+		assert_int_equal(umc_vcrc_update(umc_vcrc_update(0xffff, data, cut), data + cut,
+						 sizeof(data) - cut),
+				 want);
 }
 
 /* Malformed packets: the status each check gives. */

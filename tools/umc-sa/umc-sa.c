@@ -162,26 +162,19 @@ static int query(struct umc_sa_client *c, const struct opts *o)
 	struct umc_sa_result res;
 	struct umc_mcmember r;
 	uint8_t mad[UMC_MAD_SIZE];
-	struct umc_sa_hdr h = {
-		.mad = { .base_version = UMC_MAD_BASE_VERSION, .mgmt_class = UMC_MGMT_CLASS_SUBN_ADM,
-			 .class_version = UMC_SA_CLASS_VERSION, .method = UMC_SA_METHOD_GET_TABLE,
-			 .attr_id = UMC_SA_ATTR_MCMEMBER_RECORD },
-		.sm_key = o->cmd == CMD_GROUPS ? 0 : o->sm_key,
-	};
+	uint64_t sm_key = o->cmd == CMD_GROUPS ? 0 : o->sm_key;
 	size_t i, stride;
 	int rc;
 
-	memset(mad, 0, sizeof(mad));
 	memset(&r, 0, sizeof(r));
 	if (o->cmd == CMD_CPI) {
-		h.mad.method = UMC_MAD_METHOD_GET;
-		h.mad.attr_id = UMC_SA_ATTR_CLASS_PORT_INFO;
-	} else if (o->cmd == CMD_MGID) {
-		h.comp_mask = UMC_MCM_COMP_MGID;
-		memcpy(r.mgid, o->mgid, 16);
-		umc_mcmember_encode(mad + UMC_SA_HDR_LEN, &r);
+		umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0,
+				      sm_key, NULL);
+	} else {
+		memcpy(r.mgid, o->mgid, 16); /* zero unless CMD_MGID */
+		umc_sa_request_encode(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD,
+				      o->cmd == CMD_MGID ? UMC_MCM_COMP_MGID : 0, sm_key, &r);
 	}
-	umc_sa_hdr_encode(mad, &h);
 	rc = umc_sa_call(c, mad, o->timeout_ms, UMC_SA_RETRIES, &res);
 	if (rc) {
 		fprintf(stderr, "umc-sa: no answer from the SA: %s\n", strerror(-rc));
@@ -202,6 +195,8 @@ static int query(struct umc_sa_client *c, const struct opts *o)
 		       cpi.base_version, cpi.class_version, cpi.cap_mask, cpi.cap_mask2,
 		       cpi.resp_time, cpi.cap_mask2 & UMC_SA_CAP2_SENDONLY_FULL ? "yes" : "no");
 	} else {
+		struct umc_sa_hdr h;
+
 		umc_sa_hdr_decode(res.mad, UMC_MAD_SIZE, &h);
 		stride = (size_t)h.attr_offset * 8;
 		for (i = 0; stride >= UMC_MCMEMBER_LEN && i + UMC_MCMEMBER_LEN <= res.data_len;

@@ -162,6 +162,7 @@ static struct umc_device *roce_port_get(const char *ifname)
 	dev->active_mtu = umc_mtu_from_netdev(rp->netdev_mtu);
 	/* Locally administered EUI-64 made of the pid and the interface index. */
 	dev->guid = 0x0200000000000000ull | ((uint64_t)getpid() << 16) | rp->ifindex;
+	dev->gid_tbl_len = UMC_MAX_GIDS;
 	dev->pkeys[0] = UMC_DEFAULT_PKEY; /* one partition, as rxe */
 	dev->pkey_count = 1;
 	snprintf(ib->name, sizeof(ib->name), "umc_%s", ifname);
@@ -205,7 +206,7 @@ static void roce_query_port(struct umc_device *dev, struct ibv_port_attr *attr)
 	attr->state = IBV_PORT_ACTIVE;
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = dev->active_mtu;
-	attr->gid_tbl_len = UMC_MAX_GIDS;
+	attr->gid_tbl_len = dev->gid_tbl_len;
 	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	attr->max_msg_sz = 1u << 31;
 	attr->pkey_tbl_len = UMC_MAX_PKEYS;

@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ib.c - the InfiniBand part of CM joins: MGIDs, MCMemberRecord Set and
+ * Delete through the SA, and the per-port aggregation of JoinStates
+ * (kernel cma_join_ib_multicast and ib_multicast's multicast.c;
+ * kernel-behaviour 2.2, 2.3, 3 and 7 items 11-20 and 34).
+ *
+ * A port keeps one group per MGID it joined (an all-zero MGID, which asks
+ * the SA for one, always makes a group of its own), holding the record
+ * the SA returned with the JoinState bits this port holds at the SA, and
+ * per bit how many joins of this process need it.  Joins of one group are
+ * handled one at a time, in order:
+ *
+ *   - a join whose bits the port already holds completes locally, without
+ *     the SA, if the held record matches what the join asks for (the
+ *     fields of its component mask); otherwise it fails with -EINVAL;
+ *   - otherwise it sends an SA Set with its own bits and the kernel's
+ *     component mask; the reply's record becomes the group's, and the join
+ *     completes as above; a MAD status fails it with -EINVAL, no answer
+ *     within 3 s (the SA client's retries included) with -ETIMEDOUT;
+ *   - when no join pending remains, bits held at the SA that no join needs
+ *     any more are given back with one SA Delete (retried at most 3 times
+ *     per group); a group with no joins and no bits is freed.
+ *
+ * A re-registration of the port (umc-sm restarted, or the port's lease
+ * lost) ends every completed join with MULTICAST_ERROR -ENETRESET and
+ * clears the bits held; nothing rejoins by itself (kernel-behaviour 3.4).
+ *
+ * The JOIN event's ah_attr comes from the SA's record: dlid = MLID, SL,
+ * rate, and a GRH with the MGID, flow label, hop limit and traffic class.
+ *
+ * Locking: port->lock (struct cm_ib_port) after idp->lock and before the
+ * channel lock; SA replies arrive on the SA client's thread and take only
+ * port->lock (then the channel lock, to queue an event).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm/cm_int.h"
+#include "link/ib/ib.h"
+#include "sa/sa_client.h"
+#include "wire/be.h"
+#include "wire/ib_mad.h"
+
+/* kernel cma_join_ib_multicast: what every join constrains. */
+enum {
+	CM_IB_COMP_MASK = UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID | UMC_MCM_COMP_PKEY |
+			  UMC_MCM_COMP_JOIN_STATE | UMC_MCM_COMP_QKEY | UMC_MCM_COMP_SL |
+			  UMC_MCM_COMP_FLOW | UMC_MCM_COMP_TCLASS,
+	CM_IB_COMP_IPOIB = UMC_MCM_COMP_RATE | UMC_MCM_COMP_RATE_SEL | UMC_MCM_COMP_MTU_SEL |
+			   UMC_MCM_COMP_MTU | UMC_MCM_COMP_HOP,
+	CM_IB_LEAVE_MASK = UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID | UMC_MCM_COMP_JOIN_STATE,
+	CM_IB_LEAVE_RETRIES = 3,
+	CM_IB_NBITS = 4, /* JoinState bits */
+};
+
+enum cm_ib_member_state {
+	CM_IB_JOINING, /* on the group's pending list */
+	CM_IB_MEMBER,  /* completed: its bits are counted */
+	CM_IB_DONE,    /* failed, reset or left: no count, no list, no group */
+};
+
+struct cm_ib_group;
+
+/* One join (an umc_cm_mc) as the port's group sees it. */
+struct cm_ib_member {
+	struct umc_cm_mc *mc; /* holds a reference */
+	struct umc_mcmember rec;
+	uint64_t comp_mask;
+	enum cm_ib_member_state state;
+	struct cm_ib_group *group;
+	struct cm_ib_member *next; /* pending or active list */
+};
+
+struct cm_ib_group {
+	struct umc_mcmember rec; /* what the SA returned; join_state = the bits held */
+	bool mgid0;		 /* asked the SA for an MGID: never shared */
+	bool busy;		 /* an SA Set or Delete is in flight */
+	bool setting;		 /* ... and it is a Set */
+	int retries;		 /* Delete resends left (whole lifetime) */
+	int members[CM_IB_NBITS];
+	struct cm_ib_member *pending, **pending_tail, *active;
+	struct cm_ib_member *last_join; /* the member whose Set is in flight, unless it left */
+	uint8_t leaving;		/* the bits of the Delete in flight */
+	struct cm_ib_group *next;
+	struct cm_ib_port *port;
+};
+
+/* The CM's InfiniBand state of one port (dev->cm_priv). */
+struct cm_ib_port {
+	pthread_mutex_t lock;
+	struct ib_port *ib;
+	struct cm_ib_group *groups;
+};
+
+static pthread_mutex_t cm_ib_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
+{
+	struct cm_ib_port *p = __atomic_load_n((struct cm_ib_port **)&dev->cm_priv,
+					       __ATOMIC_ACQUIRE);
+
+	if (p)
+		return p;
+	pthread_mutex_lock(&cm_ib_init_lock);
+	p = dev->cm_priv;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (p) {
+			pthread_mutex_init(&p->lock, NULL);
+			p->ib = to_ib_port(dev);
+			__atomic_store_n((struct cm_ib_port **)&dev->cm_priv, p, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&cm_ib_init_lock);
+	return p;
+}
+
+/* ------------------------------------------------------------------------- */
+/* MGIDs (kernel cma_set_mgid; kernel-behaviour 2.2, 7.12-14).               */
+
+/*
+ * cma_any_addr for IB joins: 0.0.0.0/8, 127/8, ::, ::1 and an all-zero
+ * AF_IB address all ask the SA for an MGID.
+ */
+static bool cm_ib_wildcard(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+
+		return (a >> 24) == 0 || (a >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		return true;
+	return umc_cm_any_addr(sa);
+}
+
+/*
+ * The MGID of a join: IPv4 -> ff1S:401b:PPPP::(ip & 0x0fffffff), IPv6 ->
+ * ff1S:601b:PPPP + address bytes 6..15 (an SA-assigned ff1x:a01b MGID
+ * verbatim), AF_IB verbatim; RDMA_PS_UDP writes 01 in byte 3 (4001/6001,
+ * "the RDMA CM signature").  S and PPPP come from the IPoIB broadcast
+ * group's MGID.  A wildcard address gives MGID 0.
+ */
+static void cm_ib_mgid(const struct umc_cm_id *idp, const struct sockaddr *sa,
+		       const uint8_t *bcast_mgid, uint8_t mgid[16])
+{
+	memset(mgid, 0, 16);
+	if (cm_ib_wildcard(sa))
+		return;
+	if (sa->sa_family == AF_IB) {
+		memcpy(mgid, &((const struct sockaddr_ib *)sa)->sib_addr, 16);
+		return;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+
+		if ((get_be32(a) & 0xfff0ffff) == 0xff10a01b) {
+			memcpy(mgid, a, 16);
+			return;
+		}
+		mgid[2] = 0x60;
+		memcpy(mgid + 6, a + 6, 10);
+	} else {
+		uint32_t ip = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+
+		mgid[2] = 0x40;
+		put_be32(mgid + 12, ip & 0x0fffffff);
+	}
+	mgid[0] = 0xff;
+	mgid[1] = (uint8_t)(0x10 | (bcast_mgid[1] & 0x0f));
+	mgid[3] = idp->id.ps == RDMA_PS_UDP ? 0x01 : 0x1b;
+	mgid[4] = bcast_mgid[4]; /* P_Key: the broadcast MGID's bytes 4-5 */
+	mgid[5] = bcast_mgid[5];
+}
+
+/* ------------------------------------------------------------------------- */
+/* Events.                                                                   */
+
+/* The JOIN event from the group's record (cma_make_mc_event); port->lock held. */
+static void __cm_ib_event(struct cm_ib_member *m, int status)
+{
+	struct umc_cm_mc *mc = m->mc;
+	struct umc_cm_id *idp = mc->idp;
+	const struct umc_mcmember *rec = &m->group->rec;
+	struct umc_cm_event *evt;
+	struct rdma_ud_param *ud;
+
+	if (mc->left)
+		return;
+	evt = umc_cm_event_new(idp, mc, status ? RDMA_CM_EVENT_MULTICAST_ERROR
+					       : RDMA_CM_EVENT_MULTICAST_JOIN, status);
+	if (!evt)
+		return;
+	if (status)
+		goto queue;
+	/* cma_set_qkey: a group whose Q_Key is not the id's gets no event at all. */
+	if (idp->qkey != rec->qkey) {
+		umc_cm_event_free(evt);
+		return;
+	}
+	ud = &evt->ev.param.ud;
+	ud->qp_num = UMC_MCAST_QPN;
+	ud->qkey = idp->qkey;
+	memcpy(ud->ah_attr.grh.dgid.raw, rec->mgid, 16);
+	ud->ah_attr.grh.flow_label = rec->flow_label;
+	ud->ah_attr.grh.hop_limit = rec->hop_limit;
+	ud->ah_attr.grh.traffic_class = rec->tclass;
+	ud->ah_attr.grh.sgid_index = 0; /* rec.port_gid: the port's GID 0 */
+	ud->ah_attr.dlid = rec->mlid;
+	ud->ah_attr.sl = rec->sl;
+	ud->ah_attr.static_rate = rec->rate;
+	ud->ah_attr.is_global = 1;
+	ud->ah_attr.port_num = UMC_PORT_NUM;
+queue:
+	umc_cm_event_queue(evt);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The group's work: one SA transaction at a time.                           */
+
+static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply);
+
+static void adjust_members(struct cm_ib_group *g, uint8_t bits, int delta)
+{
+	for (int i = 0; i < CM_IB_NBITS; i++)
+		if (bits & (1u << i))
+			g->members[i] += delta;
+}
+
+/* kernel get_leave_state: bits held at the SA that no completed join needs. */
+static uint8_t leave_bits(const struct cm_ib_group *g)
+{
+	uint8_t leave = 0;
+
+	for (int i = 0; i < CM_IB_NBITS; i++)
+		if (!g->members[i] && (g->rec.join_state & (1u << i)))
+			leave |= (uint8_t)(1u << i);
+	return leave;
+}
+
+/*
+ * kernel cmp_rec: does the held record match what a join asked for, field
+ * by field as far as its component mask goes?
+ */
+static bool cm_ib_rec_matches(const struct umc_mcmember *held, const struct umc_mcmember *want,
+			      uint64_t mask)
+{
+	if ((mask & UMC_MCM_COMP_PORT_GID) && memcmp(held->port_gid, want->port_gid, 16))
+		return false;
+	if ((mask & UMC_MCM_COMP_QKEY) && held->qkey != want->qkey)
+		return false;
+	if ((mask & UMC_MCM_COMP_MLID) && held->mlid != want->mlid)
+		return false;
+	if ((mask & UMC_MCM_COMP_MTU) && held->mtu != want->mtu)
+		return false;
+	if ((mask & UMC_MCM_COMP_TCLASS) && held->tclass != want->tclass)
+		return false;
+	if ((mask & UMC_MCM_COMP_PKEY) && held->pkey != want->pkey)
+		return false;
+	if ((mask & UMC_MCM_COMP_RATE) && held->rate != want->rate)
+		return false;
+	if ((mask & UMC_MCM_COMP_PKT_LIFE) && held->pkt_life != want->pkt_life)
+		return false;
+	if ((mask & UMC_MCM_COMP_SL) && held->sl != want->sl)
+		return false;
+	if ((mask & UMC_MCM_COMP_FLOW) && held->flow_label != want->flow_label)
+		return false;
+	if ((mask & UMC_MCM_COMP_HOP) && held->hop_limit != want->hop_limit)
+		return false;
+	if ((mask & UMC_MCM_COMP_SCOPE) && held->scope != want->scope)
+		return false;
+	return true;
+}
+
+/* Send an SA MCMemberRecord @method of @rec with @mask; port->lock held. */
+static int __cm_ib_sa_send(struct cm_ib_group *g, uint8_t method, const struct umc_mcmember *rec,
+			   uint64_t mask)
+{
+	struct umc_sa_client *sa = ib_port_sa(g->port->ib);
+	uint8_t mad[UMC_MAD_SIZE];
+
+	if (!sa)
+		return -ENETDOWN;
+	umc_sa_request_encode(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, mask, 0, rec);
+	g->busy = true;
+	g->setting = method == UMC_MAD_METHOD_SET;
+	return umc_sa_send(sa, mad, UMC_SA_TIMEOUT_MS, UMC_SA_RETRIES, cm_ib_sa_done, g, NULL);
+}
+
+/*
+ * A member is done (failed, reset): off every list, no count, and it no
+ * longer refers to its group, which may go when nothing else holds it.
+ */
+static void __cm_ib_done(struct cm_ib_member *m)
+{
+	m->state = CM_IB_DONE;
+	m->group = NULL;
+}
+
+/* Complete (or refuse) the head pending member from the held record. */
+static void __cm_ib_join_local(struct cm_ib_group *g, struct cm_ib_member *m)
+{
+	g->pending = m->next;
+	if (!g->pending)
+		g->pending_tail = &g->pending;
+	if (!cm_ib_rec_matches(&g->rec, &m->rec, m->comp_mask)) {
+		__cm_ib_event(m, -EINVAL);
+		__cm_ib_done(m);
+		return;
+	}
+	m->state = CM_IB_MEMBER;
+	adjust_members(g, m->rec.join_state, +1);
+	m->next = g->active;
+	g->active = m;
+	__cm_ib_event(m, 0);
+}
+
+static void __cm_ib_group_free(struct cm_ib_group *g)
+{
+	for (struct cm_ib_group **pp = &g->port->groups; *pp; pp = &(*pp)->next) {
+		if (*pp == g) {
+			*pp = g->next;
+			break;
+		}
+	}
+	free(g);
+}
+
+/* Fail the head pending member with @status; port->lock held. */
+static void __cm_ib_join_fail(struct cm_ib_group *g, int status)
+{
+	struct cm_ib_member *m = g->pending;
+
+	g->pending = m->next;
+	if (!g->pending)
+		g->pending_tail = &g->pending;
+	__cm_ib_event(m, status);
+	__cm_ib_done(m);
+}
+
+/* Members that are done no longer reach the group: release them. */
+static void cm_ib_member_put(struct cm_ib_member *m)
+{
+	umc_cm_mc_put(m->mc);
+	free(m);
+}
+
+/*
+ * kernel mcast_work_handler: advance the group until it waits for the SA
+ * or has nothing to do (then free it if nothing holds it).  port->lock held.
+ */
+static void __cm_ib_group_run(struct cm_ib_group *g)
+{
+	while (!g->busy) {
+		struct cm_ib_member *m = g->pending;
+
+		if (m) {
+			if (!(m->rec.join_state & ~g->rec.join_state)) {
+				__cm_ib_join_local(g, m);
+				continue;
+			}
+			g->last_join = m;
+			if (__cm_ib_sa_send(g, UMC_MAD_METHOD_SET, &m->rec, m->comp_mask)) {
+				g->busy = false;
+				__cm_ib_join_fail(g, -EIO);
+			}
+			continue;
+		}
+		uint8_t leave = leave_bits(g);
+
+		if (leave) {
+			struct umc_mcmember rec = g->rec;
+
+			g->rec.join_state &= (uint8_t)~leave;
+			g->leaving = leave;
+			rec.join_state = leave;
+			if (__cm_ib_sa_send(g, UMC_SA_METHOD_DELETE, &rec, CM_IB_LEAVE_MASK))
+				g->busy = false; /* nothing more to do for these bits */
+			continue;
+		}
+		if (!g->active)
+			__cm_ib_group_free(g);
+		return;
+	}
+}
+
+/* An SA reply (or failure) for group @ctx, on the SA client's thread. */
+static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply)
+{
+	struct cm_ib_group *g = ctx;
+	struct cm_ib_port *port = g->port;
+
+	pthread_mutex_lock(&port->lock);
+	g->busy = false;
+	if (!err && reply->status)
+		err = -EINVAL; /* any MAD status (kernel sa_query: -EINVAL) */
+	if (!g->setting) {
+		if (err && g->retries-- > 0)
+			g->rec.join_state |= g->leaving; /* send the Delete again */
+		g->leaving = 0;
+	} else {
+		/* Recorded even if the joiner left: the bits are held at the SA. */
+		if (!err)
+			umc_mcmember_decode(reply->mad + UMC_SA_HDR_LEN, &g->rec);
+		else if (g->last_join) /* still the head of the queue */
+			__cm_ib_join_fail(g, err);
+		g->last_join = NULL;
+	}
+	__cm_ib_group_run(g);
+	pthread_mutex_unlock(&port->lock);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Link ops.                                                                 */
+
+/*
+ * cma_set_default_qkey on IB: RDMA_UDP_QKEY for RDMA_PS_UDP and RDMA_PS_IB;
+ * RDMA_PS_IPOIB the IPoIB broadcast group's (-EADDRNOTAVAIL while unknown).
+ */
+static int ib_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
+{
+	struct ib_port *ib = to_ib_port(idp->dev);
+
+	switch (idp->id.ps) {
+	case RDMA_PS_UDP:
+	case RDMA_PS_IB:
+		*qkey = RDMA_UDP_QKEY;
+		return 0;
+	case RDMA_PS_IPOIB:
+		pthread_mutex_lock(&idp->dev->lock);
+		int ret = ib->bcast_valid ? 0 : -EADDRNOTAVAIL;
+
+		if (!ret)
+			*qkey = ib->bcast.qkey;
+		pthread_mutex_unlock(&idp->dev->lock);
+		return ret;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
+{
+	struct umc_device *dev = idp->dev;
+	struct ib_port *ib = to_ib_port(dev);
+	struct cm_ib_port *port = cm_ib_port_get(dev);
+	struct cm_ib_member *m;
+	struct cm_ib_group *g;
+	struct umc_mcmember bcast;
+	int ret;
+
+	if (!port)
+		return -ENOMEM;
+	/* ib_sa_get_mcmember_rec: the IPoIB broadcast group must be known. */
+	pthread_mutex_lock(&dev->lock);
+	ret = ib->bcast_valid ? 0 : -EADDRNOTAVAIL;
+	bcast = ib->bcast;
+	pthread_mutex_unlock(&dev->lock);
+	if (ret)
+		return ret;
+	if (!idp->qkey) {
+		ret = ib_default_qkey(idp, &idp->qkey);
+		if (ret)
+			return ret;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->rec = bcast; /* mlid, MTU, rate, SL, flow label, ... inherited */
+	cm_ib_mgid(idp, (const struct sockaddr *)&mc->addr, bcast.mgid, m->rec.mgid);
+	memcpy(m->rec.port_gid, dev->gids[idp->gid_index].raw, 16);
+	m->rec.qkey = idp->qkey;
+	m->rec.join_state = mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+				    ? UMC_JOIN_SENDONLY_FULL
+				    : UMC_JOIN_FULL;
+	m->rec.proxy_join = false;
+	m->comp_mask = CM_IB_COMP_MASK | (idp->id.ps == RDMA_PS_IPOIB ? CM_IB_COMP_IPOIB : 0);
+	m->mc = mc;
+	atomic_fetch_add(&mc->refcnt, 1);
+	mc->link_priv = m;
+	mc->member = true;
+
+	pthread_mutex_lock(&port->lock);
+	static const uint8_t zero[16];
+	bool mgid0 = !memcmp(m->rec.mgid, zero, 16);
+
+	for (g = mgid0 ? NULL : port->groups; g; g = g->next)
+		if (!g->mgid0 && !memcmp(g->rec.mgid, m->rec.mgid, 16))
+			break;
+	if (!g) {
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			pthread_mutex_unlock(&port->lock);
+			mc->link_priv = NULL;
+			mc->member = false;
+			cm_ib_member_put(m);
+			return -ENOMEM;
+		}
+		memcpy(g->rec.mgid, m->rec.mgid, 16);
+		g->mgid0 = mgid0;
+		g->retries = CM_IB_LEAVE_RETRIES;
+		g->pending_tail = &g->pending;
+		g->port = port;
+		g->next = port->groups;
+		port->groups = g;
+	}
+	m->group = g;
+	m->state = CM_IB_JOINING;
+	*g->pending_tail = m;
+	g->pending_tail = &m->next;
+	__cm_ib_group_run(g);
+	pthread_mutex_unlock(&port->lock);
+	return 0;
+}
+
+/* Take @m off whichever list it is on; port->lock held. */
+static void __cm_ib_unlink(struct cm_ib_group *g, struct cm_ib_member *m)
+{
+	struct cm_ib_member **pp;
+
+	for (pp = &g->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			if (g->pending_tail == &m->next)
+				g->pending_tail = pp;
+			return;
+		}
+	}
+	for (pp = &g->active; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			return;
+		}
+	}
+}
+
+/*
+ * kernel ib_sa_free_multicast: a completed join gives its bits back (the
+ * group's work sends the Delete when no other join needs them); a pending
+ * one is dropped from the queue, its Set, if in flight, completes for the
+ * group and is then undone the same way.  Never waits for the SA.
+ */
+static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
+{
+	struct cm_ib_member *m = mc->link_priv;
+	struct cm_ib_port *port;
+	struct cm_ib_group *g;
+
+	if (!m)
+		return;
+	port = idp->dev->cm_priv; /* made by the join */
+	pthread_mutex_lock(&port->lock);
+	g = m->group;
+	if (g) { /* not done yet: give back what it holds */
+		if (m->state == CM_IB_MEMBER)
+			adjust_members(g, m->rec.join_state, -1);
+		__cm_ib_unlink(g, m);
+		if (g->last_join == m)
+			g->last_join = NULL; /* the reply updates the group, fails no one */
+		__cm_ib_done(m);
+		__cm_ib_group_run(g);
+	}
+	pthread_mutex_unlock(&port->lock);
+	mc->link_priv = NULL;
+	mc->member = false;
+	cm_ib_member_put(m);
+}
+
+/*
+ * The port was registered again (kernel mcast_groups_event with
+ * MCAST_GROUP_ERROR): every completed join ends with MULTICAST_ERROR
+ * -ENETRESET, the bits held are forgotten (the SA has none any more), and
+ * joins still pending carry on with a fresh Set.
+ */
+static void ib_port_event(struct umc_device *dev)
+{
+	struct cm_ib_port *port = dev->cm_priv;
+
+	if (!port)
+		return;
+	pthread_mutex_lock(&port->lock);
+	for (struct cm_ib_group *g = port->groups, *next; g; g = next) {
+		next = g->next;
+		while (g->active) {
+			struct cm_ib_member *m = g->active;
+
+			g->active = m->next;
+			adjust_members(g, m->rec.join_state, -1);
+			__cm_ib_event(m, -ENETRESET);
+			__cm_ib_done(m);
+		}
+		g->rec.join_state = 0;
+		__cm_ib_group_run(g);
+	}
+	pthread_mutex_unlock(&port->lock);
+}
+
+const struct umc_cm_link_ops umc_cm_ib_ops = {
+	.name = "ib",
+	.default_qkey = ib_default_qkey,
+	.join = ib_join,
+	.leave = ib_leave,
+	.port_event = ib_port_event,
+};

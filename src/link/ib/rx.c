@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rx.c - receiving on the simulated InfiniBand fabric.
+ *
+ * A port receives on two kinds of sockets: its unicast socket (the data
+ * endpoint it registered with umc-sm), and, for every group with a QP
+ * attached, a socket bound to the IP group of the group's MLID on the SM's
+ * data port with SO_REUSEADDR and IP membership on the data interface: that
+ * membership is the switch forwarding of an MLID to a member port, so a
+ * port gets an MLID's packets exactly while one of its QPs is attached,
+ * and every port of the host gets its own copy.
+ *
+ * Every packet is checked as an HCA checks it (IBA 7.8, 9.6): LRH, GRH and
+ * transport headers consistent, VCRC, ICRC (umc_ib_decode), a data VL (VL15
+ * carries only subnet management), the DLID this socket is for (the port's
+ * LID, or the socket's MLID).  A global packet's DGID picks the group (an
+ * MLID may carry several); a local one goes to the socket's group.  The
+ * receive buffer's 40-byte GRH area gets the packet's real GRH.  Each drop
+ * is counted by reason.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "link/ib/ib.h"
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+
+enum { IB_VL15 = 15 };
+
+/* A non-blocking socket bound to @addr:@port (host order), for receiving. */
+static int ib_rx_socket(uint32_t addr, uint16_t port, bool reuse)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(addr)};
+	int fd = ib_socket(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+	int buf = UMC_RX_SOCKBUF;
+
+	if (fd < 0)
+		return fd;
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* The unicast socket: its port is the data endpoint REGISTER carries. */
+int ib_ucast_open(struct ib_port *port)
+{
+	int fd = ib_rx_socket(ntohl(port->data_addr.s_addr), 0, false);
+
+	if (fd < 0)
+		return fd;
+	umc_fd_own(fd, false);
+	port->ucast.ep.fd = fd;
+	port->ucast.mcg = NULL;
+	return 0;
+}
+
+int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
+{
+	struct ib_port *port = to_ib_port(dev);
+	struct ip_mreqn mr = {.imr_ifindex = (int)port->ifindex};
+	uint32_t group = umc_sm_mlid_to_ip(&port->pi, mlid);
+	struct ib_ep *e;
+	int ret;
+
+	if (!group)
+		return -EINVAL; /* no MLID (a CM membership), or one outside the map */
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->mcg = mcg;
+	e->dlid = mlid;
+	e->ep.fd = ib_rx_socket(group, port->pi.data_port, true);
+	if (e->ep.fd < 0) {
+		ret = e->ep.fd;
+		free(e);
+		return ret;
+	}
+	umc_fd_own(e->ep.fd, false);
+	mr.imr_multiaddr.s_addr = htonl(group);
+	mr.imr_address = port->data_addr;
+	if (setsockopt(e->ep.fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+		ret = errno == EADDRNOTAVAIL || errno == ENODEV ? -ENODEV : -errno;
+	else
+		ret = umc_rx_add(dev, &e->ep);
+	if (ret) {
+		umc_fd_close(e->ep.fd);
+		free(e);
+		return ret;
+	}
+	mcg->link_priv = e;
+	return 0;
+}
+
+void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
+{
+	struct ib_ep *e = mcg->link_priv;
+
+	umc_rx_del(dev, &e->ep);
+	umc_fd_close(e->ep.fd); /* the IP membership goes with the socket */
+	free(e);
+	mcg->link_priv = NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Receive.                                                                  */
+
+struct ib_rx {
+	struct mmsghdr msg[UMC_RX_BATCH];
+	struct iovec iov[UMC_RX_BATCH];
+	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
+};
+
+static struct ib_rx *ib_rx_get(struct ib_port *port)
+{
+	struct ib_rx *rx = port->rx;
+
+	if (umc_likely(rx))
+		return rx;
+	rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	for (int i = 0; i < UMC_RX_BATCH; i++) {
+		rx->iov[i] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
+		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
+		rx->msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	port->rx = rx;
+	return rx;
+}
+
+/* Check one packet that arrived on @e; fill @pkt and return true to deliver it. */
+static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const uint8_t *p, size_t len,
+		      int flags, struct umc_rx_pkt *pkt)
+{
+	struct umc_device *dev = &port->dev;
+	struct umc_ib_hdr ib;
+	size_t off, plen;
+	int ret;
+
+	CNT(dev, rx_packets);
+	if (umc_unlikely(flags & MSG_TRUNC)) {
+		CNT(dev, rx_too_long);
+		return false;
+	}
+	ret = umc_ib_decode(p, len, &ib, &pkt->hdr, &off, &plen);
+	if (umc_unlikely(ret)) {
+		if (ret == -EIO)
+			CNT(dev, rx_bad_vcrc);
+		else if (ret == -EILSEQ)
+			CNT(dev, rx_bad_icrc);
+		else
+			CNT(dev, rx_malformed);
+		return false;
+	}
+	if (umc_unlikely(ib.lrh.vl == IB_VL15)) {
+		CNT(dev, rx_malformed);
+		return false;
+	}
+	uint16_t lid = atomic_load_explicit(&port->lid, memory_order_relaxed);
+
+	if (umc_unlikely(ib.lrh.dlid != (e->mcg ? e->dlid : lid))) {
+		CNT(dev, rx_bad_dlid);
+		return false;
+	}
+	pkt->mcg = e->mcg;
+	pkt->has_grh = ib.lrh.lnh == UMC_LNH_IBA_GLOBAL;
+	if (pkt->has_grh) {
+		memcpy(pkt->grh, p + UMC_LRH_LEN, UMC_GRH_HDR_LEN);
+		/* An MLID may carry several groups: the DGID says which. */
+		if (e->mcg && memcmp(ib.grh.dgid, e->mcg->mgid.raw, 16) != 0)
+			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
+	} else {
+		memset(pkt->grh, 0, sizeof(pkt->grh));
+	}
+	pkt->payload = p + off;
+	pkt->len = (uint32_t)plen;
+	pkt->slid = ib.lrh.slid;
+	pkt->sl = ib.lrh.sl;
+	pkt->sender = umc_unlikely(dev->block_self_qps) && ib.lrh.slid == lid
+			      ? __umc_qp_by_num(dev, pkt->hdr.deth.src_qpn)
+			      : NULL;
+	return true;
+}
+
+int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
+		bool *more)
+{
+	struct ib_port *port = to_ib_port(dev);
+	struct ib_ep *e = container_of(ep, struct ib_ep, ep);
+	struct ib_rx *rx = ib_rx_get(port);
+	int n, out = 0;
+
+	*more = false;
+	if (umc_unlikely(!rx))
+		return 0;
+	if (max > UMC_RX_BATCH)
+		max = UMC_RX_BATCH;
+	do
+		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	*more = n == max;
+	for (int i = 0; i < n; i++) {
+		struct mmsghdr *m = &rx->msg[i];
+
+		if (ib_rx_one(port, e, rx->buf[i], m->msg_len, m->msg_hdr.msg_flags, &pkts[out]))
+			out++;
+		m->msg_hdr.msg_flags = 0;
+	}
+	return out;
+}

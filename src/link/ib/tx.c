@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tx.c - sending on the simulated InfiniBand fabric.
+ *
+ * Each QP sends from one unconnected UDP socket of its own, bound to the
+ * port's data address, with the data interface as multicast interface and
+ * multicast loopback on (an HCA delivers its own multicast to its attached
+ * QPs unless told not to).  A packet is the LRH and GRH of the AH, then
+ * BTH, DETH, [ImmDt] from the core, the payload straight from the SGEs,
+ * the pad, the ICRC (IBA 7.8.1 masking) and the VCRC, which covers
+ * everything before it (wire/ib.h).  A batch goes out in one sendmmsg().
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "link/ib/ib.h"
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+
+enum {
+	IB_TAIL_MAX = 3 + UMC_ICRC_LEN + UMC_VCRC_LEN, /* pad, ICRC, VCRC */
+	IB_MCAST_TTL = 1,			       /* the fabric is one IP subnet */
+};
+
+struct ib_tx {
+	int fd;
+	struct mmsghdr msg[UMC_TX_BATCH];
+	struct iovec iov[UMC_TX_BATCH][UMC_MAX_SGE + 2];
+	uint8_t hdr[UMC_TX_BATCH][UMC_IB_HDR_MAX];
+	uint8_t tail[UMC_TX_BATCH][IB_TAIL_MAX];
+};
+
+static int ib_tx_socket(struct ib_port *port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = port->data_addr};
+	struct ip_mreqn mr = {.imr_address = port->data_addr, .imr_ifindex = (int)port->ifindex};
+	int fd = ib_socket(SOCK_DGRAM | SOCK_CLOEXEC), ttl = IB_MCAST_TTL, loop = 1, ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop)) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	umc_fd_own(fd, false);
+	return fd;
+}
+
+int ib_qp_init(struct umc_qp *qp)
+{
+	struct ib_port *port = to_ib_port(qp->dev);
+
+	/* The port's unicast socket joins the receive engine with its first QP. */
+	if (!port->ucast_polled) {
+		int ret = umc_rx_add(qp->dev, &port->ucast.ep);
+
+		if (ret)
+			return ret;
+		port->ucast_polled = true;
+	}
+	return 0;
+}
+
+void ib_qp_cleanup(struct umc_qp *uqp)
+{
+	struct ib_qp *qp = to_ib_qp(uqp);
+
+	if (!qp->tx)
+		return;
+	umc_fd_close(qp->tx->fd);
+	free(qp->tx);
+	qp->tx = NULL;
+}
+
+static struct ib_tx *ib_tx_get(struct ib_qp *qp)
+{
+	struct ib_tx *tx = qp->tx;
+	int fd;
+
+	if (umc_likely(tx))
+		return tx;
+	tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return NULL;
+	fd = ib_tx_socket(to_ib_port(qp->qp.dev));
+	if (fd < 0) {
+		free(tx);
+		return NULL;
+	}
+	tx->fd = fd;
+	qp->tx = tx;
+	return tx;
+}
+
+/* Encode packet @p into slot @k: headers, ICRC, VCRC and the iovec list. */
+static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t lid)
+{
+	static const uint8_t zeros[4];
+	struct ib_ah *ah = to_ib_ah(p->ah);
+	struct umc_ib_hdr ib = ah->hdr;
+	uint8_t *hdr = tx->hdr[k], *tail = tx->tail[k];
+	struct iovec *iov = tx->iov[k];
+	size_t hl;
+	unsigned pad;
+	uint32_t icrc;
+	uint16_t vcrc;
+	int niov = 0;
+
+	ib.lrh.slid |= lid; /* LMC 0: the path bits leave the LID as it is */
+	hl = umc_ib_hdr_encode(hdr, &ib, &p->hdr, p->len);
+	pad = p->hdr.bth.pad_cnt;
+	icrc = umc_ib_icrc_start(hdr, hl);
+	vcrc = umc_vcrc_update(0xffff, hdr, hl);
+	iov[niov++] = (struct iovec){hdr, hl};
+	for (int i = 0; i < p->num_sge; i++) {
+		void *a = (void *)(uintptr_t)p->sge[i].addr;
+		size_t n = p->sge[i].length;
+
+		if (!n)
+			continue;
+		icrc = umc_icrc_update(icrc, a, n);
+		vcrc = umc_vcrc_update(vcrc, a, n);
+		iov[niov++] = (struct iovec){a, n};
+	}
+	memset(tail, 0, pad);
+	icrc = umc_icrc_update(icrc, zeros, pad);
+	umc_icrc_put(tail + pad, umc_icrc_final(icrc));
+	vcrc = umc_vcrc_update(vcrc, tail, pad + UMC_ICRC_LEN);
+	umc_vcrc_put(tail + pad + UMC_ICRC_LEN, umc_vcrc_final(vcrc));
+	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN + UMC_VCRC_LEN};
+
+	struct msghdr *mh = &tx->msg[k].msg_hdr;
+
+	mh->msg_name = &ah->dst;
+	mh->msg_namelen = sizeof(ah->dst);
+	mh->msg_iov = iov;
+	mh->msg_iovlen = (size_t)niov;
+	mh->msg_control = NULL;
+	mh->msg_controllen = 0;
+}
+
+int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
+{
+	struct ib_qp *qp = to_ib_qp(uqp);
+	struct umc_device *dev = uqp->dev;
+	struct ib_tx *tx = ib_tx_get(qp);
+	uint16_t lid = atomic_load_explicit(&to_ib_port(dev)->lid, memory_order_relaxed);
+	int k = 0, from = 0;
+
+	if (umc_unlikely(!tx)) {
+		atomic_fetch_add_explicit(&dev->cnt.tx_errors, n, memory_order_relaxed);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		if (umc_unlikely(!to_ib_ah(pkts[i].ah)->routed)) {
+			CNT(dev, tx_no_route); /* the fabric drops it */
+			continue;
+		}
+		ib_tx_build(tx, k++, &pkts[i], lid);
+	}
+	while (from < k) {
+		int sent = sendmmsg(tx->fd, &tx->msg[from], (unsigned)(k - from), 0);
+
+		if (sent > 0) {
+			atomic_fetch_add_explicit(&dev->cnt.tx_packets, sent, memory_order_relaxed);
+			from += sent;
+		} else if (errno != EINTR) {
+			CNT(dev, tx_errors);
+			from++;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,1143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ib_procs - CM joins over the simulated InfiniBand link, several processes
+ * against a umc-sm started by the test (kernel-behaviour 7 items 11-20,
+ * DESIGN.md "Simulated InfiniBand link and umc-sm").
+ *
+ *   ib_procs sendonly     two full-member receivers and a send-only sender:
+ *                         JOIN events carry the SA's record (dlid = MLID,
+ *                         MGID ff12:4001:ffff::, SL, rate, ...); the SA
+ *                         holds JoinState 0x1, 0x1 and 0x8 for the three
+ *                         ports; every message reaches both receivers with
+ *                         the packet's real GRH; the sender receives none
+ *   ib_procs nosendonly   the same sender against `umc-sm --no-sendonly`:
+ *                         MULTICAST_ERROR with status -EINVAL, nothing held
+ *                         at the SA; ClassPortInfo bit 12 of
+ *                         CapabilityMask2 clear
+ *   ib_procs aggregate    one process, three ids on one group (full, full,
+ *                         send-only): JoinStates OR-ed per port (0x9), a
+ *                         second full join completes without an SA Set,
+ *                         subset leaves Delete only bits no join needs,
+ *                         the last leave deletes the group
+ *   ib_procs mgid0        joins of 0.0.0.0 ask the SA for MGIDs: each its
+ *                         own group (ff12:a01b:...) and MLID
+ *   ib_procs ipoib        an RDMA_PS_IPOIB id takes the IPoIB broadcast
+ *                         group's Q_Key (0x0B1B) and joins ff12:401b:
+ *   ib_procs lease        a process killed with SIGKILL loses its
+ *                         membership when its lease ends
+ *   ib_procs exit         a process that exits without leaving loses it at
+ *                         once: its port unregisters at exit
+ *   ib_procs restart      umc-sm killed and restarted under 20 joined ids in
+ *                         4 processes: each id gets exactly one
+ *                         MULTICAST_ERROR -ENETRESET, nothing hangs, and
+ *                         joining again works
+ *   ib_procs timeout      an SM that stops answering: the join ends with
+ *                         MULTICAST_ERROR -ETIMEDOUT (3 s with retries)
+ *   ib_procs nosm         no SM at UMC_SM: umc_ib0 exists, its port is INIT,
+ *                         and a join fails with EADDRNOTAVAIL
+ *   ib_procs unicast      UD unicast by LID, local and global, answered
+ *                         with ibv_create_ah_from_wc; a bystander port gets
+ *                         nothing; a QPN nobody has is dropped
+ *
+ * As tests/integ/mc_procs.c, the orchestrator forks "agents" before any
+ * umcast state exists and drives them over pipes with one-line commands;
+ * readiness is a reply, every wait has a deadline.  The orchestrator
+ * itself only talks to the SA, as a port of its own, to see what the SA
+ * holds (trusted SubnAdmGet, SM_Key 1).  Exit status 0 when every check
+ * passed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "sa/sa_client.h"
+#include "sm_proc.h"
+#include "umc_int.h"
+#include "wire/be.h"
+#include "wire/ib.h"
+#include "wire/ib_mad.h"
+
+enum {
+	MAX_IDS = 8,
+	NRECV = 64,
+	SLOT = 2048,
+	CMD_MS = 30000, /* bound on any agent reply */
+	EV_MS = 10000,	/* bound on any CM event */
+	NMSG = 50,
+	LEASE_MS = 400, /* umc-sm --lease in the lease and restart scenarios */
+};
+
+static int fails;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	fails++;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Agent: one application process on the IB port.                            */
+
+struct node {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_ah *ah;
+	uint32_t rqpn, rqkey;
+	unsigned received;
+};
+
+static struct {
+	struct rdma_event_channel *ch;
+	struct node n[MAX_IDS];
+	int nids;
+	int rep;
+} ag;
+
+static void reply(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(ag.rep, line, (size_t)n) != n)
+		_exit(3);
+}
+
+static struct rdma_cm_event *cm_event(int ms)
+{
+	struct pollfd p = {.fd = ag.ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ag.ch, &ev))
+		return NULL;
+	return ev;
+}
+
+static void addr_parse(const char *text, struct sockaddr_in *sin)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, text, &sin->sin_addr);
+}
+
+/* open udp|ipoib: an id bound to the IPoIB address, its QP, receives posted. */
+static void agent_open(const char *ps)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_UD,
+		.sq_sig_all = 1,
+	};
+	struct node *nd = &ag.n[ag.nids];
+	struct sockaddr_in src;
+	union ibv_gid gid;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr ia;
+
+	addr_parse("127.0.0.2", &src);
+	if (ag.nids == MAX_IDS)
+		return reply("fail too many ids");
+	if (!ag.ch && !(ag.ch = rdma_create_event_channel()))
+		return reply("fail rdma_create_event_channel");
+	if (rdma_create_id(ag.ch, &nd->id, nd, strcmp(ps, "ipoib") ? RDMA_PS_UDP : RDMA_PS_IPOIB))
+		return reply("fail rdma_create_id errno %d", errno);
+	if (rdma_bind_addr(nd->id, (struct sockaddr *)&src))
+		return reply("fail rdma_bind_addr errno %d", errno);
+	if (strcmp(ibv_get_device_name(nd->id->verbs->device), "umc_ib0"))
+		return reply("fail bound to %s", ibv_get_device_name(nd->id->verbs->device));
+	if (rdma_create_qp(nd->id, NULL, &qa))
+		return reply("fail rdma_create_qp errno %d", errno);
+	nd->buf = calloc(NRECV, SLOT);
+	nd->mr = nd->buf ? ibv_reg_mr(nd->id->pd, nd->buf, (size_t)NRECV * SLOT,
+				      IBV_ACCESS_LOCAL_WRITE)
+			 : NULL;
+	if (!nd->mr)
+		return reply("fail ibv_reg_mr");
+	for (int k = 0; k < NRECV; k++) {
+		struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)k * SLOT, SLOT, nd->mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1},
+				   *badwr;
+
+		if (ibv_post_recv(nd->id->qp, &wr, &badwr))
+			return reply("fail ibv_post_recv");
+	}
+	if (ibv_query_gid(nd->id->verbs, 1, 0, &gid) ||
+	    ibv_query_qp(nd->id->qp, &attr, IBV_QP_QKEY, &ia))
+		return reply("fail query");
+	char g[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
+	reply("ok %d %s qkey 0x%x", ag.nids++, g, attr.qkey);
+}
+
+static void event_reply(struct rdma_cm_event *ev)
+{
+	const struct rdma_ud_param *ud = &ev->param.ud;
+	const struct ibv_ah_attr *ah = &ud->ah_attr;
+	struct node *nd = ev->id->context;
+	char g[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, ah->grh.dgid.raw, g, sizeof(g));
+	reply("ok %s %d %d %s dlid 0x%x sl %d rate %d fl 0x%x tc %d hop %d global %d qpn 0x%x qkey 0x%x",
+	      ev->event == RDMA_CM_EVENT_MULTICAST_JOIN	   ? "JOIN"
+	      : ev->event == RDMA_CM_EVENT_MULTICAST_ERROR ? "ERROR"
+							    : rdma_event_str(ev->event),
+	      ev->status, (int)(nd - ag.n), g, ah->dlid, ah->sl, ah->static_rate,
+	      ah->grh.flow_label, ah->grh.traffic_class, ah->grh.hop_limit, ah->is_global,
+	      ud->qp_num, ud->qkey);
+}
+
+/* join IDX ADDR full|sendonly: the join and its event. */
+static void agent_join(int idx, const char *addr, const char *how)
+{
+	static struct sockaddr_in grp[MAX_IDS];
+	struct rdma_cm_join_mc_attr_ex ja = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.join_flags = strcmp(how, "sendonly") ? RDMA_MC_JOIN_FLAG_FULLMEMBER
+						      : RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
+		.addr = (struct sockaddr *)&grp[idx],
+	};
+	struct node *nd = &ag.n[idx];
+	struct rdma_cm_event *ev;
+
+	addr_parse(addr, &grp[idx]);
+	if (rdma_join_multicast_ex(nd->id, &ja, nd))
+		return reply("fail join errno %d", errno);
+	ev = cm_event(EV_MS);
+	if (!ev)
+		return reply("fail no event");
+	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+		if (nd->ah)
+			ibv_destroy_ah(nd->ah);
+		nd->ah = ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr);
+		nd->rqpn = ev->param.ud.qp_num;
+		nd->rqkey = ev->param.ud.qkey;
+	}
+	event_reply(ev);
+	rdma_ack_cm_event(ev);
+}
+
+static void agent_leave(int idx, const char *addr)
+{
+	struct sockaddr_in grp;
+
+	addr_parse(addr, &grp);
+	if (rdma_leave_multicast(ag.n[idx].id, (struct sockaddr *)&grp))
+		return reply("fail leave errno %d", errno);
+	reply("ok");
+}
+
+/* send IDX N: N messages to the AH of IDX's last JOIN. */
+static void agent_send(int idx, int n)
+{
+	struct node *nd = &ag.n[idx];
+	struct ibv_wc wc;
+
+	if (!nd->ah)
+		return reply("fail no AH");
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT;
+		struct ibv_sge sge = {(uintptr_t)p, 100, nd->mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_SEND}, *bad;
+		uint64_t end = now_ms() + EV_MS;
+		int got = 0;
+
+		memset(p, i, 100);
+		wr.wr.ud.ah = nd->ah;
+		wr.wr.ud.remote_qpn = nd->rqpn;
+		wr.wr.ud.remote_qkey = nd->rqkey;
+		if (ibv_post_send(nd->id->qp, &wr, &bad))
+			return reply("fail post_send");
+		while (!got && now_ms() < end)
+			got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
+		if (got != 1 || wc.status != IBV_WC_SUCCESS)
+			return reply("fail send completion");
+	}
+	reply("ok");
+}
+
+/*
+ * recv IDX N MS: wait up to MS ms for N messages; reply the count, and
+ * whether every completion had a GRH whose DGID is the group's MGID.
+ */
+static void agent_recv(int idx, int n, int ms, const char *mgid_text)
+{
+	struct node *nd = &ag.n[idx];
+	uint64_t end = now_ms() + (uint64_t)ms;
+	struct in6_addr mgid;
+	int bad_grh = 0;
+
+	inet_pton(AF_INET6, mgid_text, &mgid);
+	while ((int)nd->received < n && now_ms() < end) {
+		struct ibv_wc wc;
+
+		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS)
+			return reply("fail recv status %s", ibv_wc_status_str(wc.status));
+		const uint8_t *grh = nd->buf + wc.wr_id * SLOT;
+
+		/* The packet's real GRH: IPVer 6, NxtHdr 0x1B, DGID the MGID. */
+		if (!(wc.wc_flags & IBV_WC_GRH) || (grh[0] >> 4) != 6 || grh[6] != 0x1b ||
+		    memcmp(grh + 24, &mgid, 16) || wc.byte_len != 40 + 100 || !wc.slid)
+			bad_grh++;
+		nd->received++;
+	}
+	reply("ok %u badgrh %d", nd->received, bad_grh);
+}
+
+/* event MS: the next CM event within MS ms, or "none". */
+static void agent_event(int ms)
+{
+	struct rdma_cm_event *ev = cm_event(ms);
+
+	if (!ev)
+		return reply("ok none");
+	event_reply(ev);
+	rdma_ack_cm_event(ev);
+}
+
+/* info IDX: the port's LID, the QP number and GID 0, for a unicast peer. */
+static void agent_info(int idx)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	char g[INET6_ADDRSTRLEN];
+
+	if (ibv_query_port(ag.n[idx].id->verbs, 1, &pa) ||
+	    ibv_query_gid(ag.n[idx].id->verbs, 1, 0, &gid))
+		return reply("fail query");
+	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
+	reply("ok lid %u qpn %u gid %s", pa.lid, ag.n[idx].id->qp->qp_num, g);
+}
+
+/* usend IDX LID QPN GID|- N: N unicast SENDs to a QP by LID (with a GRH to GID). */
+static void agent_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int n)
+{
+	struct node *nd = &ag.n[idx];
+	struct ibv_ah_attr attr = {.dlid = (uint16_t)lid, .port_num = 1};
+
+	if (strcmp(gid, "-")) {
+		attr.is_global = 1;
+		attr.grh.hop_limit = 1;
+		inet_pton(AF_INET6, gid, attr.grh.dgid.raw);
+	}
+	if (nd->ah)
+		ibv_destroy_ah(nd->ah);
+	nd->ah = ibv_create_ah(nd->id->pd, &attr);
+	if (!nd->ah)
+		return reply("fail ibv_create_ah errno %d", errno);
+	nd->rqpn = qpn;
+	nd->rqkey = RDMA_UDP_QKEY;
+	agent_send(idx, n);
+}
+
+/*
+ * urecv IDX N reply|quiet: wait for N unicast messages; with "reply",
+ * answer each with an AH made by ibv_create_ah_from_wc.  Replies the
+ * count, the last SLID and source QPN, and whether a GRH came.
+ */
+static void agent_urecv(int idx, int n, bool answer)
+{
+	struct node *nd = &ag.n[idx];
+	uint64_t end = now_ms() + 5000;
+	struct ibv_wc wc = {0};
+	int got = 0, grh = 0;
+
+	while (got < n && now_ms() < end) {
+		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS)
+			return reply("fail recv status %s", ibv_wc_status_str(wc.status));
+		got++;
+		grh += !!(wc.wc_flags & IBV_WC_GRH);
+		if (answer) {
+			struct ibv_ah *ah = ibv_create_ah_from_wc(
+				nd->id->pd, &wc, (struct ibv_grh *)(nd->buf + wc.wr_id * SLOT), 1);
+
+			if (!ah)
+				return reply("fail ibv_create_ah_from_wc errno %d", errno);
+			if (nd->ah)
+				ibv_destroy_ah(nd->ah);
+			nd->ah = ah;
+			nd->rqpn = wc.src_qp;
+			nd->rqkey = RDMA_UDP_QKEY;
+			uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT;
+			struct ibv_sge sge = {(uintptr_t)p, 100, nd->mr->lkey};
+			struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
+						 .opcode = IBV_WR_SEND}, *bad;
+			struct ibv_wc swc;
+			uint64_t send_end = now_ms() + EV_MS;
+			int done = 0;
+
+			wr.wr.ud.ah = ah;
+			wr.wr.ud.remote_qpn = wc.src_qp;
+			wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+			if (ibv_post_send(nd->id->qp, &wr, &bad))
+				return reply("fail post_send");
+			while (!done && now_ms() < send_end)
+				done = ibv_poll_cq(nd->id->send_cq, 1, &swc);
+		}
+	}
+	reply("ok %d slid %u srcqp %u grh %d", got, wc.slid, wc.src_qp, grh);
+}
+
+static void agent_port(void)
+{
+	struct ibv_port_attr pa;
+
+	union ibv_gid gid;
+
+	if (!ag.nids || ibv_query_port(ag.n[0].id->verbs, 1, &pa))
+		return reply("fail query_port");
+	errno = 0;
+	int past = ibv_query_gid(ag.n[0].id->verbs, 1, pa.gid_tbl_len, &gid);
+
+	reply("ok state %d lid %u sm_lid %u link %d gids %d past %d/%d", pa.state, pa.lid,
+	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
+}
+
+static void agent_loop(int cmd, int rep)
+{
+	char line[512];
+	size_t len = 0;
+
+	ag.rep = rep;
+	for (;;) {
+		ssize_t r = read(cmd, line + len, 1);
+		char a[64], b[128];
+		int i1, i2;
+		unsigned u1, u2;
+
+		if (r <= 0)
+			_exit(0);
+		if (line[len] != '\n' && ++len < sizeof(line) - 1)
+			continue;
+		line[len] = '\0';
+		len = 0;
+		if (sscanf(line, "open %63s", a) == 1)
+			agent_open(a);
+		else if (sscanf(line, "join %d %63s %127s", &i1, a, b) == 3)
+			agent_join(i1, a, b);
+		else if (sscanf(line, "leave %d %63s", &i1, a) == 2)
+			agent_leave(i1, a);
+		else if (sscanf(line, "send %d %d", &i1, &i2) == 2)
+			agent_send(i1, i2);
+		else if (sscanf(line, "recv %d %d %127s", &i1, &i2, b) == 3)
+			agent_recv(i1, i2, 3000, b);
+		else if (sscanf(line, "info %d", &i1) == 1)
+			agent_info(i1);
+		else if (sscanf(line, "usend %d %u %u %127s %d", &i1, &u1, &u2, b, &i2) == 5)
+			agent_usend(i1, u1, u2, b, i2);
+		else if (sscanf(line, "urecv %d %d %63s", &i1, &i2, a) == 3)
+			agent_urecv(i1, i2, !strcmp(a, "reply"));
+		else if (sscanf(line, "event %d", &i1) == 1)
+			agent_event(i1);
+		else if (!strcmp(line, "port"))
+			agent_port();
+		else if (!strcmp(line, "quit"))
+			_exit(0);
+		else if (!strcmp(line, "exit"))
+			exit(0); /* with the atexit handlers: the port unregisters */
+		else
+			reply("fail unknown command %s", line);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Orchestrator.                                                             */
+
+struct agent {
+	pid_t pid;
+	int cmd, rep;
+	char last[512];
+};
+
+static void agent_start(struct agent *a)
+{
+	int c[2], r[2];
+
+	if (pipe(c) || pipe(r))
+		exit(2);
+	a->pid = fork();
+	if (a->pid == 0) {
+		close(c[1]);
+		close(r[0]);
+		agent_loop(c[0], r[1]);
+	}
+	close(c[0]);
+	close(r[1]);
+	a->cmd = c[1];
+	a->rep = r[0];
+}
+
+/* Send a command, wait (bounded) for its reply line; returns it (in a->last). */
+static const char *ask(struct agent *a, const char *fmt, ...)
+{
+	char line[512];
+	size_t len = 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	if (write(a->cmd, line, (size_t)n) != n) {
+		snprintf(a->last, sizeof(a->last), "fail agent gone");
+		return a->last;
+	}
+	uint64_t end = now_ms() + CMD_MS;
+
+	while (len < sizeof(a->last) - 1) {
+		struct pollfd p = {.fd = a->rep, .events = POLLIN};
+		int left = (int)(end - now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) != 1 || read(a->rep, a->last + len, 1) != 1) {
+			snprintf(a->last, sizeof(a->last), "fail no reply to %.*s", n - 1, line);
+			return a->last;
+		}
+		if (a->last[len] == '\n')
+			break;
+		len++;
+	}
+	a->last[len] = '\0';
+	return a->last;
+}
+
+static void agent_stop(struct agent *a)
+{
+	int st;
+
+	if (a->pid <= 0)
+		return;
+	close(a->cmd);
+	close(a->rep);
+	for (int i = 0; i < 100 && waitpid(a->pid, &st, WNOHANG) == 0; i++)
+		usleep(20000); /* bounded reap of an agent told to quit */
+	kill(a->pid, SIGKILL);
+	waitpid(a->pid, &st, 0);
+	a->pid = 0;
+}
+
+#define EXPECT_PREFIX(a, reply, prefix, what)                                                      \
+	do {                                                                                       \
+		const char *r_ = (reply);                                                          \
+		if (strncmp(r_, prefix, strlen(prefix)))                                           \
+			fail("%s: got \"%s\", expected \"%s...\"", what, r_, prefix);              \
+	} while (0)
+
+/* The SA observer: a port of the orchestrator's own. */
+static struct umc_sa_client *observer;
+
+static void observer_open(const struct test_sm *sm)
+{
+	struct umc_sa_open_args args = {.timeout_ms = 3000};
+
+	test_sm_addr(sm, &args.sm);
+	if (umc_sa_open(&args, &observer)) {
+		fprintf(stderr, "observer cannot register\n");
+		exit(2);
+	}
+}
+
+/*
+ * The JoinState the SA holds for (@mgid, @port_gid): trusted SubnAdmGet of
+ * MCMemberRecord by MGID and PortGID.  Returns it, 0 for no record, -1 for
+ * no answer.
+ */
+static int sa_join_state(const char *mgid, const char *port_gid)
+{
+	struct umc_mcmember rec = {0};
+	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
+	int ret;
+
+	inet_pton(AF_INET6, mgid, rec.mgid);
+	if (port_gid)
+		inet_pton(AF_INET6, port_gid, rec.port_gid);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID | (port_gid ? UMC_MCM_COMP_PORT_GID : 0),
+			      UMC_SM_DEFAULT_SM_KEY, &rec);
+	if (umc_sa_call(observer, mad, 3000, 2, &res))
+		return -1;
+	if (res.status == UMC_SA_STATUS_NO_RECORDS)
+		ret = 0;
+	else if (res.status)
+		ret = -1;
+	else {
+		umc_mcmember_decode(res.mad + UMC_SA_HDR_LEN, &rec);
+		ret = rec.join_state;
+	}
+	umc_sa_result_free(&res);
+	return ret;
+}
+
+/* ClassPortInfo.CapabilityMask2 as the SA says it, or -1. */
+static long sa_cap_mask2(void)
+{
+	struct umc_class_port_info cpi;
+	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
+	long ret = -1;
+
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+	if (umc_sa_call(observer, mad, 3000, 2, &res))
+		return -1;
+	if (!res.status) {
+		umc_cpi_decode(res.mad + UMC_SA_HDR_LEN, &cpi);
+		ret = cpi.cap_mask2;
+	}
+	umc_sa_result_free(&res);
+	return ret;
+}
+
+/* The port GID an "open" reply names (its second word). */
+static void reply_gid(const char *r, char *gid)
+{
+	if (sscanf(r, "ok %*d %63s", gid) != 1)
+		strcpy(gid, "::");
+}
+
+/* The DGID a JOIN/ERROR reply names (its fifth word). */
+static void reply_dgid(const char *r, char *dgid)
+{
+	if (sscanf(r, "ok %*s %*d %*d %63s", dgid) != 1)
+		strcpy(dgid, "::");
+}
+
+static unsigned reply_hex(const char *r, const char *key)
+{
+	const char *p = strstr(r, key);
+
+	return p ? (unsigned)strtoul(p + strlen(key), NULL, 16) : ~0u;
+}
+
+static int start_sm(struct test_sm *sm, const char *const *args)
+{
+	if (test_sm_start(sm, 0, args))
+		return -1;
+	char env[32];
+
+	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
+	setenv("UMC_SM", env, 1);
+	return 0;
+}
+
+/* Group of the scenario: 239.252.P1.P2 (P = pid), so parallel runs never share one. */
+static void scenario_group(char *addr, int salt)
+{
+	unsigned p = (unsigned)getpid() + (unsigned)salt * 7919u;
+
+	snprintf(addr, 32, "239.252.%u.%u", (p >> 8) & 0xff, p & 0xff);
+}
+
+/* The RDMA_PS_UDP MGID of an IPv4 group on the default partition. */
+static void udp_mgid(const char *addr, char *mgid)
+{
+	struct in_addr a;
+	uint8_t m[16] = {0xff, 0x12, 0x40, 0x01, 0xff, 0xff};
+
+	inet_pton(AF_INET, addr, &a);
+	put_be32(m + 12, ntohl(a.s_addr) & 0x0fffffff);
+	inet_ntop(AF_INET6, m, mgid, 64);
+}
+
+static void scenario_sendonly(bool support)
+{
+	static const char *const noso[] = {"--no-sendonly", NULL};
+	struct test_sm sm;
+	struct agent r1, r2, s;
+	char grp[32], mgid[64], g1[64], g2[64], gs[64], dgid[64];
+	const char *r;
+
+	if (start_sm(&sm, support ? NULL : noso))
+		exit(2);
+	observer_open(&sm);
+	long cap2 = sa_cap_mask2();
+
+	if (cap2 < 0 || !!(cap2 & UMC_SA_CAP2_SENDONLY_FULL) != support)
+		fail("ClassPortInfo CapabilityMask2 0x%lx: bit 12 should be %s", cap2,
+		     support ? "set" : "clear");
+	scenario_group(grp, 1);
+	udp_mgid(grp, mgid);
+	agent_start(&r1);
+	agent_start(&r2);
+	agent_start(&s);
+	reply_gid(ask(&r1, "open udp"), g1);
+	reply_gid(ask(&r2, "open udp"), g2);
+	reply_gid(ask(&s, "open udp"), gs);
+	r = ask(&r1, "join 0 %s full", grp);
+	EXPECT_PREFIX(&r1, r, "ok JOIN 0 0 ", "receiver 1 join");
+	reply_dgid(r, dgid);
+	if (strcmp(dgid, mgid))
+		fail("JOIN dgid %s, expected %s", dgid, mgid);
+	unsigned mlid = reply_hex(r, "dlid 0x");
+
+	if (mlid < 0xc001 || mlid > 0xfffe)
+		fail("JOIN dlid 0x%x is no MLID", mlid);
+	if (reply_hex(r, "qpn 0x") != 0xffffff || reply_hex(r, "qkey 0x") != 0x01234567 ||
+	    !strstr(r, "global 1"))
+		fail("JOIN ud fields: %s", r);
+	/* The record the IPoIB broadcast group gave: SL 0, rate 3 (10 Gb/s). */
+	if (!strstr(r, " sl 0 rate 3 "))
+		fail("JOIN SL/rate: %s", r);
+	r = ask(&r2, "join 0 %s full", grp);
+	EXPECT_PREFIX(&r2, r, "ok JOIN 0 0 ", "receiver 2 join");
+	if (reply_hex(r, "dlid 0x") != mlid)
+		fail("second receiver's MLID 0x%x, first's 0x%x", reply_hex(r, "dlid 0x"), mlid);
+	r = ask(&s, "join 0 %s sendonly", grp);
+	if (support) {
+		EXPECT_PREFIX(&s, r, "ok JOIN 0 0 ", "send-only join");
+		if (reply_hex(r, "dlid 0x") != mlid)
+			fail("send-only MLID: %s", r);
+		if (sa_join_state(mgid, g1) != 1 || sa_join_state(mgid, g2) != 1 ||
+		    sa_join_state(mgid, gs) != 8)
+			fail("SA JoinStates %d %d %d, expected 1 1 8", sa_join_state(mgid, g1),
+			     sa_join_state(mgid, g2), sa_join_state(mgid, gs));
+		EXPECT_PREFIX(&s, ask(&s, "send 0 %d", NMSG), "ok", "send");
+		char want[64];
+
+		snprintf(want, sizeof(want), "ok %d badgrh 0", NMSG);
+		EXPECT_PREFIX(&r1, ask(&r1, "recv 0 %d %s", NMSG, mgid), want, "receiver 1");
+		EXPECT_PREFIX(&r2, ask(&r2, "recv 0 %d %s", NMSG, mgid), want, "receiver 2");
+		/* The send-only member's QP is not attached: it gets nothing. */
+		EXPECT_PREFIX(&s, ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "send-only receives");
+	} else {
+		/* "requires SM support, otherwise joining will fail" */
+		EXPECT_PREFIX(&s, r, "ok ERROR -22 ", "send-only join without SM support");
+		if (sa_join_state(mgid, gs) != 0)
+			fail("the SA holds the refused send-only member");
+		if (sa_join_state(mgid, g1) != 1)
+			fail("the receivers' membership was disturbed");
+	}
+	agent_stop(&r1);
+	agent_stop(&r2);
+	agent_stop(&s);
+	umc_sa_close(observer);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+static void scenario_aggregate(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char grp[32], mgid[64], g[64];
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	observer_open(&sm);
+	scenario_group(grp, 2);
+	udp_mgid(grp, mgid);
+	agent_start(&a);
+	reply_gid(ask(&a, "open udp"), g);
+	ask(&a, "open udp");
+	ask(&a, "open udp");
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
+	EXPECT_PREFIX(&a, ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
+	if (sa_join_state(mgid, g) != 1)
+		fail("after two full joins the SA holds %d", sa_join_state(mgid, g));
+	EXPECT_PREFIX(&a, ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
+	if (sa_join_state(mgid, g) != 9)
+		fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)",
+		     sa_join_state(mgid, g));
+	EXPECT_PREFIX(&a, ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
+	if (sa_join_state(mgid, g) != 1)
+		fail("after the send-only leave the SA holds 0x%x", sa_join_state(mgid, g));
+	EXPECT_PREFIX(&a, ask(&a, "leave 0 %s", grp), "ok", "leave one full");
+	if (sa_join_state(mgid, g) != 1)
+		fail("one full join left: the SA holds 0x%x", sa_join_state(mgid, g));
+	EXPECT_PREFIX(&a, ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
+	if (sa_join_state(mgid, g) != 0)
+		fail("after the last leave the SA still has the group");
+	agent_stop(&a);
+	umc_sa_close(observer);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	/* One Set per bit (0x1, 0x8), one Delete per bit: nothing for the second full join. */
+	if (test_sm_counter(&sm, "joins") != 2 || test_sm_counter(&sm, "leaves") != 2)
+		fail("SA Sets %ld, Deletes %ld; expected 2 and 2", test_sm_counter(&sm, "joins"),
+		     test_sm_counter(&sm, "leaves"));
+	test_sm_free(&sm);
+}
+
+static void scenario_mgid0(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char d1[64], d2[64];
+	const char *r;
+	unsigned m1;
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	agent_start(&a);
+	ask(&a, "open udp");
+	ask(&a, "open udp");
+	r = ask(&a, "join 0 0.0.0.0 full");
+	EXPECT_PREFIX(&a, r, "ok JOIN 0 0 ", "wildcard join 1");
+	reply_dgid(r, d1);
+	m1 = reply_hex(r, "dlid 0x");
+	r = ask(&a, "join 1 0.0.0.0 full");
+	EXPECT_PREFIX(&a, r, "ok JOIN 0 1 ", "wildcard join 2");
+	reply_dgid(r, d2);
+	if (strncmp(d1, "ff12:a01b:", 10) || strncmp(d2, "ff12:a01b:", 10))
+		fail("SA-assigned MGIDs %s %s, expected ff12:a01b:...", d1, d2);
+	if (!strcmp(d1, d2) || m1 == reply_hex(r, "dlid 0x"))
+		fail("two wildcard joins share MGID %s / MLID 0x%x", d1, m1);
+	agent_stop(&a);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+static void scenario_ipoib(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char grp[32], d[64];
+	const char *r;
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	scenario_group(grp, 3);
+	agent_start(&a);
+	r = ask(&a, "open ipoib");
+	if (!strstr(r, "qkey 0xb1b"))
+		fail("RDMA_PS_IPOIB QP Q_Key: %s, expected the broadcast group's 0xb1b", r);
+	r = ask(&a, "join 0 %s full", grp);
+	EXPECT_PREFIX(&a, r, "ok JOIN 0 0 ", "IPoIB-space join");
+	reply_dgid(r, d);
+	if (strncmp(d, "ff12:401b:ffff::", 16) || reply_hex(r, "qkey 0x") != 0xb1b)
+		fail("IPoIB join: %s", r);
+	agent_stop(&a);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+static void scenario_lease(void)
+{
+	char lease[16];
+	const char *args[] = {"--lease", lease, NULL};
+	struct test_sm sm;
+	struct agent a;
+	char grp[32], mgid[64], g[64];
+	uint64_t end;
+
+	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
+	if (start_sm(&sm, args))
+		exit(2);
+	observer_open(&sm);
+	scenario_group(grp, 4);
+	udp_mgid(grp, mgid);
+	agent_start(&a);
+	reply_gid(ask(&a, "open udp"), g);
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
+	if (sa_join_state(mgid, g) != 1)
+		fail("the SA does not hold the join");
+	kill(a.pid, SIGKILL);
+	agent_stop(&a);
+	end = now_ms() + 10 * LEASE_MS;
+	while (sa_join_state(mgid, g) != 0 && now_ms() < end)
+		usleep(50000); /* polling the SA, bounded by end */
+	if (sa_join_state(mgid, g) != 0)
+		fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
+	umc_sa_close(observer);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	if (test_sm_counter(&sm, "lease_expired") < 1)
+		fail("no lease expired");
+	test_sm_free(&sm);
+}
+
+/* A process that exits without leaving: its memberships go with its port at once. */
+static void scenario_exit(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char grp[32], mgid[64], g[64];
+	uint64_t end;
+
+	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
+		exit(2);
+	observer_open(&sm);
+	scenario_group(grp, 7);
+	udp_mgid(grp, mgid);
+	agent_start(&a);
+	reply_gid(ask(&a, "open udp"), g);
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
+	if (sa_join_state(mgid, g) != 1)
+		fail("the SA does not hold the join");
+	if (write(a.cmd, "exit\n", 5) != 5)
+		fail("exit");
+	int st;
+
+	waitpid(a.pid, &st, 0);
+	a.pid = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail("the agent's exit status 0x%x", st);
+	end = now_ms() + 2000; /* far less than the lease */
+	while (sa_join_state(mgid, g) != 0 && now_ms() < end)
+		usleep(20000); /* polling the SA, bounded by end */
+	if (sa_join_state(mgid, g) != 0)
+		fail("an exited process is still a member");
+	close(a.cmd);
+	close(a.rep);
+	umc_sa_close(observer);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	/* The agent's port at its exit, then the observer's. */
+	if (test_sm_counter(&sm, "unregister") != 2)
+		fail("%ld UNREGISTERs, expected 2", test_sm_counter(&sm, "unregister"));
+	test_sm_free(&sm);
+}
+
+static void scenario_restart(void)
+{
+	enum { NPROC = 4, NIDS = 5 };
+	struct test_sm sm;
+	struct agent a[NPROC];
+	char grp[NIDS][32];
+	uint16_t port;
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	port = sm.port;
+	for (int j = 0; j < NIDS; j++)
+		scenario_group(grp[j], 10 + j);
+	for (int i = 0; i < NPROC; i++) {
+		agent_start(&a[i]);
+		for (int j = 0; j < NIDS; j++) {
+			EXPECT_PREFIX(&a[i], ask(&a[i], "open udp"), "ok", "open");
+			EXPECT_PREFIX(&a[i], ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
+				      "join before the restart");
+		}
+	}
+	/* Killed, so it cannot say goodbye; the same address again. */
+	kill(sm.pid, SIGKILL);
+	test_sm_stop(&sm);
+	test_sm_free(&sm);
+	if (test_sm_start(&sm, port, NULL))
+		exit(2);
+	for (int i = 0; i < NPROC; i++) {
+		int resets[NIDS] = {0}, other = 0;
+
+		for (int k = 0; k < NIDS; k++) {
+			const char *r = ask(&a[i], "event %d", 3 * 10000);
+			int idx, status;
+			char what[32];
+
+			if (sscanf(r, "ok %31s %d %d", what, &status, &idx) == 3 &&
+			    !strcmp(what, "ERROR") && status == -ENETRESET && idx < NIDS)
+				resets[idx]++;
+			else
+				other++;
+		}
+		/* Exactly one each: nothing more arrives. */
+		if (strcmp(ask(&a[i], "event 500"), "ok none"))
+			other++;
+		for (int j = 0; j < NIDS; j++)
+			if (resets[j] != 1)
+				fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
+		if (other)
+			fail("process %d: %d other events", i, other);
+	}
+	/* Leave and join again: works at the new SM. */
+	for (int i = 0; i < NPROC; i++) {
+		EXPECT_PREFIX(&a[i], ask(&a[i], "leave 0 %s", grp[0]), "ok", "leave after reset");
+		EXPECT_PREFIX(&a[i], ask(&a[i], "join 0 %s full", grp[0]), "ok JOIN 0 0 ",
+			      "join after the restart");
+	}
+	for (int i = 0; i < NPROC; i++)
+		agent_stop(&a[i]);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+static void scenario_timeout(void)
+{
+	struct test_sm sm;
+	struct agent a;
+	char grp[32];
+	uint64_t t0, dt;
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	scenario_group(grp, 5);
+	agent_start(&a);
+	EXPECT_PREFIX(&a, ask(&a, "open udp"), "ok", "open");
+	kill(sm.pid, SIGSTOP);
+	t0 = now_ms();
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
+	dt = now_ms() - t0;
+	if (dt < 2500 || dt > 9000)
+		fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
+	kill(sm.pid, SIGCONT);
+	agent_stop(&a);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+/*
+ * Unicast by LID: a local packet (no GRH) and a global one from one port's
+ * QP to another's, each answered with ibv_create_ah_from_wc; a third
+ * process runs alongside and gets nothing; a QPN nobody has is counted.
+ */
+static void scenario_unicast(void)
+{
+	struct test_sm sm;
+	struct agent a, b, c;
+	unsigned alid, aqpn, blid, bqpn;
+	char agid[64], bgid[64], want[96];
+	const char *r;
+
+	if (start_sm(&sm, NULL))
+		exit(2);
+	agent_start(&a);
+	agent_start(&b);
+	agent_start(&c);
+	ask(&a, "open udp");
+	ask(&b, "open udp");
+	ask(&c, "open udp");
+	if (sscanf(ask(&a, "info 0"), "ok lid %u qpn %u gid %63s", &alid, &aqpn, agid) != 3 ||
+	    sscanf(ask(&b, "info 0"), "ok lid %u qpn %u gid %63s", &blid, &bqpn, bgid) != 3)
+		fail("info");
+	if (alid == blid || alid < 2 || blid < 2)
+		fail("LIDs %u and %u", alid, blid);
+	r = ask(&a, "port");
+	if (!strstr(r, "state 4 ") || !strstr(r, "sm_lid 1 link 1 gids 1 past -1/22"))
+		fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
+	/* Local (LRH only): no GRH at the receiver. */
+	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
+	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", alid, aqpn);
+	EXPECT_PREFIX(&b, ask(&b, "urecv 0 5 reply"), want, "local unicast receive");
+	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", blid, bqpn);
+	EXPECT_PREFIX(&a, ask(&a, "urecv 0 5 quiet"), want, "the replies");
+	/* Global (LRH + GRH): the GRH reaches the receiver and the reply uses it. */
+	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u %s 3", blid, bqpn, bgid), "ok",
+		      "global unicast send");
+	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", alid, aqpn);
+	EXPECT_PREFIX(&b, ask(&b, "urecv 0 3 reply"), want, "global unicast receive");
+	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", blid, bqpn);
+	EXPECT_PREFIX(&a, ask(&a, "urecv 0 3 quiet"), want, "the global replies");
+	r = ask(&c, "urecv 0 1 quiet");
+	EXPECT_PREFIX(&c, r, "ok 0 ", "the bystander");
+	/* A QPN nobody on that port has: sent, dropped and counted (rx_no_qp). */
+	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
+	EXPECT_PREFIX(&b, ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
+	agent_stop(&a);
+	agent_stop(&b);
+	agent_stop(&c);
+	if (test_sm_stop(&sm))
+		fail("umc-sm exit status");
+	test_sm_free(&sm);
+}
+
+static void scenario_nosm(void)
+{
+	struct agent a;
+	const char *r;
+	char grp[32];
+
+	/* A port nothing listens on (umc-sm's own, on an address of lo not used). */
+	setenv("UMC_SM", "127.0.0.3:9", 1);
+	scenario_group(grp, 6);
+	agent_start(&a);
+	EXPECT_PREFIX(&a, ask(&a, "open udp"), "ok", "open without an SM");
+	r = ask(&a, "port");
+	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1") ||
+	    !strstr(r, "gids 1 past -1/22"))
+		fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
+	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "fail join errno 99",
+		      "join without an SM (EADDRNOTAVAIL)");
+	agent_stop(&a);
+}
+
+static void scenario_sendonly_supported(void)
+{
+	scenario_sendonly(true);
+}
+
+static void scenario_sendonly_refused(void)
+{
+	scenario_sendonly(false);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} scenarios[] = {
+	{"sendonly", scenario_sendonly_supported},
+	{"nosendonly", scenario_sendonly_refused},
+	{"aggregate", scenario_aggregate},
+	{"mgid0", scenario_mgid0},
+	{"ipoib", scenario_ipoib},
+	{"lease", scenario_lease},
+	{"exit", scenario_exit},
+	{"restart", scenario_restart},
+	{"timeout", scenario_timeout},
+	{"nosm", scenario_nosm},
+	{"unicast", scenario_unicast},
+};
+
+int main(int argc, char **argv)
+{
+	const char *s = argc > 1 ? argv[1] : "";
+
+	signal(SIGPIPE, SIG_IGN);
+	unsetenv("UMC_IB_ADDR");
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		if (!strcmp(s, scenarios[i].name)) {
+			scenarios[i].run();
+			break;
+		}
+		if (i + 1 == sizeof(scenarios) / sizeof(scenarios[0])) {
+			fprintf(stderr, "usage: ib_procs SCENARIO (see the comment at the top)\n");
+			return 2;
+		}
+	}
+	if (fails)
+		fprintf(stderr, "%s: %d failure(s)\n", s, fails);
+	else
+		printf("%s: ok\n", s);
+	return fails ? 1 : 0;
+}
