@@ -5,7 +5,8 @@
 # TCP and send to them through ibv_create_ah (-g: a GRH to GID index 0,
 # ::ffff:127.0.0.1).  Each must complete every iteration with its checks
 # (-c: the payload of every receive), busy-polling and sleeping on CQ
-# events (-e), and each must have seen the other's QPN and GID.
+# events (-e), and each must have seen the other's QPN and GID; umcast's
+# counters (UMC_STATS=1) must show every datagram sent once and delivered.
 #
 # Env: UMC_BIN (umc-run; ctest sets it), UD_PINGPONG_BIN (default:
 # ibv_ud_pingpong on PATH).  Skipped (77) without ibv_ud_pingpong.
@@ -32,6 +33,7 @@ if [ -z "$pp" ] || [ ! -x "$pp" ]; then
 	exit 77
 fi
 prebuilt_env
+export UMC_STATS=1
 T=60
 N=1000
 
@@ -41,6 +43,11 @@ listening() {
 	hex=$(printf '%04X' "$1")
 	awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }' \
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Counter $2 of umc_lo in NAME's UMC_STATS line (stderr at exit), or empty.
+counter() {
+	grep '^umcast: umc_lo ' "$WORK/$1.err" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
 # The local or remote ("local"/"remote") QPN and GID that NAME printed.
@@ -70,6 +77,23 @@ run() {
 			fail "${name}_$side did not complete $N iterations"
 			show "${name}_$side"
 		fi
+	done
+	# What umcast counted: exactly N datagrams each way, each delivered to
+	# a posted receive, none dropped; steered (the default), none passed on
+	# by the demultiplexer either.
+	local c want
+	for side in server client; do
+		for c in tx_packets=$N rx_packets=$N rx_delivered=$N rx_no_qp=0 rx_no_recv=0 \
+			rx_qkey_viol=0 rx_bad_icrc=0 uc_fwd_dropped=0 \
+			uc_forwarded=$([ "${UMC_UC_STEER:-1}" = 0 ] || echo 0); do
+			want=${c#*=}
+			[ -n "$want" ] || continue
+			if [ "$(counter "${name}_$side" "${c%%=*}")" = "$want" ]; then
+				pass "${name}_$side: $c"
+			else
+				fail "${name}_$side: ${c%%=*}='$(counter "${name}_$side" "${c%%=*}")', want $want"
+			fi
+		done
 	done
 	# Each side's remote address is the other's local one (QPN, GID).
 	local sl cl sr cr
