@@ -87,6 +87,31 @@ int roce_take_fd(struct msghdr *mh)
 	return keep;
 }
 
+bool roce_send_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (fd >= 0) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(fd));
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len;
+}
+
 int roce_gid_of_family(const struct umc_device *dev, bool v4)
 {
 	for (int i = 0; i < dev->gid_count; i++)

@@ -174,6 +174,13 @@ void roce_rxq_init(struct roce_rxq *q);
 void roce_rxq_reset(struct roce_rxq *q, int base, int n);
 /* The first descriptor of @mh's SCM_RIGHTS messages (-1 if none); any others are closed. */
 int roce_take_fd(struct msghdr *mh);
+/*
+ * roce_send_fd - send the @len bytes at @buf on socket @sock as one
+ * message, with descriptor @fd along (SCM_RIGHTS) unless it is -1;
+ * MSG_DONTWAIT, MSG_NOSIGNAL, again on EINTR.  Returns true if all of it
+ * went.  Context: any; unix(7).
+ */
+bool roce_send_fd(int sock, const void *buf, size_t len, int fd);
 
 /* rx.c */
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);

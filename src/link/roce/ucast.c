@@ -484,26 +484,11 @@ static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t
 				.flags = flags,
 				.index = idx >= 0 ? (uint32_t)idx : 0,
 				.size = (uint32_t)l->nsock};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cb;
-	struct iovec iov = {&c, sizeof(c)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (cl->data < 0)
 		return false;
 	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
-	if (idx >= 0) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = sizeof(cb.b);
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &l->socks[idx], sizeof(int));
-	}
-	return sendmsg(cl->data, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(c);
+	return roce_send_fd(cl->data, &c, sizeof(c), idx >= 0 ? l->socks[idx] : -1);
 }
 
 /*
@@ -1158,32 +1143,10 @@ static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, 
 				.op = op,
 				.seq = ++d->seq ? d->seq : ++d->seq,
 				.count = (uint16_t)n};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cb;
-	struct iovec iov = {&m, ROCE_UC_MSG_LEN(n)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (n)
 		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
-	if (fd >= 0) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = sizeof(cb.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-	}
-	for (;;) {
-		if (sendmsg(d->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)iov.iov_len)
-			return m.seq;
-		if (errno != EINTR)
-			return 0;
-	}
+	return roce_send_fd(d->ctl, &m, ROCE_UC_MSG_LEN(n), fd) ? m.seq : 0;
 }
 
 /* The connection to the demultiplexer is gone: the agent makes a new one. */
