@@ -54,9 +54,11 @@
  * Threads and locks: one agent thread per process (for every port and
  * address) does the demultiplexer's work and the reconnects; it never takes
  * a device lock and never waits for an answer.  Per address, ctl_lock
- * serialises the use of the connection to the demultiplexer; per port,
- * qset_lock guards the list of the port's QPNs.  Order: dev->rx_lock,
- * dev->lock, ctl_lock, qset_lock; the agent thread only try-locks ctl_lock.
+ * serialises the use of the connection to the demultiplexer and
+ * steer_lock guards the port's hold on the reuseport group (its own socket,
+ * the others, the group's size); per port, qset_lock guards the list of the
+ * port's QPNs.  Order: dev->rx_lock, dev->lock, ctl_lock, steer_lock,
+ * qset_lock; the agent thread only try-locks ctl_lock.
  * uc_ag_lock (process-wide, fork-safe) is taken alone.  Every descriptor
  * is recorded with umc_fd_own, so a child of fork closes them.
  */
