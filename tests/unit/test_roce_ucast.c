@@ -480,9 +480,80 @@ static void test_old_group_let_go(void **state)
 	rig_down(&r);
 }
 
+/*
+ * The port's side, with the test as the demultiplexer of 127.0.0.1: a
+ * control message naming a socket outside the group it describes (an
+ * index past its size, a size past the kernel's limit, or index 0, the
+ * demultiplexer's own, as the port's) is dropped and counted, and the
+ * descriptor along is closed, not kept: the address can be bound again.
+ * First of the tests: later ones make this process the demultiplexer.
+ */
+static void test_ctl_outside_the_group_dropped(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
+	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(4791),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	const struct {
+		uint8_t flags;
+		uint32_t index, size;
+	} bad[] = {{ROCE_UC_CTL_OWN, 0, 2}, {0, 5, 2}, {0, 1, UMC_UC_GROUP_MAX + 1}};
+	uint64_t cmsg[4];
+	struct roce_uc_msg m;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg,
+			    .msg_controllen = sizeof(cmsg)};
+	unsigned long malformed;
+	struct ibv_wc wc;
+	struct rig r;
+	int lfd, cfd, input, u;
+
+	if (!isolated)
+		skip();
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sl), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	rig_up(&r); /* its claim goes unanswered: QP creation waits UMC_UC_REPLY_MS */
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(cfd >= 0);
+	assert_true(recvmsg(cfd, &mh, 0) >= (ssize_t)ROCE_UC_MSG_LEN(0));
+	assert_int_equal(m.op, ROCE_UC_HELLO);
+	input = roce_take_fd(&mh);
+	assert_true(input >= 0);
+	malformed = T_CNT(r.e.dev, rx_malformed);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL, .op = ROCE_UC_CTL_SOCK,
+					.addr_family = 4, .flags = bad[i].flags,
+					.index = bad[i].index, .size = bad[i].size};
+
+		memcpy(c.dst, &a4.sin_addr, 4);
+		u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
+		raw_send(input, &c, sizeof(c), &u, 1);
+		close(u);
+		/* The engine reads its input while the CQ is polled. */
+		for (int k = 0; k < T_MS && T_CNT(r.e.dev, rx_malformed) < malformed + i + 1; k++) {
+			assert_int_equal(ibv_poll_cq(r.q.cq, 1, &wc), 0);
+			usleep(1000); /* polling the counter, bounded by T_MS */
+		}
+		assert_int_equal(T_CNT(r.e.dev, rx_malformed), malformed + i + 1);
+		/* Closed by the port: nobody holds 127.0.0.1:4791. */
+		u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
+		close(u);
+	}
+	close(input);
+	close(cfd);
+	close(lfd);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ctl_outside_the_group_dropped),
 	    cmocka_unit_test(test_nonsense_ends_that_connection_only),
 	    cmocka_unit_test(test_other_version_is_told),
 	    cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),

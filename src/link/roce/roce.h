@@ -230,8 +230,10 @@ void roce_uc_qp_del(struct roce_qp *qp);
  * ROCE_EP_UC_SOCK endpoint in the port's unicast set) in place of the
  * earlier one; without: hold @fd at its index; ROCE_UC_CTL_FRESH: close
  * every socket of the old group.  A descriptor that is not a datagram
- * socket bound to c->dst:4791, or a message for an address of no domain,
- * is dropped.  Context: dev->rx_lock held (the engine, reading the input).
+ * socket bound to c->dst:4791, an index outside the group (past its size,
+ * a size past UMC_UC_GROUP_MAX, index 0 as the port's own), or a message
+ * for an address of no domain is dropped and counted (rx_malformed).
+ * Context: dev->rx_lock held (the engine, reading the input).
  */
 void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd);
 

@@ -1838,8 +1838,13 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 {
 	struct roce_uc *uc = rp->uc;
 	struct uc_dom *d = uc ? uc_dom_by_addr(uc, c->addr_family, c->dst) : NULL;
+	/* A socket of the group it describes; index 0 is the demultiplexer's own. */
+	bool in_group = c->size <= UMC_UC_GROUP_MAX && c->index < c->size &&
+			(c->index > 0 || !(c->flags & ROCE_UC_CTL_OWN));
 
-	if (!d || (c->op == ROCE_UC_CTL_SOCK && (fd < 0 || !uc_fd_is_group_socket(d, fd)))) {
+	if (!d || (c->op == ROCE_UC_CTL_SOCK &&
+		   (fd < 0 || !in_group || !uc_fd_is_group_socket(d, fd)))) {
+		CNT(&rp->dev, rx_malformed);
 		if (fd >= 0)
 			close(fd);
 		return;
