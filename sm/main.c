@@ -112,14 +112,20 @@ static int open_socket(const struct umc_sm_config *cfg, struct sockaddr_in *boun
 	return fd;
 }
 
-static int open_signals(sigset_t *old)
+/*
+ * Block SIGTERM and SIGINT for good and read them from a signalfd.  The mask
+ * is never restored: a second SIGTERM (timeout(1) sends one to the process
+ * and one to its group) may still be pending at exit, and unblocking it
+ * would kill umc-sm after its orderly shutdown.
+ */
+static int open_signals(void)
 {
 	sigset_t set;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
-	if (sigprocmask(SIG_BLOCK, &set, old))
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -217,7 +223,6 @@ int main(int argc, char **argv)
 	struct umc_sm_out out = { .send = tx_send, .ctx = &tx };
 	struct sockaddr_in bound;
 	struct umc_sm *sm;
-	sigset_t old;
 	int rc, fd, sfd;
 
 	umc_sm_config_default(&cfg);
@@ -227,7 +232,7 @@ int main(int argc, char **argv)
 	fd = open_socket(&cfg, &bound);
 	if (fd < 0)
 		return 1;
-	sfd = open_signals(&old);
+	sfd = open_signals();
 	if (sfd < 0) {
 		perror("umc-sm: signalfd");
 		close(fd);
@@ -250,6 +255,5 @@ int main(int argc, char **argv)
 	umc_sm_destroy(sm);
 	close(sfd);
 	close(fd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	return 0;
 }

@@ -39,9 +39,14 @@
  *                         with ibv_create_ah_from_wc; a bystander port gets
  *                         nothing; a QPN nobody has is dropped
  *
- * As tests/integ/mc_procs.c, the orchestrator forks "agents" before any
- * umcast state exists and drives them over pipes with one-line commands;
- * readiness is a reply, every wait has a deadline.  The orchestrator
+ * As tests/integ/mc_procs.c, the orchestrator starts "agents" and drives
+ * them over pipes with one-line commands; readiness is a reply, every wait
+ * has a deadline.  An agent is this program executed again ("ib_procs
+ * agent CMD_FD REP_FD"), not a bare fork: the orchestrator may already
+ * have threads (its SA client's), and a forked child of a threaded process
+ * may only call async-signal-safe functions until it executes a program
+ * (POSIX fork(); a sanitizer's allocator lock held by another thread at
+ * the fork stays held in the child forever).  The orchestrator
  * itself only talks to the SA, as a port of its own, to see what the SA
  * holds (trusted SubnAdmGet, SM_Key 1).  Exit status 0 when every check
  * passed.
@@ -494,10 +499,17 @@ static void agent_start(struct agent *a)
 	if (pipe(c) || pipe(r))
 		exit(2);
 	a->pid = fork();
+	if (a->pid < 0)
+		exit(2);
 	if (a->pid == 0) {
+		char cmd[16], rep[16];
+
 		close(c[1]);
 		close(r[0]);
-		agent_loop(c[0], r[1]);
+		snprintf(cmd, sizeof(cmd), "%d", c[0]);
+		snprintf(rep, sizeof(rep), "%d", r[1]);
+		execl("/proc/self/exe", "ib_procs", "agent", cmd, rep, (char *)NULL);
+		_exit(127);
 	}
 	close(c[0]);
 	close(r[1]);
@@ -1124,6 +1136,8 @@ int main(int argc, char **argv)
 	const char *s = argc > 1 ? argv[1] : "";
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc == 4 && !strcmp(s, "agent"))
+		agent_loop(atoi(argv[2]), atoi(argv[3])); /* never returns */
 	unsetenv("UMC_IB_ADDR");
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
 		if (!strcmp(s, scenarios[i].name)) {

@@ -76,10 +76,12 @@ start_sm() {
 	export UMC_SM
 }
 
-# stop_sm NAME : SIGTERM by its PID; it must exit 0.
+# stop_sm NAME : SIGTERM to umc-sm itself, the child of NAME's timeout(1);
+# it must exit 0.  (Signalling timeout(1) instead would arm its -k: a
+# sanitized umc-sm on a loaded machine may take longer than that to exit.)
 stop_sm() {
 	local pidvar="PID_$1"
-	kill -TERM "${!pidvar}"
+	pkill -TERM -P "${!pidvar}" -x umc-sm || fail "$1: no umc-sm under PID ${!pidvar}"
 	finish "$1"
 	expect_rc "$1" 0
 }
