@@ -141,12 +141,15 @@ void umc_fd_close(int fd);
 	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
-	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP of this device */                \
+	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP here (or, at the demux, on the host) */ \
 	X(rx_qkey_viol)	     /* DETH Q_Key differs from the QP's */                                \
 	X(rx_pkey_viol)	     /* BTH P_Key does not match */                                        \
 	X(rx_no_recv)	     /* no receive WQE posted */                                           \
 	X(rx_self_blocked)   /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */                               \
 	X(rx_bad_state)	     /* QP not in RTR/RTS */                                               \
+	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
+	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
+	X(uc_qpn_taken)	     /* a QPN claim refused: another process of the host owns it */        \
 	X(cq_overflow)	     /* completion dropped: CQ full */
 
 struct umc_counters {

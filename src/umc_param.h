@@ -63,6 +63,30 @@ enum umc_param {
 	 */
 	UMC_QPN_STRIDE = 0x400,
 
+	/*
+	 * A link may find a QPN taken on its port (RoCE: by another process
+	 * sharing the host's address, link/roce/ucast.c); QP creation then
+	 * tries the next numbers, this many in all, before failing with
+	 * EADDRINUSE.
+	 */
+	UMC_QPN_TRIES = 64,
+
+	/*
+	 * RoCEv2 unicast demultiplexer (link/roce/ucast.c): one process per
+	 * host address owns UDP 4791 and forwards each datagram to the
+	 * process that owns its DestQP.
+	 */
+	UMC_UC_MSG_QPNS = 64,	     /* QPNs per claim message */
+	UMC_UC_BACKLOG = 128,	     /* pending connections to the demultiplexer */
+	UMC_UC_TABLE_MIN = 256,	     /* initial QPN table slots (a power of two) */
+	UMC_UC_REPLY_MS = 2000,	     /* QP creation waits this long for the claim's answer */
+	UMC_UC_CONNECT_MS = 2000,    /* ... and this long for an election under way */
+	UMC_UC_RETRY_MS = 10,	     /* retry period of a pending reconnect or port bind */
+	UMC_UC_RETRY_SLOW_MS = 1000, /* ... once the port has been refused for a second */
+	UMC_UC_ADOPT_DELAY_MS = 50,  /* after a hang-up, only a holder of the whole group stands */
+	UMC_UC_ADOPT_MS = 1000,	     /* a group taken over waits this long for its owners */
+	UMC_UC_GROUP_MAX = 0xffff,   /* sockets of a reuseport group (the kernel's limit) */
+
 	/* CM: librdmacm's RDMA_MAX_PRIVATE_DATA. */
 	UMC_CM_MAX_PRIVATE_DATA = 256,
 };

@@ -153,9 +153,14 @@ struct umc_link_ops {
 	/*
 	 * qp_init - set up the link's part of a new QP (a block of qp_size
 	 * bytes; qp_num is assigned, the QP not yet on the device's list).
-	 * Must not block.  qp_cleanup releases what the QP holds, is safe
-	 * after a failed qp_init, and may block.  Context: qp_init with
-	 * dev->rx_lock and dev->lock held; qp_cleanup with none.
+	 * Never waits for the network; it may wait a bounded time for a
+	 * local exchange (RoCE: claiming the QPN at the host's unicast
+	 * demultiplexer).  -EADDRINUSE means the number is taken on the port
+	 * (by another process sharing it): the core then tries another.
+	 * qp_cleanup releases what the QP holds, is safe after a failed
+	 * qp_init (which may be called again on the same QP), and may block.
+	 * Context: qp_init with dev->rx_lock and dev->lock held; qp_cleanup
+	 * with none.
 	 */
 	int (*qp_init)(struct umc_qp *qp);
 	void (*qp_cleanup)(struct umc_qp *qp);

@@ -192,8 +192,13 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	/* The receive engine walks qp_list: take its lock too. */
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
-	ib->qp_num = ib->handle = __umc_qpn_alloc(dev);
-	ret = dev->link->qp_init(qp);
+	/* The link may find a number taken on the port: then try the next ones. */
+	for (int tries = 0; tries < UMC_QPN_TRIES; tries++) {
+		ib->qp_num = ib->handle = __umc_qpn_alloc(dev);
+		ret = dev->link->qp_init(qp);
+		if (ret != -EADDRINUSE)
+			break;
+	}
 	if (!ret) {
 		qp->next = dev->qp_list;
 		dev->qp_list = qp;

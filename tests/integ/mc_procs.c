@@ -18,11 +18,9 @@
  *                       through rdma_create_qp_ex; then it gets everybody
  *                       else's but none of its own.
  *
- * The orchestrator (this process) never calls umcast itself: it forks one
- * "agent" per simulated host process before any umcast state exists and
- * drives it over a pair of pipes with one-line commands and one-line
- * replies ("ok ..." / "fail ...").  Readiness is a reply, never a sleep;
- * every wait has a deadline.  The group is 239.251.P1.P2 (P = the
+ * The orchestrator (this process) drives one agent per simulated host
+ * process through the harness of agent.h (pipes, one-line commands and
+ * replies, no sleeps, a deadline on every wait).  The group is 239.251.P1.P2 (P = the
  * orchestrator's pid), so scenarios and concurrent suite runs never share
  * a group.
  *
@@ -57,6 +55,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "agent.h"
 #include "umc_int.h" /* counters and groups of the agent's device */
 
 enum {
@@ -64,17 +63,8 @@ enum {
 	NRECV = 512,
 	SLOT = 2048,
 	MAX_LEN = 8 + 1016,
-	CMD_MS = 30000,	 /* bound on any agent reply */
 	WAIT_MS = 10000, /* bound on any wait for datagrams */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static uint32_t msg_len(uint32_t seq)
 {
@@ -118,24 +108,7 @@ static struct {
 	int nids;
 	bool sendonly, block_self;
 	struct sockaddr_in src, grp;
-	int rep;
 } ag;
-
-static void reply(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(ag.rep, line, (size_t)n) != n)
-		_exit(3);
-}
 
 /* Next CM event within @ms, or NULL. */
 static struct rdma_cm_event *cm_event(int ms)
@@ -281,14 +254,14 @@ static bool send_one(struct node *nd, uint32_t seq, char *why, size_t cap)
 		.wr.ud = {.ah = nd->ah, .remote_qpn = nd->rqpn, .remote_qkey = nd->rqkey},
 	}, *bad;
 	struct ibv_wc wc;
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = agent_now_ms() + WAIT_MS;
 
 	msg_fill(p, seq);
 	if (ibv_post_send(nd->id->qp, &wr, &bad)) {
 		snprintf(why, cap, "ibv_post_send seq %u", seq);
 		return false;
 	}
-	while (now_ms() < deadline) {
+	while (agent_now_ms() < deadline) {
 		int n = ibv_poll_cq(nd->id->send_cq, 1, &wc);
 
 		if (n == 1) {
@@ -366,33 +339,33 @@ static bool check_recv(struct node *nd, const struct ibv_wc *wc, uint32_t srcqpn
 static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = agent_now_ms() + WAIT_MS;
 	unsigned got = 0;
 	char why[256];
 	struct ibv_wc wc[16];
 
 	if (nd->next_seq != first) {
-		reply("fail id%d: next expected seq is %u, not %u", idx, nd->next_seq, first);
+		agent_reply("fail id%d: next expected seq is %u, not %u", idx, nd->next_seq, first);
 		return;
 	}
 	while (got < n) {
 		int k = ibv_poll_cq(nd->id->recv_cq, 16, wc);
 
 		if (k < 0) {
-			reply("fail id%d: ibv_poll_cq %d", idx, k);
+			agent_reply("fail id%d: ibv_poll_cq %d", idx, k);
 			return;
 		}
 		for (int i = 0; i < k; i++) {
 			if (!check_recv(nd, &wc[i], srcqpn, why, sizeof(why))) {
-				reply("fail id%d after %u of %u: %s", idx, got, n, why);
+				agent_reply("fail id%d after %u of %u: %s", idx, got, n, why);
 				return;
 			}
 			got++;
 		}
 		if (k)
 			continue;
-		if (now_ms() > deadline) {
-			reply("fail id%d: %u of %u messages within %d ms", idx, got, n, WAIT_MS);
+		if (agent_now_ms() > deadline) {
+			agent_reply("fail id%d: %u of %u messages within %d ms", idx, got, n, WAIT_MS);
 			return;
 		}
 		struct pollfd p = {.fd = nd->id->recv_cq_channel->fd, .events = POLLIN};
@@ -400,24 +373,24 @@ static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 		poll(&p, 1, 20);
 	}
 	if (got > n) {
-		reply("fail id%d: %u messages, more than %u", idx, got, n);
+		agent_reply("fail id%d: %u messages, more than %u", idx, got, n);
 		return;
 	}
-	reply("ok id%d received %u (total %u)", idx, got, nd->received);
+	agent_reply("ok id%d received %u (total %u)", idx, got, nd->received);
 }
 
 /* Nothing arrives on id @idx during @ms (0: just what is already there). */
 static void cmd_quiet(int idx, int ms)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t deadline = now_ms() + (uint64_t)ms;
+	uint64_t deadline = agent_now_ms() + (uint64_t)ms;
 	struct ibv_wc wc;
 
 	do {
 		int k = ibv_poll_cq(nd->id->recv_cq, 1, &wc);
 
 		if (k) {
-			reply("fail id%d: received a completion (status %s, byte_len %u) but must not",
+			agent_reply("fail id%d: received a completion (status %s, byte_len %u) but must not",
 			      idx, ibv_wc_status_str(wc.status), wc.byte_len);
 			return;
 		}
@@ -425,8 +398,8 @@ static void cmd_quiet(int idx, int ms)
 
 		if (ms)
 			poll(&p, 1, 20);
-	} while (now_ms() < deadline);
-	reply("ok id%d quiet", idx);
+	} while (agent_now_ms() < deadline);
+	agent_reply("ok id%d quiet", idx);
 }
 
 static void cmd_leave(int idx)
@@ -434,17 +407,17 @@ static void cmd_leave(int idx)
 	struct node *nd = &ag.n[idx];
 
 	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp)) {
-		reply("fail id%d: rdma_leave_multicast errno %d", idx, errno);
+		agent_reply("fail id%d: rdma_leave_multicast errno %d", idx, errno);
 		return;
 	}
 	nd->joined = false;
 	/* kernel-behaviour 7.26: a second leave finds no join. */
 	errno = 0;
 	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp) != -1 || errno != EADDRNOTAVAIL) {
-		reply("fail id%d: second leave did not fail with EADDRNOTAVAIL (errno %d)", idx, errno);
+		agent_reply("fail id%d: second leave did not fail with EADDRNOTAVAIL (errno %d)", idx, errno);
 		return;
 	}
-	reply("ok id%d left", idx);
+	agent_reply("ok id%d left", idx);
 }
 
 /* The agent's device counters and whether it holds a socket for the group. */
@@ -461,7 +434,7 @@ static void cmd_counters(void)
 	pthread_mutex_lock(&dev->lock);
 	group = __umc_mcg_find(dev, &mgid) != NULL;
 	pthread_mutex_unlock(&dev->lock);
-	reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
+	agent_reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
 	      "attached_groups=%d",
 	      atomic_load(&dev->cnt.rx_packets), atomic_load(&dev->cnt.rx_delivered),
 	      atomic_load(&dev->cnt.rx_self_blocked), group, dev->mcg_attached);
@@ -485,42 +458,29 @@ static void agent_quit(void)
 	rdma_destroy_event_channel(ag.ch);
 }
 
-/* Read one command line (bounded); false on EOF/timeout. */
-static bool read_line(int fd, char *line, size_t cap)
-{
-	size_t n = 0;
-
-	while (n + 1 < cap) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-
-		if (poll(&p, 1, 2 * CMD_MS) != 1 || read(fd, line + n, 1) != 1)
-			return false;
-		if (line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = 0;
-	return true;
-}
-
 enum { AG_SENDONLY = 1, AG_BLOCK_SELF = 2 };
 
-static int agent_main(int nids, int flags, int cmd, int rep)
+/* What an agent is: how many ids, and AG_* flags. */
+struct agent_kind {
+	int nids, flags;
+};
+
+static int agent_main(void *arg, int cmd)
 {
+	const struct agent_kind *k = arg;
 	const char *err;
 	char line[256];
 
-	ag.nids = nids;
-	ag.sendonly = flags & AG_SENDONLY;
-	ag.block_self = flags & AG_BLOCK_SELF;
-	ag.rep = rep;
+	ag.nids = k->nids;
+	ag.sendonly = k->flags & AG_SENDONLY;
+	ag.block_self = k->flags & AG_BLOCK_SELF;
 	err = agent_setup();
 	if (err) {
-		reply("fail setup: %s (errno %d)", err, errno);
+		agent_reply("fail setup: %s (errno %d)", err, errno);
 		return 1;
 	}
-	reply("ok ready qpn=0x%x", ag.n[0].id->qp->qp_num);
-	while (read_line(cmd, line, sizeof(line))) {
+	agent_reply("ok ready qpn=0x%x", ag.n[0].id->qp->qp_num);
+	while (agent_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
 		unsigned a = 0, b = 0, c = 0, d = 0;
 
 		if (sscanf(line, "send %u %u", &a, &b) == 2) {
@@ -531,27 +491,27 @@ static int agent_main(int nids, int flags, int cmd, int rep)
 				if (!send_one(&ag.n[0], b + k, why, sizeof(why)))
 					break;
 			if (k < a)
-				reply("fail %s", why);
+				agent_reply("fail %s", why);
 			else
-				reply("ok sent %u qpn=0x%x", a, ag.n[0].id->qp->qp_num);
-		} else if (sscanf(line, "recv %u %u %u %x", &a, &b, &c, &d) == 4 && a < (unsigned)nids) {
+				agent_reply("ok sent %u qpn=0x%x", a, ag.n[0].id->qp->qp_num);
+		} else if (sscanf(line, "recv %u %u %u %x", &a, &b, &c, &d) == 4 && a < (unsigned)ag.nids) {
 			cmd_recv((int)a, b, c, d);
-		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)nids) {
+		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
 			cmd_quiet((int)a, (int)b);
-		} else if (sscanf(line, "skip %u %u", &a, &b) == 2 && a < (unsigned)nids) {
+		} else if (sscanf(line, "skip %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
 			/* Seqs this QP must never see: the next expected one moves on. */
 			ag.n[a].next_seq += b;
-			reply("ok id%u now expects seq %u", a, ag.n[a].next_seq);
-		} else if (sscanf(line, "leave %u", &a) == 1 && a < (unsigned)nids) {
+			agent_reply("ok id%u now expects seq %u", a, ag.n[a].next_seq);
+		} else if (sscanf(line, "leave %u", &a) == 1 && a < (unsigned)ag.nids) {
 			cmd_leave((int)a);
 		} else if (strcmp(line, "counters") == 0) {
 			cmd_counters();
 		} else if (strcmp(line, "quit") == 0) {
 			agent_quit();
-			reply("ok bye");
+			agent_reply("ok bye");
 			return 0;
 		} else {
-			reply("fail unknown command '%s'", line);
+			agent_reply("fail unknown command '%s'", line);
 		}
 	}
 	return 2;
@@ -560,124 +520,18 @@ static int agent_main(int nids, int flags, int cmd, int rep)
 /* ------------------------------------------------------------------------- */
 /* Orchestrator.                                                             */
 
-struct agent {
-	const char *name;
-	pid_t pid;
-	int cmd, rep;
-	char last[512];
-};
-
-static int failures;
 static struct sockaddr_in g_src, g_grp;
 
 static void spawn(struct agent *a, const char *name, int nids, int flags)
 {
-	int down[2], up[2];
+	static struct agent_kind kinds[8];
+	static int nkinds;
+	struct agent_kind *k = &kinds[nkinds++ % 8];
 
-	if (pipe(down) || pipe(up)) {
-		perror("pipe");
-		exit(1);
-	}
-	a->name = name;
-	a->pid = fork();
-	if (a->pid < 0) {
-		perror("fork");
-		exit(1);
-	}
-	if (a->pid == 0) {
-		close(down[1]);
-		close(up[0]);
-		ag.src = g_src;
-		ag.grp = g_grp;
-		_exit(agent_main(nids, flags, down[0], up[1]));
-	}
-	close(down[0]);
-	close(up[1]);
-	a->cmd = down[1];
-	a->rep = up[0];
-}
-
-/* One reply line within CMD_MS into a->last; true if it starts with "ok". */
-static bool get_reply(struct agent *a)
-{
-	if (!read_line(a->rep, a->last, sizeof(a->last)))
-		snprintf(a->last, sizeof(a->last), "fail no reply (agent died or hung)");
-	printf("  %s: %s\n", a->name, a->last);
-	fflush(stdout);
-	return strncmp(a->last, "ok", 2) == 0;
-}
-
-/* Send a command and require an "ok" reply. */
-static bool cmd(struct agent *a, const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	printf("%s <- %s\n", a->name, line);
-	line[n++] = '\n';
-	if (write(a->cmd, line, (size_t)n) != n) {
-		printf("FAIL: cannot write to %s\n", a->name);
-		failures++;
-		return false;
-	}
-	if (!get_reply(a)) {
-		printf("FAIL: %s: %s\n", a->name, a->last);
-		failures++;
-		return false;
-	}
-	return true;
-}
-
-/* Parse "key=value" out of the last reply. */
-static unsigned long field(const struct agent *a, const char *key)
-{
-	const char *p = strstr(a->last, key);
-
-	return p ? strtoul(p + strlen(key) + 1, NULL, 0) : (unsigned long)-1;
-}
-
-static void expect_eq(const char *what, unsigned long got, unsigned long want)
-{
-	if (got == want)
-		return;
-	printf("FAIL: %s = %lu, expected %lu\n", what, got, want);
-	failures++;
-}
-
-static void finish(struct agent *a)
-{
-	uint64_t deadline;
-	int st = 0;
-
-	cmd(a, "quit");
-	close(a->cmd);
-	close(a->rep);
-	deadline = now_ms() + CMD_MS;
-	while (waitpid(a->pid, &st, WNOHANG) == 0) {
-		if (now_ms() > deadline) {
-			kill(a->pid, SIGKILL);
-			waitpid(a->pid, &st, 0);
-			break;
-		}
-		poll(NULL, 0, 5);
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		printf("FAIL: %s exited with status 0x%x\n", a->name, st);
-		failures++;
-	}
-}
-
-static bool ready(struct agent *a)
-{
-	if (get_reply(a))
-		return true;
-	printf("FAIL: %s did not start: %s\n", a->name, a->last);
-	failures++;
-	return false;
+	*k = (struct agent_kind){nids, flags};
+	ag.src = g_src;
+	ag.grp = g_grp;
+	agent_spawn(a, name, agent_main, k);
 }
 
 /*
@@ -691,17 +545,17 @@ static bool fan_out(struct agent *r1, struct agent *r2, struct agent *s, int n,
 {
 	spawn(r1, "R1", 1, 0);
 	spawn(r2, "R2", 2, 0);
-	if (!ready(r1) || !ready(r2))
+	if (!agent_ready(r1) || !agent_ready(r2))
 		return false;
 	spawn(s, "S", 1, AG_SENDONLY);
-	if (!ready(s))
+	if (!agent_ready(s))
 		return false;
-	*qpn = field(s, "qpn");
-	if (!cmd(s, "send %d 0", n))
+	*qpn = agent_field(s, "qpn");
+	if (!agent_cmd(s, "send %d 0", n))
 		return false;
-	cmd(r1, "recv 0 %d 0 %lx", n, *qpn);
-	cmd(r2, "recv 0 %d 0 %lx", n, *qpn);
-	cmd(r2, "recv 1 %d 0 %lx", n, *qpn);
+	agent_cmd(r1, "recv 0 %d 0 %lx", n, *qpn);
+	agent_cmd(r2, "recv 0 %d 0 %lx", n, *qpn);
+	agent_cmd(r2, "recv 1 %d 0 %lx", n, *qpn);
 	return true;
 }
 
@@ -719,21 +573,21 @@ static void scenario_fanout(void)
 	if (!fan_out(&r1, &r2, &s, N, &qpn))
 		return;
 	/* Every receiver has processed everything; the sender has had its chance. */
-	cmd(&s, "quiet 0 300");
-	if (cmd(&s, "counters")) {
-		expect_eq("S rx_packets", field(&s, "rx_packets"), 0);
-		expect_eq("S group_socket", field(&s, "group_socket"), 0);
-		expect_eq("S attached_groups", field(&s, "attached_groups"), 0);
+	agent_cmd(&s, "quiet 0 300");
+	if (agent_cmd(&s, "counters")) {
+		agent_expect_eq("S rx_packets", agent_field(&s, "rx_packets"), 0);
+		agent_expect_eq("S group_socket", agent_field(&s, "group_socket"), 0);
+		agent_expect_eq("S attached_groups", agent_field(&s, "attached_groups"), 0);
 	}
-	if (cmd(&r2, "counters")) {
+	if (agent_cmd(&r2, "counters")) {
 		/* One socket per group and process: each datagram read once, delivered twice. */
-		expect_eq("R2 rx_packets", field(&r2, "rx_packets"), N);
-		expect_eq("R2 rx_delivered", field(&r2, "rx_delivered"), 2 * N);
-		expect_eq("R2 group_socket", field(&r2, "group_socket"), 1);
+		agent_expect_eq("R2 rx_packets", agent_field(&r2, "rx_packets"), N);
+		agent_expect_eq("R2 rx_delivered", agent_field(&r2, "rx_delivered"), 2 * N);
+		agent_expect_eq("R2 group_socket", agent_field(&r2, "group_socket"), 1);
 	}
-	finish(&s);
-	finish(&r1);
-	finish(&r2);
+	agent_finish(&s);
+	agent_finish(&r1);
+	agent_finish(&r2);
 }
 
 /*
@@ -752,27 +606,27 @@ static void scenario_leave(void)
 	if (!fan_out(&r1, &r2, &s, N1, &qpn))
 		return;
 
-	cmd(&r1, "leave 0");
-	cmd(&r2, "leave 0");
-	if (cmd(&r1, "counters")) {
-		expect_eq("R1 group_socket after leave", field(&r1, "group_socket"), 0);
-		expect_eq("R1 rx_packets", field(&r1, "rx_packets"), N1);
+	agent_cmd(&r1, "leave 0");
+	agent_cmd(&r2, "leave 0");
+	if (agent_cmd(&r1, "counters")) {
+		agent_expect_eq("R1 group_socket after leave", agent_field(&r1, "group_socket"), 0);
+		agent_expect_eq("R1 rx_packets", agent_field(&r1, "rx_packets"), N1);
 	}
-	rx_before = field(&r1, "rx_packets");
+	rx_before = agent_field(&r1, "rx_packets");
 
-	cmd(&s, "send %d %d", N2, N1);
-	cmd(&r2, "recv 1 %d %d %lx", N2, N1, qpn);
-	cmd(&r2, "quiet 0 0");
-	cmd(&r1, "quiet 0 300");
-	if (cmd(&r1, "counters"))
-		expect_eq("R1 rx_packets after leave", field(&r1, "rx_packets"), rx_before);
-	if (cmd(&r2, "counters")) {
-		expect_eq("R2 rx_packets", field(&r2, "rx_packets"), N1 + N2);
-		expect_eq("R2 rx_delivered", field(&r2, "rx_delivered"), 2 * N1 + N2);
+	agent_cmd(&s, "send %d %d", N2, N1);
+	agent_cmd(&r2, "recv 1 %d %d %lx", N2, N1, qpn);
+	agent_cmd(&r2, "quiet 0 0");
+	agent_cmd(&r1, "quiet 0 300");
+	if (agent_cmd(&r1, "counters"))
+		agent_expect_eq("R1 rx_packets after leave", agent_field(&r1, "rx_packets"), rx_before);
+	if (agent_cmd(&r2, "counters")) {
+		agent_expect_eq("R2 rx_packets", agent_field(&r2, "rx_packets"), N1 + N2);
+		agent_expect_eq("R2 rx_delivered", agent_field(&r2, "rx_delivered"), 2 * N1 + N2);
 	}
-	finish(&s);
-	finish(&r1);
-	finish(&r2);
+	agent_finish(&s);
+	agent_finish(&r1);
+	agent_finish(&r2);
 }
 
 /*
@@ -790,32 +644,32 @@ static void scenario_selfloop(void)
 	spawn(&r, "R", 1, 0);
 	spawn(&fs, "F", 1, 0);
 	spawn(&bs, "B", 1, AG_BLOCK_SELF);
-	if (!ready(&r) || !ready(&fs) || !ready(&bs))
+	if (!agent_ready(&r) || !agent_ready(&fs) || !agent_ready(&bs))
 		return;
-	fq = field(&fs, "qpn");
-	bq = field(&bs, "qpn");
-	cmd(&fs, "send %d 0", N);
-	cmd(&r, "recv 0 %d 0 %lx", N, fq);
-	cmd(&fs, "recv 0 %d 0 %lx", N, fq); /* its own, no sender exclusion */
-	cmd(&bs, "recv 0 %d 0 %lx", N, fq);
+	fq = agent_field(&fs, "qpn");
+	bq = agent_field(&bs, "qpn");
+	agent_cmd(&fs, "send %d 0", N);
+	agent_cmd(&r, "recv 0 %d 0 %lx", N, fq);
+	agent_cmd(&fs, "recv 0 %d 0 %lx", N, fq); /* its own, no sender exclusion */
+	agent_cmd(&bs, "recv 0 %d 0 %lx", N, fq);
 
-	cmd(&bs, "send %d %d", N, N);
-	cmd(&r, "recv 0 %d %d %lx", N, N, bq);
-	cmd(&fs, "recv 0 %d %d %lx", N, N, bq);
-	cmd(&bs, "skip 0 %d", N); /* B must never see seqs N..2N-1 */
-	cmd(&fs, "send %d %d", N, 2 * N);
-	cmd(&r, "recv 0 %d %d %lx", N, 2 * N, fq);
-	cmd(&bs, "recv 0 %d %d %lx", N, 2 * N, fq);
-	cmd(&bs, "quiet 0 0");
-	if (cmd(&bs, "counters")) {
-		expect_eq("B rx_self_blocked", field(&bs, "rx_self_blocked"), N);
-		expect_eq("B rx_delivered", field(&bs, "rx_delivered"), 2 * N);
+	agent_cmd(&bs, "send %d %d", N, N);
+	agent_cmd(&r, "recv 0 %d %d %lx", N, N, bq);
+	agent_cmd(&fs, "recv 0 %d %d %lx", N, N, bq);
+	agent_cmd(&bs, "skip 0 %d", N); /* B must never see seqs N..2N-1 */
+	agent_cmd(&fs, "send %d %d", N, 2 * N);
+	agent_cmd(&r, "recv 0 %d %d %lx", N, 2 * N, fq);
+	agent_cmd(&bs, "recv 0 %d %d %lx", N, 2 * N, fq);
+	agent_cmd(&bs, "quiet 0 0");
+	if (agent_cmd(&bs, "counters")) {
+		agent_expect_eq("B rx_self_blocked", agent_field(&bs, "rx_self_blocked"), N);
+		agent_expect_eq("B rx_delivered", agent_field(&bs, "rx_delivered"), 2 * N);
 	}
-	if (cmd(&fs, "counters"))
-		expect_eq("F rx_self_blocked", field(&fs, "rx_self_blocked"), 0);
-	finish(&bs);
-	finish(&fs);
-	finish(&r);
+	if (agent_cmd(&fs, "counters"))
+		agent_expect_eq("F rx_self_blocked", agent_field(&fs, "rx_self_blocked"), 0);
+	agent_finish(&bs);
+	agent_finish(&fs);
+	agent_finish(&r);
 }
 
 int main(int argc, char **argv)
@@ -845,6 +699,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;
 	}
-	printf("%s: %s (%d failure(s))\n", failures ? "FAIL" : "PASS", argv[1], failures);
-	return failures ? 1 : 0;
+	printf("%s: %s (%d failure(s))\n", agent_failures ? "FAIL" : "PASS", argv[1],
+	       agent_failures);
+	return agent_failures ? 1 : 0;
 }

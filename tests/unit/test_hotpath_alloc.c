@@ -12,7 +12,16 @@
  * the simulated InfiniBand link (against a umc-sm this program starts,
  * $UMC_BIN), whose receives land straight in the posted buffers
  * (progress.c: the lent receives); that run counts rx_in_place, so it
- * proves the landing path itself allocates nothing.
+ * proves the landing path itself allocates nothing.  RoCE unicast goes
+ * through the host's demultiplexer (link/roce/ucast.c): steered by the
+ * kernel straight to the QP's socket, or, with UMC_UC_STEER=0, passed on by
+ * the demultiplexer's agent thread.
+ *
+ * The process takes a network namespace of its own when it can
+ * (test_isolate.h): then it is its own demultiplexer and every thread
+ * counts.  Where it cannot, another umcast process may register with its
+ * demultiplexer at any time, which allocates on the agent thread (control
+ * path): that thread is then left out, and so is the unicast case.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,9 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/prctl.h>
+
+#include "test_isolate.h"
 #include "test_verbs_common.h"
 
 static atomic_ulong allocs;
+static bool isolated;
 
 #if defined(__has_feature) /* clang */
 #define UMC_HAS_FEATURE(x) __has_feature(x)
@@ -40,6 +53,14 @@ static atomic_ulong allocs;
 #else
 #define UMC_COUNTING_ALLOCATOR 1
 
+/* Count this allocation?  Not the demultiplexer's, unless we are alone. */
+static bool counted(void)
+{
+	char name[16] = "";
+
+	return isolated || prctl(PR_GET_NAME, name) || strcmp(name, "umc-ucast") != 0;
+}
+
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
@@ -47,19 +68,19 @@ extern void __libc_free(void *);
 
 void *malloc(size_t n)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_malloc(n);
 }
 
 void *calloc(size_t n, size_t m)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_calloc(n, m);
 }
 
 void *realloc(void *p, size_t n)
 {
-	atomic_fetch_add(&allocs, 1);
+	atomic_fetch_add(&allocs, counted());
 	return __libc_realloc(p, n);
 }
 
@@ -83,7 +104,7 @@ struct rig {
 	struct ibv_cq *cq;
 	struct ibv_qp *tx, *rx;
 	struct ibv_mr *mr;
-	struct ibv_ah *ah;
+	struct ibv_ah *ah, *uc_ah; /* to the group; RoCE: to 127.0.0.1 */
 	union ibv_gid mgid;
 	uint16_t mlid; /* IB: the group's MLID; RoCE: 0 */
 	uint8_t *buf; /* BATCH receive slots, then one send buffer */
@@ -157,6 +178,12 @@ static void rig_up(struct rig *r, const char *name)
 				 .grh = {.dgid = r->mgid, .hop_limit = 64}};
 	r->ah = ibv_create_ah(r->pd, &aa);
 	assert_non_null(r->ah);
+	if (!ib) {
+		aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+		inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
+		r->uc_ah = ibv_create_ah(r->pd, &aa);
+		assert_non_null(r->uc_ah);
+	}
 }
 
 static void rig_down(struct rig *r)
@@ -165,6 +192,8 @@ static void rig_down(struct rig *r)
 	if (!r->mlid)
 		umc_dev_member(ctx_dev(r->ctx), &r->mgid, -1);
 	ibv_destroy_ah(r->ah);
+	if (r->uc_ah)
+		ibv_destroy_ah(r->uc_ah);
 	ibv_destroy_qp(r->tx);
 	ibv_destroy_qp(r->rx);
 	ibv_dereg_mr(r->mr);
@@ -174,8 +203,12 @@ static void rig_down(struct rig *r)
 	ibv_close_device(r->ctx);
 }
 
-/* One batch: BATCH receives posted, BATCH sends in one chain, all completions polled. */
-static void round_trip(struct rig *r, unsigned round)
+/*
+ * One batch: BATCH receives posted, BATCH sends in one chain, all
+ * completions polled.  @unicast: to the rx QP's QPN at 127.0.0.1, else to
+ * the group.
+ */
+static void round_trip(struct rig *r, unsigned round, bool unicast)
 {
 	struct ibv_sge rsge[BATCH], ssge[BATCH];
 	struct ibv_recv_wr rwr[BATCH], *rbad;
@@ -193,7 +226,9 @@ static void round_trip(struct rig *r, unsigned round)
 			.wr_id = i, .sg_list = &ssge[i], .num_sge = 1,
 			.opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
 			.imm_data = htonl(round), .next = i + 1 < BATCH ? &swr[i + 1] : NULL,
-			.wr.ud = {.ah = r->ah, .remote_qpn = 0xffffff, .remote_qkey = 0x01234567},
+			.wr.ud = {.ah = unicast ? r->uc_ah : r->ah,
+				  .remote_qpn = unicast ? r->rx->qp_num : 0xffffff,
+				  .remote_qkey = 0x01234567},
 		};
 	}
 	memset(sbuf, (int)round, SIZE);
@@ -219,27 +254,44 @@ static void round_trip(struct rig *r, unsigned round)
 	assert_int_equal(sends, BATCH);
 }
 
-/* ROUNDS batches over device @name allocate nothing; returns the receives completed in place. */
-static unsigned long data_path_allocs(const char *name)
+/*
+ * ROUNDS batches over device @name (@unicast: RoCE unicast to the rx QP)
+ * allocate nothing; returns the receives completed in place.
+ */
+static unsigned long data_path_allocs(const char *name, bool unicast)
 {
 	struct rig r;
 
+	if (!UMC_COUNTING_ALLOCATOR)
+		skip(); /* under ASan the allocator is not ours to count */
+	if (unicast && !isolated)
+		skip(); /* the demultiplexer may be another process's, or serve others */
 	rig_up(&r, name);
-	round_trip(&r, 0); /* warm-up: send socket, receive buffers */
+	round_trip(&r, 0, unicast); /* warm-up: send socket, receive buffers */
 
 	unsigned long before = atomic_load(&allocs);
 	unsigned long in_place = T_CNT(ctx_dev(r.ctx), rx_in_place);
 
 	for (unsigned i = 1; i <= ROUNDS; i++)
-		round_trip(&r, i);
+		round_trip(&r, i, unicast);
 	unsigned long during = atomic_load(&allocs) - before;
 
 	in_place = T_CNT(ctx_dev(r.ctx), rx_in_place) - in_place;
-	print_message("%s: %d datagrams sent and received (%lu in place), %lu allocations\n",
-		      name, ROUNDS * BATCH, in_place, during);
+	print_message("%s %s: %d datagrams sent and received (%lu in place), %lu allocations\n",
+		      name, unicast ? "unicast" : "multicast", ROUNDS * BATCH, in_place, during);
 	assert_int_equal(during, 0);
 	/* The counter works: the set-up did allocate. */
 	assert_true(before > 0);
+	if (unicast) {
+		const char *steer = getenv("UMC_UC_STEER");
+		unsigned long fwd = T_CNT(ctx_dev(r.ctx), uc_forwarded);
+
+		/* Steered straight to our socket, or (UMC_UC_STEER=0) passed on by our agent. */
+		if (steer && *steer == '0')
+			assert_true(fwd >= ROUNDS * BATCH);
+		else
+			assert_int_equal(fwd, 0);
+	}
 	rig_down(&r);
 	return in_place;
 }
@@ -247,9 +299,13 @@ static unsigned long data_path_allocs(const char *name)
 static void test_data_path_allocates_nothing(void **state)
 {
 	(void)state;
-	if (!UMC_COUNTING_ALLOCATOR)
-		skip(); /* under ASan the allocator is not ours to count */
-	data_path_allocs("umc_lo");
+	data_path_allocs("umc_lo", false);
+}
+
+static void test_unicast_path_allocates_nothing(void **state)
+{
+	(void)state;
+	data_path_allocs("umc_lo", true);
 }
 
 /*
@@ -260,18 +316,19 @@ static void test_data_path_allocates_nothing(void **state)
 static void test_ib_landing_allocates_nothing(void **state)
 {
 	(void)state;
-	if (!UMC_COUNTING_ALLOCATOR)
-		skip();
-	assert_true(data_path_allocs("umc_ib0") > 0);
+	assert_true(data_path_allocs("umc_ib0", false) > 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_data_path_allocates_nothing),
+		cmocka_unit_test(test_unicast_path_allocates_nothing),
 		cmocka_unit_test(test_ib_landing_allocates_nothing),
 	};
 	int rc;
+
+	isolated = t_isolate_netns(); /* first: umc-sm and the devices live in it */
 
 	/* Before any device opens: the IB port registers with this umc-sm. */
 	if (!t_start_sm(&sm_pid)) {

@@ -7,17 +7,18 @@
  * receive the multicast datagrams it sent itself; every other sender's
  * datagrams are delivered as usual (kernel-behaviour 7.30).  umcast runs
  * one HCA per process, so two processes on one host are two HCAs: a QP of
- * another process is never "self", even when it has the same QPN (QPNs
- * are per HCA; UMC_QPN_BASE makes every process number its QPs alike, as
- * rxe numbers the first QP of every host 0x11).
+ * another process is never "self".  QPNs are unique on the host, as on one
+ * rxe device: two processes numbering their QPs from the same
+ * UMC_QPN_BASE get different numbers, because the host's unicast
+ * demultiplexer refuses a QPN another process owns (link/roce/ucast.c).
  *
  * The basic case (the sender's own QP blocked, another process's QP
  * receiving) is in test_verbs_delivery.c; these are the two edges:
  *   - own datagrams are blocked even when the QP's preferred UDP source
  *     port (0xC000 + hash(QPN)) is held by some other socket and the QP
  *     had to send from another port;
- *   - another process's datagrams are not blocked when its QP has the
- *     same QPN (and therefore the same preferred source port).
+ *   - another process's datagrams are not blocked when it numbers its QPs
+ *     from the same base (its first QP then gets the next QPN).
  */
 #include <signal.h>
 #include <sys/wait.h>
@@ -96,7 +97,7 @@ static void test_own_datagrams_blocked_when_port_taken(void **state)
 }
 
 /* ------------------------------------------------------------------------- */
-/* Two processes, same QPN.                                                  */
+/* Two processes, same QPN base.                                             */
 
 static const char *self_exe = "/proc/self/exe";
 
@@ -181,9 +182,9 @@ static pid_t spawn(const char *role, uint32_t gip, uint32_t base, int *rfd)
 
 /*
  * Two processes numbering their QPs from the same UMC_QPN_BASE: the
- * receiver's BLOCK_SELF QP and the sender's QP have the same QPN, hence
- * the same preferred source port, on the same host address.  The sender
- * is another HCA: its datagram must be delivered, not blocked.
+ * receiver's BLOCK_SELF QP takes the base, the sender's QP the next number
+ * (the base is the receiver's on this host).  The sender is another HCA:
+ * its datagram must be delivered, not blocked.
  */
 static void test_other_process_same_qpn_not_blocked(void **state)
 {
@@ -205,7 +206,7 @@ static void test_other_process_same_qpn_not_blocked(void **state)
 	print_message("receiver QPN 0x%x, sender QPN 0x%x; received %d, rx_self_blocked %lu\n",
 		      r.qpn, sqpn, r.got, r.blocked);
 	assert_int_equal(r.qpn, base);
-	assert_int_equal(sqpn, base);	  /* the edge under test: same QPN */
+	assert_int_equal(sqpn, base + 1); /* host-wide unique QPNs */
 	assert_int_equal(r.blocked, 0);	  /* not "self" */
 	assert_int_equal(r.got, 1);	  /* delivered */
 	assert_int_equal(r.src_qp, sqpn);

@@ -44,6 +44,74 @@ int roce_socket(int family, int type)
 	return fd < 0 ? -errno : fd;
 }
 
+void roce_rxq_init(struct roce_rxq *q)
+{
+	for (int i = 0; i < UMC_RX_BATCH; i++) {
+		q->iov[i] = (struct iovec){q->buf[i], UMC_RX_SLOT};
+		q->msg[i].msg_hdr.msg_iov = &q->iov[i];
+		q->msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	roce_rxq_reset(q, 0, UMC_RX_BATCH);
+}
+
+void roce_rxq_reset(struct roce_rxq *q, int base, int n)
+{
+	for (int i = base; i < base + n; i++) {
+		struct msghdr *mh = &q->msg[i].msg_hdr;
+
+		mh->msg_name = &q->name[i];
+		mh->msg_namelen = sizeof(q->name[i]);
+		mh->msg_control = q->cmsg[i];
+		mh->msg_controllen = sizeof(q->cmsg[i]);
+		mh->msg_flags = 0;
+	}
+}
+
+int roce_take_fd(struct msghdr *mh)
+{
+	int keep = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+			if (keep < 0)
+				keep = fd;
+			else
+				close(fd); /* never recorded: not ours to keep */
+		}
+	}
+	return keep;
+}
+
+bool roce_send_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (fd >= 0) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(fd));
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len;
+}
+
 int roce_gid_of_family(const struct umc_device *dev, bool v4)
 {
 	for (int i = 0; i < dev->gid_count; i++)

@@ -12,6 +12,7 @@
  *   ah.c    address handles: the destination socket address and IP context
  *   rx.c    group sockets, IP membership (IGMP/MLD), receive and its checks
  *   tx.c    per-QP send sockets and sendmmsg
+ *   ucast.c unicast: the host's demultiplexer of UDP 4791 by DestQP
  */
 #ifndef UMC_LINK_ROCE_H
 #define UMC_LINK_ROCE_H
@@ -28,12 +29,83 @@ struct roce_port {
 	unsigned ifindex;
 	unsigned netdev_mtu;
 	struct roce_rx *rx; /* receive buffers, made on first use (rx.c) */
+	struct roce_uc *uc; /* unicast reception, made with the first QP (ucast.c) */
 };
 
 static inline struct roce_port *to_roce_port(struct umc_device *dev)
 {
 	return container_of(dev, struct roce_port, dev);
 }
+
+/* What a receive endpoint of a port reads. */
+enum roce_ep_kind {
+	ROCE_EP_GROUP,	  /* a group's socket, bound to group:4791 */
+	ROCE_EP_UC_INPUT, /* datagrams the demultiplexer passed on, behind a roce_uc_fwd */
+	ROCE_EP_UC_SOCK,  /* the port's own socket of addr:4791's reuseport group (steered) */
+	ROCE_EP_UC_SET,	  /* an epoll of the port's UC_INPUT and UC_SOCK endpoints */
+};
+
+/*
+ * A receive endpoint of a port: a group's, registered with the core's
+ * engine, or one of the port's unicast ones, which wait in the epoll of
+ * its one ROCE_EP_UC_SET endpoint (ucast.c makes them).
+ */
+struct roce_ep {
+	struct umc_rx_ep ep;
+	enum roce_ep_kind kind;
+	struct umc_mcg *mcg; /* ROCE_EP_GROUP */
+	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
+};
+
+/*
+ * What the demultiplexer puts in front of a unicast datagram it passes on:
+ * the IP/UDP context only the owner of the UDP socket saw, which the
+ * receiver needs for the ICRC and the GRH.  Host byte order except the
+ * addresses (network order, IPv4 in the first 4 bytes).  family
+ * ROCE_UC_FWD_CTL marks no datagram but a struct roce_uc_ctl.
+ */
+struct roce_uc_fwd {
+	uint8_t family; /* 4 or 6, or ROCE_UC_FWD_CTL */
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint8_t reserved;
+	uint16_t sport;
+	uint16_t reserved2;
+	uint32_t flow_label;
+	uint8_t src[16];
+	uint8_t dst[16];
+};
+
+enum { ROCE_UC_FWD_CTL = 0xff };
+
+/*
+ * What the demultiplexer of address @dst tells a port on its input about
+ * dst:4791's reuseport group (ucast.c, "steering"): one of its sockets
+ * (with SCM_RIGHTS): the port's own to read (ROCE_UC_CTL_OWN), or another
+ * one to hold, so that no socket leaves the group while some process
+ * lives and any of them can take the group over; or that the group is new
+ * and every socket of the old one is to be let go.
+ */
+struct roce_uc_ctl {
+	uint8_t family;	     /* ROCE_UC_FWD_CTL */
+	uint8_t op;	     /* enum roce_uc_ctl_op */
+	uint8_t addr_family; /* dst's: 4 or 6 */
+	uint8_t flags;	     /* ROCE_UC_CTL_OWN */
+	uint32_t index;	     /* ROCE_UC_CTL_SOCK: the socket's index in the group */
+	uint32_t size;	     /* ROCE_UC_CTL_SOCK: the group's size now */
+	uint8_t dst[16];
+	uint8_t reserved[16];
+};
+
+enum roce_uc_ctl_op {
+	ROCE_UC_CTL_SOCK = 1, /* a socket of the group */
+	ROCE_UC_CTL_FRESH,    /* a new group: let go of the old one's sockets */
+};
+
+enum { ROCE_UC_CTL_OWN = 1 };
+
+_Static_assert(sizeof(struct roce_uc_ctl) == sizeof(struct roce_uc_fwd),
+	       "the input's control messages have the size of a datagram's header");
 
 /* An AH: where a datagram goes and the IP context its ICRC covers. */
 struct roce_ah {
@@ -61,6 +133,7 @@ struct roce_qp {
 	 */
 	uint16_t tx_sport[UMC_MAX_GIDS];
 	struct roce_tx *tx;
+	bool uc_claimed; /* its QPN is claimed at the host's demultiplexer (ucast.c) */
 };
 
 static inline struct roce_qp *to_roce_qp(struct umc_qp *qp)
@@ -82,17 +155,129 @@ int roce_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct 
 int roce_init_ah_from_wc(struct umc_device *dev, const struct ibv_wc *wc, const uint8_t *grh,
 			 struct ibv_ah_attr *attr);
 
+/*
+ * A batch of receive slots for recvmmsg() on a UDP socket: each datagram
+ * with its sender's address and control messages, into buf[i].
+ */
+struct roce_rxq {
+	struct mmsghdr msg[UMC_RX_BATCH];
+	struct iovec iov[UMC_RX_BATCH];
+	struct sockaddr_storage name[UMC_RX_BATCH];
+	uint64_t cmsg[UMC_RX_BATCH][16];
+	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
+};
+
+/* port.c */
+/* Point every slot of @q at its buffer, name and control space. */
+void roce_rxq_init(struct roce_rxq *q);
+/* Make slots [base, base + n) of @q ready for recvmmsg() again. */
+void roce_rxq_reset(struct roce_rxq *q, int base, int n);
+/* The first descriptor of @mh's SCM_RIGHTS messages (-1 if none); any others are closed. */
+int roce_take_fd(struct msghdr *mh);
+/*
+ * roce_send_fd - send the @len bytes at @buf on socket @sock as one
+ * message, with descriptor @fd along (SCM_RIGHTS) unless it is -1;
+ * MSG_DONTWAIT, MSG_NOSIGNAL, again on EINTR.  Returns true if all of it
+ * went.  Context: any; unix(7).
+ */
+bool roce_send_fd(int sock, const void *buf, size_t len, int fd);
+
 /* rx.c */
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);
 void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more);
+/*
+ * roce_rx_sockopts - the options of a socket that receives RoCEv2 on
+ * @v4's family: a large receive buffer, TTL/TOS (hop limit, traffic
+ * class, flow label) as control messages, IP_PKTINFO when @pktinfo, and
+ * for IPv6 V6ONLY and UDP checksum 0 accepted.  Returns 0 or -errno.
+ */
+int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
+/*
+ * roce_rx_cmsg - fill @ip's family, source address and port (from the
+ * message's name) and TTL/TOS, hop limit, traffic class, flow label (from
+ * its control messages); @ip is zeroed by the caller.  An IP_PKTINFO
+ * message also sets the destination.  Returns the arrival interface
+ * IP_PKTINFO gave, or 0.
+ */
+unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);
 void roce_qp_cleanup(struct umc_qp *qp);
 int roce_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
+
+/* ucast.c */
+/*
+ * roce_uc_qp_add - claim @qp's QPN at the demultiplexer of every address
+ * of its port (connecting to it, or becoming it, first), so that unicast
+ * datagrams for it reach this process.  Context: qp_init (dev->rx_lock
+ * and dev->lock held).  Waits at most UMC_UC_CONNECT_MS + UMC_UC_REPLY_MS
+ * per address for another process.  Returns 0 (also when the
+ * demultiplexer could not answer in time: the claim stands and is sent
+ * again after a hand-over), -EADDRINUSE when another process of the host
+ * owns the QPN, or -ENOMEM / -EMFILE.
+ */
+int roce_uc_qp_add(struct roce_qp *qp);
+/* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */
+void roce_uc_qp_del(struct roce_qp *qp);
+/*
+ * roce_uc_ctl_input - act on control message @c from a demultiplexer,
+ * read on the port's input with descriptor @fd (-1 if none, else ours to
+ * keep or close): ROCE_UC_CTL_SOCK with ROCE_UC_CTL_OWN: receive from @fd (a
+ * ROCE_EP_UC_SOCK endpoint in the port's unicast set) in place of the
+ * earlier one; without: hold @fd at its index; ROCE_UC_CTL_FRESH: close
+ * every socket of the old group.  A descriptor that is not a datagram
+ * socket bound to c->dst:4791, an index outside the group (past its size,
+ * a size past UMC_UC_GROUP_MAX, index 0 as the port's own), or a message
+ * for an address of no domain is dropped and counted (rx_malformed).
+ * Context: dev->rx_lock held (the engine, reading the input).
+ */
+void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd);
+
+/* ------------------------------------------------------------------------- */
+/* The unicast demultiplexer's control protocol (ucast.c).                   */
+
+/*
+ * Where a demultiplexer listens: the abstract AF_UNIX SOCK_SEQPACKET name
+ * "\0" ROCE_UC_NAME_FMT, with the address as inet_ntop(3) writes it (and
+ * "%ifindex" for a scoped IPv6 address).
+ */
+#define ROCE_UC_NAME_FMT "umcast-rocev2-demux:%s"
+
+enum { ROCE_UC_MAGIC = 0x55434d55, ROCE_UC_VERSION = 1 };
+
+enum roce_uc_op {
+	ROCE_UC_HELLO = 1, /* with SCM_RIGHTS: the client's input (a SOCK_DGRAM socket) */
+	ROCE_UC_CLAIM,	   /* qpn[0..count): route these to me (count 0: a barrier) */
+	ROCE_UC_RELEASE,   /* qpn[0..count): no longer mine */
+	ROCE_UC_REPLY,	   /* to every request: status, the refused qpn[] */
+};
+
+enum { ROCE_UC_F_PORT = 1 }; /* ROCE_UC_REPLY flags: the demultiplexer holds addr:4791 */
+
+/*
+ * One control message, of ROCE_UC_MSG_LEN(count) bytes.  The header up to
+ * @pid stays the same in every version, so a peer of another version can be
+ * told -EPROTONOSUPPORT.  Any other message that is not exactly this (and,
+ * for HELLO, an input that is not an AF_UNIX SOCK_DGRAM socket: -EINVAL)
+ * ends the connection.
+ */
+struct roce_uc_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;
+	uint32_t seq;
+	int32_t status; /* ROCE_UC_REPLY: 0, -EADDRINUSE, -EINVAL, -ENOMEM, -EPROTONOSUPPORT */
+	uint32_t pid;	/* ROCE_UC_REPLY: the demultiplexer's */
+	uint16_t flags; /* ROCE_UC_REPLY: ROCE_UC_F_* */
+	uint16_t count; /* entries of qpn[] used */
+	uint32_t qpn[UMC_UC_MSG_QPNS];
+};
+
+#define ROCE_UC_MSG_LEN(n) (offsetof(struct roce_uc_msg, qpn) + (size_t)(n) * sizeof(uint32_t))
 
 /* ------------------------------------------------------------------------- */
 /* What the CM's RoCE join needs of a port (cm/roce.c).                      */
@@ -118,5 +303,25 @@ bool umc_roce_gid_live(struct umc_device *dev, int gid_index);
  * loopback, for instance.  Returns 0, or -ENODEV when it cannot.
  */
 int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid);
+
+/* The state of a port's unicast reception (umc_roce_uc_sync), for tests and diagnostics. */
+struct umc_roce_uc_info {
+	int addrs;	  /* addresses (GIDs) of the port with a demultiplexer */
+	int connected;	  /* ... to which this process is connected and registered */
+	int leading;	  /* ... whose demultiplexer is this process */
+	pid_t leader_pid; /* the demultiplexer of GID index 0, or 0 */
+	bool port_held;	  /* ... and it holds addr:4791 */
+	bool steering;	  /* ... steers by DestQP (this process leading it: else unknown) */
+	int clients;	  /* ... the processes registered with it (this process leading it) */
+};
+
+/*
+ * umc_roce_uc_sync - a barrier with the demultiplexer of every address of
+ * @dev's port: (re)connect where needed, then wait until each has handled
+ * every claim this process sent it so far (at most @timeout_ms in all).
+ * Fills @info.  Returns 0 when every address answered, -EAGAIN otherwise,
+ * -ENODEV when the port has no unicast reception (no QP yet).
+ */
+int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms);
 
 #endif /* UMC_LINK_ROCE_H */

@@ -13,6 +13,11 @@
  * need not look them up per datagram (IP_PKTINFO is asked for only where
  * SO_BINDTODEVICE is refused).
  *
+ * Unicast datagrams reach this process through the port's unicast input,
+ * where the host's demultiplexer passes on those for its QPNs (ucast.c),
+ * each behind the IP context the demultiplexer's socket saw; they get the
+ * same checks.
+ *
  * The ICRC check: a UDP socket shows addresses, ports, TTL and TOS but
  * never the IPv4 identification and flags, which the ICRC covers.  The
  * check assumes DF and ID 0 (umcast's own packets); when that fails, the
@@ -23,6 +28,7 @@
  * 32 bits.
  */
 #include <errno.h>
+#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,11 +44,26 @@
 
 #define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
-/* A group's receive endpoint: the socket bound to group:4791. */
-struct roce_mcg {
-	struct umc_rx_ep ep;
-	struct umc_mcg *mcg;
-};
+int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
+{
+	int ret, buf = UMC_RX_SOCKBUF;
+
+	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (v4) {
+		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
+		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
+		return ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
+	}
+	ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	ret = ret ?: pktinfo ? roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) : 0;
+	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
+	/* rxe and NICs send UDP checksum 0, which IPv6 drops by default. */
+	return ret ?: roce_setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+}
 
 static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 {
@@ -51,36 +72,23 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 	struct sockaddr_storage ss;
 	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &ss);
 	int fd = roce_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
-	int ret = 0, one = 1, buf = UMC_RX_SOCKBUF;
+	int ret, one = 1;
 
 	if (fd < 0)
 		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	/* Without the device binding, filter by IP_PKTINFO's interface. */
 	bool pktinfo = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, rp->ifname,
 				  (socklen_t)strlen(rp->ifname)) != 0;
 
-	if (v4) {
-		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
-		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
-	} else {
+	if (!v4) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
 		if (IN6_IS_ADDR_MC_LINKLOCAL(&s6->sin6_addr) ||
 		    IN6_IS_ADDR_MC_NODELOCAL(&s6->sin6_addr))
 			s6->sin6_scope_id = rp->ifindex;
-		ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-		ret = ret ?: pktinfo ? roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) : 0;
-		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-		ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
-		/* rxe and NICs send UDP checksum 0, which IPv6 drops by default. */
-		ret = ret ?: roce_setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
 	}
+	ret = roce_rx_sockopts(fd, v4, pktinfo);
 	if (!ret && bind(fd, (struct sockaddr *)&ss, len))
 		ret = -errno;
 	if (ret) {
@@ -92,11 +100,12 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 {
-	struct roce_mcg *rm = calloc(1, sizeof(*rm));
+	struct roce_ep *rm = calloc(1, sizeof(*rm));
 	int ret;
 
 	if (!rm)
 		return -ENOMEM;
+	rm->kind = ROCE_EP_GROUP;
 	rm->mcg = mcg;
 	rm->ep.fd = roce_mcg_socket(dev, &mcg->mgid);
 	if (rm->ep.fd < 0) {
@@ -117,7 +126,7 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 
 void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 {
-	struct roce_mcg *rm = mcg->link_priv;
+	struct roce_ep *rm = mcg->link_priv;
 
 	umc_rx_del(dev, &rm->ep);
 	umc_fd_close(rm->ep.fd);
@@ -127,7 +136,7 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join)
 {
-	struct roce_mcg *rm = mcg->link_priv;
+	struct roce_ep *rm = mcg->link_priv;
 	unsigned ifindex = to_roce_port(dev)->ifindex;
 	int ret;
 
@@ -154,23 +163,23 @@ int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join)
 /* Receive.                                                                  */
 
 struct roce_rx {
-	struct mmsghdr msg[UMC_RX_BATCH];
-	struct iovec iov[UMC_RX_BATCH];
-	struct sockaddr_storage name[UMC_RX_BATCH];
-	uint64_t cmsg[UMC_RX_BATCH][16];
-	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
+	struct roce_rxq q; /* group and steered sockets; q.buf also holds the input's datagrams */
+	/* The unicast input: the demultiplexer's header, then the datagram in q.buf. */
+	struct mmsghdr uc_msg[UMC_RX_BATCH];
+	struct iovec uc_iov[UMC_RX_BATCH][2];
+	struct roce_uc_fwd uc_fwd[UMC_RX_BATCH];
+	uint64_t uc_cmsg[UMC_RX_BATCH][4]; /* a steered socket handed over (SCM_RIGHTS) */
 };
 
-/* Make receive slots [0, n) ready for recvmmsg() again. */
-static void roce_rx_reset(struct roce_rx *rx, int n)
+/* Make receive slots [base, base + n) ready for recvmmsg() again. */
+static void roce_rx_reset(struct roce_rx *rx, int base, int n)
 {
-	for (int i = 0; i < n; i++) {
-		struct msghdr *mh = &rx->msg[i].msg_hdr;
+	roce_rxq_reset(&rx->q, base, n);
+	for (int i = base; i < base + n; i++) {
+		struct msghdr *mh = &rx->uc_msg[i].msg_hdr;
 
-		mh->msg_name = &rx->name[i];
-		mh->msg_namelen = sizeof(rx->name[i]);
-		mh->msg_control = rx->cmsg[i];
-		mh->msg_controllen = sizeof(rx->cmsg[i]);
+		mh->msg_control = rx->uc_cmsg[i];
+		mh->msg_controllen = sizeof(rx->uc_cmsg[i]);
 		mh->msg_flags = 0;
 	}
 }
@@ -184,30 +193,24 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
 		return NULL;
+	roce_rxq_init(&rx->q);
 	for (int i = 0; i < UMC_RX_BATCH; i++) {
-		rx->iov[i] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
-		rx->msg[i].msg_hdr.msg_iov = &rx->iov[i];
-		rx->msg[i].msg_hdr.msg_iovlen = 1;
+		rx->uc_iov[i][0] = (struct iovec){&rx->uc_fwd[i], sizeof(rx->uc_fwd[i])};
+		rx->uc_iov[i][1] = (struct iovec){rx->q.buf[i], UMC_RX_SLOT};
+		rx->uc_msg[i].msg_hdr.msg_iov = rx->uc_iov[i];
+		rx->uc_msg[i].msg_hdr.msg_iovlen = 2;
 	}
-	roce_rx_reset(rx, UMC_RX_BATCH);
+	roce_rx_reset(rx, 0, UMC_RX_BATCH);
 	rp->rx = rx;
 	return rx;
 }
 
-/*
- * Fill the IP context of a datagram received on @mcg's socket from its name
- * and control messages; returns the interface it arrived on.
- */
-static unsigned roce_rx_ctx(struct roce_port *rp, const struct umc_mcg *mcg, struct msghdr *mh,
-			    struct umc_ip_ctx *ip)
+unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip)
 {
 	const struct sockaddr_storage *from = mh->msg_name;
-	unsigned ifindex = rp->ifindex; /* the socket is bound to it ... */
+	unsigned ifindex = 0;
 
-	memset(ip, 0, sizeof(*ip));
 	ip->dport = UMC_ROCEV2_UDP_PORT;
-	/* ... and to the group address (IP_PKTINFO, when asked for, says the same). */
-	umc_gid_to_ip(&mcg->mgid, ip->dst);
 	if (from->ss_family == AF_INET) {
 		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
 
@@ -258,6 +261,27 @@ static unsigned roce_rx_ctx(struct roce_port *rp, const struct umc_mcg *mcg, str
 }
 
 /*
+ * Fill the IP context of a datagram received on endpoint @rm (a group's
+ * socket or a steered unicast one) from its name and control messages;
+ * returns the interface it arrived on (a unicast socket's: the port's).
+ */
+static unsigned roce_rx_ctx(struct roce_port *rp, const struct roce_ep *rm, struct msghdr *mh,
+			    struct umc_ip_ctx *ip)
+{
+	unsigned ifindex;
+
+	memset(ip, 0, sizeof(*ip));
+	/* The socket is bound to the address (IP_PKTINFO, when asked for, says the same) ... */
+	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->mcg->mgid : &rm->dst, ip->dst);
+	ifindex = roce_rx_cmsg(mh, ip);
+	/*
+	 * ... and a group's to the interface, unless IP_PKTINFO says where it
+	 * arrived.  A unicast address names the port wherever it arrived.
+	 */
+	return ifindex && rm->kind == ROCE_EP_GROUP ? ifindex : rp->ifindex;
+}
+
+/*
  * The QP of this port that sent a datagram from @ip, if any.  Send sockets
  * are bound exclusively, so the source address and port name the sending
  * QP's socket on the host (tx.c); the DETH names the QP.
@@ -279,28 +303,20 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 	return qp && to_roce_qp(qp)->tx_sport[gi] == ip->sport ? qp : NULL;
 }
 
-/* Check one datagram; fill @pkt and return true if it is to be delivered. */
-static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghdr *m,
-			struct umc_rx_pkt *pkt)
+/*
+ * Check the UDP payload @p of @len bytes that arrived with IP context @ip
+ * (for group @mcg, NULL for unicast): decode, ICRC.  Fill @pkt and return
+ * true if it is to be delivered.
+ */
+static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8_t *p, size_t len,
+			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
-	const uint8_t *p = m->msg_hdr.msg_iov->iov_base;
-	size_t len = m->msg_len, off, plen;
-	struct umc_ip_ctx ip;
+	size_t off, plen;
 	bool id_solved;
 	int ret;
 
-	CNT(dev, rx_packets);
-	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
-		CNT(dev, rx_too_long);
-		return false;
-	}
-	if (umc_unlikely(roce_rx_ctx(rp, mcg, &m->msg_hdr, &ip) != rp->ifindex)) {
-		/* Another interface's copy: that interface's device takes it. */
-		CNT(dev, rx_other_if);
-		return false;
-	}
-	ret = umc_rocev2_rx_check(&ip, p, len, &pkt->hdr, &off, &plen, &id_solved);
+	ret = umc_rocev2_rx_check(ip, p, len, &pkt->hdr, &off, &plen, &id_solved);
 	if (umc_unlikely(ret)) {
 		if (ret == -EILSEQ)
 			CNT(dev, rx_bad_icrc);
@@ -314,38 +330,145 @@ static bool roce_rx_one(struct roce_port *rp, struct umc_mcg *mcg, struct mmsghd
 	pkt->len = (uint32_t)plen;
 	pkt->mcg = mcg;
 	pkt->sender = umc_unlikely(dev->block_self_qps)
-			      ? roce_rx_sender(dev, &ip, pkt->hdr.deth.src_qpn)
+			      ? roce_rx_sender(dev, ip, pkt->hdr.deth.src_qpn)
 			      : NULL;
 	pkt->slid = 0;
 	pkt->sl = 0;
 	pkt->has_grh = true;
-	umc_grh_synth(pkt->grh, &ip, len);
+	umc_grh_synth(pkt->grh, ip, len);
 	return true;
+}
+
+/*
+ * Check one datagram of a group's or a steered unicast socket; fill @pkt
+ * and return true if it is to be delivered.
+ */
+static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct mmsghdr *m,
+			struct umc_rx_pkt *pkt)
+{
+	struct umc_device *dev = &rp->dev;
+	struct umc_ip_ctx ip;
+
+	CNT(dev, rx_packets);
+	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
+		CNT(dev, rx_too_long);
+		return false;
+	}
+	if (umc_unlikely(roce_rx_ctx(rp, rm, &m->msg_hdr, &ip) != rp->ifindex)) {
+		/* Another interface's copy: that interface's device takes it. */
+		CNT(dev, rx_other_if);
+		return false;
+	}
+	return roce_rx_check(rp, rm->mcg, m->msg_hdr.msg_iov->iov_base, m->msg_len, &ip, pkt);
+}
+
+/*
+ * Check one datagram the demultiplexer passed on; as roce_rx_one.  Its
+ * control messages (struct roce_uc_ctl) are acted on, not delivered.
+ */
+static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct roce_uc_fwd *f,
+			   struct umc_rx_pkt *pkt)
+{
+	struct umc_device *dev = &rp->dev;
+	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_take_fd(&m->msg_hdr) : -1;
+	struct umc_ip_ctx ip = {
+		.family = f->family,
+		.sport = f->sport,
+		.dport = UMC_ROCEV2_UDP_PORT,
+		.df = f->family == 4,
+		.tclass = f->tclass,
+		.hop_limit = f->hop_limit,
+		.flow_label = f->flow_label,
+	};
+
+	if (umc_unlikely(fd >= 0)) {
+		if (m->msg_len != sizeof(*f) || f->family != ROCE_UC_FWD_CTL) {
+			close(fd);
+			return false;
+		}
+	}
+	if (umc_unlikely(f->family == ROCE_UC_FWD_CTL)) {
+		struct roce_uc_ctl c;
+
+		memcpy(&c, f, sizeof(c));
+		if (m->msg_len == sizeof(c))
+			roce_uc_ctl_input(rp, &c, fd);
+		else if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	CNT(dev, rx_packets);
+	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
+		CNT(dev, rx_too_long);
+		return false;
+	}
+	if (umc_unlikely(m->msg_len < sizeof(*f) || (f->family != 4 && f->family != 6))) {
+		CNT(dev, rx_malformed);
+		return false;
+	}
+	memcpy(ip.src, f->src, sizeof(ip.src));
+	memcpy(ip.dst, f->dst, sizeof(ip.dst));
+	return roce_rx_check(rp, NULL, m->msg_hdr.msg_iov[1].iov_base, m->msg_len - sizeof(*f), &ip,
+			     pkt);
+}
+
+/*
+ * Read up to @max datagrams of one socket endpoint @rm into receive slots
+ * @base.. and the packets they give into @pkts; *@used: the slots taken.
+ * Returns the packets; sets *@more when the socket may hold more.
+ */
+static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct roce_ep *rm,
+			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more)
+{
+	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->q.msg) + base;
+	int n, out = 0;
+
+	do
+		n = recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+	while (n < 0 && errno == EINTR);
+	*used = n > 0 ? n : 0;
+	if (n <= 0)
+		return 0;
+	*more |= n == max;
+	for (int i = 0; i < n; i++) {
+		bool ok = rm->kind == ROCE_EP_UC_INPUT
+				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i], &pkts[out])
+				  : roce_rx_one(rp, rm, &msg[i], &pkts[out]);
+
+		out += ok;
+	}
+	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
+	roce_rx_reset(rx, base, n);
+	return out;
 }
 
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more)
 {
 	struct roce_port *rp = to_roce_port(dev);
-	struct roce_mcg *rm = container_of(ep, struct roce_mcg, ep);
+	struct roce_ep *rm = container_of(ep, struct roce_ep, ep);
 	struct roce_rx *rx = roce_rx_get(rp);
-	int n, out = 0;
+	struct epoll_event ev[4];
+	int n, used, slot = 0, out = 0;
 
 	*more = false;
 	if (umc_unlikely(!rx))
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
-	do
-		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return 0;
-	*more = n == max;
-	for (int i = 0; i < n; i++)
-		if (roce_rx_one(rp, rm->mcg, &rx->msg[i], &pkts[out]))
-			out++;
-	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
-	roce_rx_reset(rx, n);
+	if (umc_likely(rm->kind != ROCE_EP_UC_SET))
+		return roce_rx_read(rp, rx, rm, 0, pkts, max, &used, more);
+	/*
+	 * The port's unicast sockets that are ready.  The packets of a burst
+	 * point into the receive slots until the next burst, so each read
+	 * takes the slots after the previous read's.
+	 */
+	n = epoll_wait(ep->fd, ev, 4, 0);
+	for (int i = 0; i < n && slot < max; i++) {
+		out += roce_rx_read(rp, rx, ev[i].data.ptr, slot, pkts + out, max - slot, &used,
+				    more);
+		slot += used;
+	}
+	*more |= n == 4 || slot == max;
 	return out;
 }

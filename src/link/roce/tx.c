@@ -233,7 +233,8 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 int roce_qp_init(struct umc_qp *uqp)
 {
 	to_roce_qp(uqp)->sport = umc_roce_sport(uqp->ibqp.qp_num);
-	return 0;
+	/* Unicast to this QPN must reach this process (ucast.c). */
+	return roce_uc_qp_add(to_roce_qp(uqp));
 }
 
 void roce_qp_cleanup(struct umc_qp *uqp)
@@ -241,6 +242,7 @@ void roce_qp_cleanup(struct umc_qp *uqp)
 	struct roce_qp *qp = to_roce_qp(uqp);
 	struct roce_tx *tx = qp->tx;
 
+	roce_uc_qp_del(qp);
 	if (!tx)
 		return;
 	for (int i = 0; i < UMC_MAX_GIDS; i++)

@@ -1,0 +1,1882 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ucast.c - RoCEv2 unicast: a datagram sent to one of the host's addresses
+ * reaches the process that owns its DestQP.
+ *
+ * Every umcast process is an HCA of its own with its own QPNs, yet all of
+ * them share the host's addresses and UDP port 4791, where RoCEv2 peers
+ * send.  A unicast datagram is given to one socket only, so per address one
+ * process, the demultiplexer, owns addr:4791 and brings each datagram to
+ * the process that claimed its DestQP:
+ *
+ *   - Rendezvous: an abstract AF_UNIX SOCK_SEQPACKET name made of the
+ *     address (ROCE_UC_NAME_FMT).  Abstract names belong to the network
+ *     namespace, as the UDP port does, need no file system and vanish with
+ *     their process, even one killed by SIGKILL.  The process that binds
+ *     the name is the demultiplexer; every process (the demultiplexer too,
+ *     through its own listener) connects to it.
+ *   - Registration: HELLO hands over, with SCM_RIGHTS, the sending end of a
+ *     SOCK_DGRAM socketpair whose other end is the port's unicast input in
+ *     the process's receive engine (rx.c); then CLAIM names its QPNs.  A
+ *     QPN that another live process claimed is refused (-EADDRINUSE) and
+ *     QP creation takes the next number (qp.c), so QPNs are unique on the
+ *     host, as on one rxe device.
+ *   - Data, steered: the demultiplexer makes every socket of addr:4791's
+ *     SO_REUSEPORT group itself, in a known order, hands one to each
+ *     process, and attaches a classic BPF program mapping DestQP to the
+ *     index of the owner's socket, so the kernel delivers each datagram
+ *     straight to its owner (see "steering" below for why the order can be
+ *     trusted).  No privilege is needed.
+ *   - Data, passed on: what reaches index 0, the demultiplexer's own
+ *     socket (a DestQP missing from the program, a race with its update,
+ *     everything when UMC_UC_STEER=0), its agent thread reads with recvmmsg,
+ *     looks DestQP (BTH bytes 5-7) up in an open-addressing table and sends
+ *     on, behind a struct roce_uc_fwd with the IP context, to the owner's
+ *     input with sendmmsg (MSG_DONTWAIT: a full queue drops, as a NIC's full
+ *     buffer does).  The owner checks it as any other datagram.  Nothing is
+ *     allocated per datagram on either path.
+ *   - Exit: a process that exits or is killed closes its connection; the
+ *     demultiplexer forgets its QPNs and keeps its socket for the next one.
+ *     When the demultiplexer itself goes, every connection to it hangs up;
+ *     steered datagrams keep reaching their owners (each process holds the
+ *     whole group, so none of its sockets left it); each process's agent
+ *     thread connects or binds the name anew (one wins, a holder of the
+ *     whole group first), the winner takes the group over, and every
+ *     process registers again.  Datagrams passed on meanwhile are lost (UD
+ *     is unreliable); no process needs a restart.
+ *
+ * Claims at QP creation wait for the answer (UMC_UC_REPLY_MS at most);
+ * registrations after a hand-over are not waited for.  A demultiplexer that
+ * finds no owner for a DestQP first reads every pending connection and
+ * claim, so a claim sent before a peer could have learnt the QPN is seen.
+ * docs/design.md "Unicast" weighs the alternatives and gives the costs.
+ *
+ * Threads and locks: one agent thread per process (for every port and
+ * address) does the demultiplexer's work and the reconnects; it never takes
+ * a device lock and never waits for an answer.  Per address, ctl_lock
+ * serialises the use of the connection to the demultiplexer and
+ * steer_lock guards the port's hold on the reuseport group (its own socket,
+ * the others, the group's size); per port, qset_lock guards the list of the
+ * port's QPNs.  Order: dev->rx_lock, dev->lock, ctl_lock, steer_lock,
+ * qset_lock; the agent thread only try-locks ctl_lock.
+ * uc_ag_lock (process-wide, fork-safe) is taken alone.  Every descriptor
+ * is recorded with umc_fd_own, so a child of fork closes them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "link/roce/roce.h"
+
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
+
+#define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
+
+enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
+
+/* What an epoll event of the agent refers to. */
+struct uc_tag {
+	enum uc_kind kind;
+	void *obj;
+};
+
+struct uc_leader;
+
+/* A process registered with this process's demultiplexer. */
+struct uc_client {
+	struct uc_tag tag;
+	struct uc_leader *lead;
+	int ctl;		     /* the connection; -1 once dropped */
+	int data;		     /* its forwarding socket (HELLO), -1 before */
+	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
+	bool self;		     /* this port's own registration: it holds the group already */
+	struct uc_client *dead_next; /* dropped, freed after the agent's round */
+};
+
+struct uc_slot {
+	uint32_t qpn;
+	struct uc_client *cl; /* NULL: empty */
+};
+
+struct uc_dom;
+
+/* This process as the demultiplexer of one address (agent-owned once published). */
+struct uc_leader {
+	struct uc_dom *dom;
+	int lfd;    /* the listener, bound to the name */
+	int udp;    /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
+	bool steer; /* the reuseport group of addr:4791 is this process's: cBPF steers DestQP */
+	struct uc_tag tag_l, tag_u;
+	uint64_t bind_at; /* next attempt at addr:4791 (monotonic ms) */
+	unsigned bind_fails;
+	struct uc_client **cl;
+	int ncl, clcap;
+	struct uc_client *dead;
+	struct uc_slot *tab; /* QPN -> client, linear probing */
+	uint32_t tmask, tshift, tcount;
+	int *socks; /* steering: the group in index order ([0] = udp); never closed */
+	int nsock, sockcap;
+	int *spare; /* indices whose process is gone, drained, for the next one */
+	int nspare;
+	bool adopting;	      /* a predecessor's group: its owners come back until adopt_until */
+	uint64_t adopt_until; /* monotonic ms */
+	struct roce_uc_fwd fwd0; /* the template: destination = the address */
+	/* One batch: datagrams in, then runs of them out per owner. */
+	struct roce_rxq rq;
+	struct mmsghdr smsg[UMC_RX_BATCH];
+	struct iovec siov[UMC_RX_BATCH][2];
+	struct roce_uc_fwd fwd[UMC_RX_BATCH];
+	struct uc_client *sdst[UMC_RX_BATCH];
+};
+
+/* One address (GID) of a port: the connection to its demultiplexer. */
+struct uc_dom {
+	struct roce_uc *uc;
+	int gid_index;
+	struct sockaddr_storage addr; /* addr:4791 */
+	socklen_t addr_len;
+	struct sockaddr_un name;
+	socklen_t name_len;
+	struct uc_tag tag;
+	pthread_mutex_t ctl_lock;
+	int ctl; /* connection to the demultiplexer, -1: none */
+	uint32_t seq;
+	pid_t leader_pid;
+	bool leader_port; /* its last answer said it holds addr:4791 */
+	bool proto_warned;
+	/* The reuseport group of addr:4791 as this port holds it (under steer_lock). */
+	pthread_mutex_t steer_lock;
+	struct roce_ep *steer_ep; /* its own socket, which the engine reads */
+	int own_idx;		  /* steer_ep's index in the group, or -1 */
+	int *grp;		  /* the group's other sockets by index (-1: not held) */
+	uint32_t grpcap, gsize;	  /* grp's slots; the group's size as last told */
+	_Atomic uint64_t lost_at; /* when the demultiplexer hung up (ms), 0: not lost */
+	atomic_bool reconnect;		/* lost: the agent reconnects */
+	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
+	struct uc_dom *next;		/* uc_ag.doms */
+};
+
+/* A port's unicast reception. */
+struct roce_uc {
+	struct roce_ep set; /* the engine's one endpoint: an epoll of ep and each dom's steer_ep */
+	struct roce_ep ep;  /* the input: datagrams passed on, and group sockets handed over */
+	struct roce_ep *retired; /* a replaced steered socket's endpoint (fd -1), freed later */
+	int data_tx;		 /* its peer, handed to each demultiplexer */
+	struct roce_port *rp;
+	pthread_mutex_t qset_lock;
+	uint32_t *qpns; /* the port's claimed QPNs */
+	int nqpn, qcap;
+	int ndom;
+	struct uc_dom *dom[UMC_MAX_GIDS];
+};
+
+/* The process's agent. */
+static struct {
+	int epfd, wake;
+	bool running;
+	struct uc_tag wake_tag;
+	struct uc_dom *_Atomic doms; /* every address of every port: only grows */
+	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
+} uc_ag = {.epfd = -1, .wake = -1};
+
+/* Adding to uc_ag.doms and starting the agent; never held with another process-wide lock. */
+static pthread_mutex_t uc_ag_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A child of fork(2) is a new HCA (verbs/fork.c): it never touches its
+ * parent's ports, the descriptor registry closes what the parent's agent
+ * held (the port 4791 socket included, which the child must not keep), and
+ * its first QP starts an agent of its own.
+ */
+static void uc_forked(void)
+{
+	atomic_store(&uc_ag.doms, NULL);
+	uc_ag.epfd = uc_ag.wake = -1;
+	uc_ag.running = false;
+	atomic_store(&uc_ag.pending, false);
+}
+
+UMC_ATFORK_MUTEX(uc_ag_lock, uc_forked)
+
+static uint64_t uc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void uc_sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void uc_agent_wake(void)
+{
+	atomic_store(&uc_ag.pending, true);
+	if (uc_ag.wake >= 0)
+		eventfd_write(uc_ag.wake, 1);
+}
+
+static void uc_ep_del(int fd)
+{
+	if (uc_ag.epfd >= 0)
+		epoll_ctl(uc_ag.epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = tag};
+
+	return epoll_ctl(uc_ag.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer's QPN table.                                            */
+
+static uint32_t uc_home(const struct uc_leader *l, uint32_t qpn)
+{
+	return (qpn * 0x9E3779B1u) >> l->tshift;
+}
+
+static struct uc_client *uc_tab_find(const struct uc_leader *l, uint32_t qpn)
+{
+	for (uint32_t i = uc_home(l, qpn);; i = (i + 1) & l->tmask) {
+		if (!l->tab[i].cl)
+			return NULL;
+		if (l->tab[i].qpn == qpn)
+			return l->tab[i].cl;
+	}
+}
+
+static void uc_tab_put(struct uc_slot *tab, uint32_t mask, uint32_t home, uint32_t qpn,
+		       struct uc_client *cl)
+{
+	uint32_t i = home;
+
+	while (tab[i].cl)
+		i = (i + 1) & mask;
+	tab[i] = (struct uc_slot){qpn, cl};
+}
+
+static int uc_tab_alloc(struct uc_leader *l, uint32_t size)
+{
+	struct uc_slot *tab = calloc(size, sizeof(*tab)), *old = l->tab;
+	uint32_t omask = l->tmask, shift = 32;
+
+	if (!tab)
+		return -ENOMEM;
+	for (uint32_t s = size; s > 1; s >>= 1)
+		shift--;
+	l->tab = tab;
+	l->tmask = size - 1;
+	l->tshift = shift;
+	for (uint32_t i = 0; old && i <= omask; i++)
+		if (old[i].cl)
+			uc_tab_put(tab, l->tmask, uc_home(l, old[i].qpn), old[i].qpn, old[i].cl);
+	free(old);
+	return 0;
+}
+
+static int uc_tab_insert(struct uc_leader *l, uint32_t qpn, struct uc_client *cl)
+{
+	if (2 * (l->tcount + 1) > l->tmask + 1 && uc_tab_alloc(l, 2 * (l->tmask + 1)))
+		return -ENOMEM;
+	uc_tab_put(l->tab, l->tmask, uc_home(l, qpn), qpn, cl);
+	l->tcount++;
+	return 0;
+}
+
+/* Empty slot @i, moving later entries of its probe run back (no tombstones). */
+static void uc_tab_del_at(struct uc_leader *l, uint32_t i)
+{
+	for (uint32_t j = (i + 1) & l->tmask; l->tab[j].cl; j = (j + 1) & l->tmask) {
+		uint32_t k = uc_home(l, l->tab[j].qpn);
+
+		/* Entry j may move to i unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			l->tab[i] = l->tab[j];
+			i = j;
+		}
+	}
+	l->tab[i].cl = NULL;
+	l->tcount--;
+}
+
+static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client *cl)
+{
+	for (uint32_t i = uc_home(l, qpn); l->tab[i].cl; i = (i + 1) & l->tmask) {
+		if (l->tab[i].qpn == qpn) {
+			if (l->tab[i].cl == cl)
+				uc_tab_del_at(l, i);
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer: steering DestQP with SO_REUSEPORT and classic BPF.     */
+
+/*
+ * The demultiplexer makes every socket of addr:4791's reuseport group
+ * itself, binding the first (index 0, its own, the catch-all) only when
+ * nobody holds the port, so the group is new and its order is the order of
+ * creation.  It keeps each socket open for as long as it lives, so none
+ * ever leaves the group and no index moves (a socket that leaves is
+ * replaced by the last one).  Each registered process gets one of them
+ * (SCM_RIGHTS, through its own input) and reads it with its own receive
+ * engine; a classic BPF program attached to the group (no privilege
+ * needed) maps DestQP to the index of the owner's socket, and everything
+ * else to index 0.  The program sees the UDP payload: the kernel moves the
+ * data pointer past the UDP header before running it.  It is rebuilt and
+ * attached before a claim is answered.  When a process goes, its socket is
+ * drained and kept for the next process.  Every registered process is
+ * also given every other socket of the group to hold (ROCE_UC_CTL_SOCK
+ * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
+ * SIGKILL) no socket leaves the group: the kernel goes on steering with
+ * the same program.  A survivor that holds the whole group takes it over
+ * (uc_steer_adopt: index 0 is its now), keeps the program while the others
+ * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
+ * and spares the indices nobody came back for.  A survivor that does not
+ * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
+ * makes a new group, telling each process to let go of the old one
+ * (ROCE_UC_CTL_FRESH) so that the port becomes free.
+ */
+
+/* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
+static bool uc_steer_wanted(void)
+{
+	static int wanted = -1;
+
+	if (__atomic_load_n(&wanted, __ATOMIC_RELAXED) < 0) {
+		const char *e = getenv("UMC_UC_STEER");
+
+		__atomic_store_n(&wanted, !e || *e != '0', __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&wanted, __ATOMIC_RELAXED);
+}
+
+/* Forget the group (its only member so far, index 0, is l->udp's). */
+static void uc_steer_reset(struct uc_leader *l)
+{
+	free(l->socks);
+	free(l->spare);
+	l->socks = l->spare = NULL;
+	l->sockcap = l->nsock = l->nspare = 0;
+	l->steer = false;
+}
+
+/* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
+static int uc_port_socket(const struct uc_dom *d, bool group)
+{
+	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
+
+	if (fd < 0)
+		return fd;
+	umc_fd_own(fd, false);
+	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
+	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
+	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
+		ret = -errno;
+	if (ret) {
+		umc_fd_close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+struct uc_run {
+	uint32_t lo, hi; /* consecutive QPNs of one owner */
+	uint32_t idx;
+};
+
+static int uc_run_cmp(const void *a, const void *b)
+{
+	const struct uc_run *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * Build and attach the program from the QPN table: A = word 4 of the UDP
+ * payload & 0xffffff (BTH DestQP); for each run of an owner's consecutive
+ * QPNs "A >= lo && A <= hi: return its index"; else return 0.  Runs that do
+ * not fit in BPF_MAXINSNS go through index 0 (forwarded).  Returns 0, or
+ * -errno when the kernel refused the program (the last one stays).
+ */
+static int uc_steer_program(struct uc_leader *l)
+{
+	enum { MAX_RUNS = (BPF_MAXINSNS - 3) / 3 };
+	struct sock_filter *f = malloc(BPF_MAXINSNS * sizeof(*f));
+	struct uc_run *r = malloc((l->tcount + 1) * sizeof(*r));
+	int n = 0, m = 0, k = 0, ret = -ENOMEM;
+
+	/* A group taken over keeps its program until every owner is back. */
+	if (l->adopting) {
+		ret = 0;
+		goto out;
+	}
+	if (!f || !r)
+		goto out;
+	for (uint32_t i = 0; i <= l->tmask; i++)
+		if (l->tab[i].cl && l->tab[i].cl->sidx > 0)
+			r[n++] = (struct uc_run){l->tab[i].qpn, l->tab[i].qpn,
+						 (uint32_t)l->tab[i].cl->sidx};
+	qsort(r, (size_t)n, sizeof(*r), uc_run_cmp);
+	for (int i = 0; i < n; i++) {
+		if (m && r[m - 1].idx == r[i].idx && r[m - 1].hi + 1 == r[i].lo)
+			r[m - 1].hi = r[i].lo;
+		else
+			r[m++] = r[i];
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
+	for (int i = 0; i < m && i < MAX_RUNS; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, r[i].lo, 0, 2);
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, r[i].hi, 1, 0);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, r[i].idx);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+
+	struct sock_fprog fp;
+
+	memset(&fp, 0, sizeof(fp)); /* its padding goes to the kernel too */
+	fp.len = (unsigned short)k;
+	fp.filter = f;
+
+	ret =
+	    setsockopt(l->udp, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) ? -errno : 0;
+out:
+	free(f);
+	free(r);
+	return ret;
+}
+
+/* What a group socket of a process that went still holds: not for anybody now. */
+static void uc_steer_drain(struct uc_leader *l, int fd)
+{
+	char b;
+
+	while (recv(fd, &b, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		CNT(&l->dom->uc->rp->dev, rx_no_qp);
+}
+
+/* Tell @cl's input @op about socket @idx (sent along, SCM_RIGHTS) of the group; false if not. */
+static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t op, int idx,
+			uint8_t flags)
+{
+	struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL,
+				.op = op,
+				.addr_family = l->fwd0.family,
+				.flags = flags,
+				.index = idx >= 0 ? (uint32_t)idx : 0,
+				.size = (uint32_t)l->nsock};
+
+	if (cl->data < 0)
+		return false;
+	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
+	return roce_send_fd(cl->data, &c, sizeof(c), idx >= 0 ? l->socks[idx] : -1);
+}
+
+/*
+ * Every socket of the group but @cl's own, for @cl to hold: then no socket
+ * leaves the group while any registered process lives, and @cl can take
+ * the group over.  This process holds them all already.
+ */
+static void uc_ctl_send_all(struct uc_leader *l, const struct uc_client *cl)
+{
+	for (int i = 0; !cl->self && i < l->nsock; i++)
+		if (i != cl->sidx)
+			uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, i, 0);
+}
+
+/* A new socket of the group, at index l->nsock; its index, or -1. */
+static int uc_steer_new_socket(struct uc_leader *l)
+{
+	int fd;
+
+	if (l->nsock == l->sockcap) {
+		int cap = 2 * l->sockcap;
+		int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
+		int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
+
+		if (grown)
+			l->socks = grown;
+		if (!sp)
+			return -1;
+		l->spare = sp;
+		l->sockcap = cap;
+	}
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return -1;
+	l->socks[l->nsock] = fd;
+	return l->nsock++;
+}
+
+/*
+ * Give @cl a socket of the group (a spare one, drained, or a new one, which
+ * every other process is given to hold), through its input, with the
+ * others to hold.  Without one its datagrams are passed on.
+ */
+static void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+{
+	int idx;
+	bool fresh = !l->nspare;
+
+	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
+		return;
+	if (l->nspare) {
+		idx = l->spare[--l->nspare];
+		uc_steer_drain(l, l->socks[idx]);
+	} else if ((idx = uc_steer_new_socket(l)) < 0) {
+		return;
+	}
+	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN)) {
+		l->spare[l->nspare++] = idx;
+		return;
+	}
+	cl->sidx = idx;
+	uc_ctl_send_all(l, cl);
+	for (int i = 0; fresh && i < l->ncl; i++)
+		if (l->cl[i] != cl && !l->cl[i]->self)
+			uc_ctl_send(l, l->cl[i], ROCE_UC_CTL_SOCK, idx, 0);
+}
+
+/*
+ * A process registers again (after a hand-over) and holds socket @idx of a
+ * group: of the one this process took over, it keeps reading it; of an
+ * older one (or with no steering here), it is told to let go of them all,
+ * so that the port can be free for a new group, and gets one of that.
+ */
+static void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
+{
+	bool taken = false;
+
+	for (int i = 0; i < l->ncl; i++)
+		taken |= l->cl[i] != cl && l->cl[i]->sidx == (int)idx;
+	if (l->adopting && idx > 0 && idx < (uint32_t)l->nsock && !taken) {
+		cl->sidx = (int)idx;
+		uc_ctl_send_all(l, cl); /* what it may have missed */
+	} else {
+		uc_ctl_send(l, cl, ROCE_UC_CTL_FRESH, -1, 0);
+	}
+}
+
+/*
+ * Take addr:4791 as index 0 of a new reuseport group (the port must be
+ * free: a group some other socket is in has an order that is not ours),
+ * with a program that sends everything there.  Returns the socket, or
+ * -errno (-EADDRINUSE: not free yet).
+ */
+static int uc_steer_start(struct uc_leader *l)
+{
+	int fd = uc_port_socket(l->dom, false);
+
+	if (fd < 0)
+		return fd;
+	umc_fd_close(fd); /* free; nobody else binds it: only a demultiplexer does */
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return fd;
+	l->socks = malloc(8 * sizeof(*l->socks));
+	l->spare = malloc(8 * sizeof(*l->spare));
+	l->sockcap = 8;
+	l->udp = fd;
+	if (!l->socks || !l->spare || uc_steer_program(l)) {
+		/* Alone in its group the socket gets everything anyway: forward all. */
+		uc_steer_reset(l);
+		return fd;
+	}
+	l->socks[0] = fd;
+	l->nsock = 1;
+	l->steer = true;
+	return fd;
+}
+
+/*
+ * Let go of this port's hold on @d's group: its own socket (the engine's
+ * descriptor now names an unbound socket) and the others (closed), so that
+ * a new group can be made once every process has.  Context: not the
+ * engine (which a FRESH message makes do the same, roce_uc_ctl_input).
+ */
+static void uc_dom_steer_drop(struct uc_dom *d)
+{
+	pthread_mutex_lock(&d->steer_lock);
+	if (d->steer_ep && d->own_idx >= 0) {
+		int dummy = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (dummy >= 0) {
+			dup3(dummy, d->steer_ep->ep.fd, O_CLOEXEC);
+			close(dummy);
+		}
+	}
+	for (uint32_t i = 0; i < d->grpcap; i++) {
+		umc_fd_close(d->grp[i]);
+		d->grp[i] = -1;
+	}
+	d->own_idx = -1;
+	d->gsize = 0;
+	pthread_mutex_unlock(&d->steer_lock);
+}
+
+/* Does this port hold all of @d's group (its own socket and every other)?  steer_lock held. */
+static bool __uc_dom_whole(const struct uc_dom *d)
+{
+	bool whole = d->gsize > 0 && d->own_idx >= 0 && d->steer_ep;
+
+	for (uint32_t i = 0; whole && i < d->gsize; i++)
+		whole = (int)i == d->own_idx || (i < d->grpcap && d->grp[i] >= 0);
+	return whole;
+}
+
+static bool uc_dom_whole(struct uc_dom *d)
+{
+	bool whole;
+
+	pthread_mutex_lock(&d->steer_lock);
+	whole = __uc_dom_whole(d);
+	pthread_mutex_unlock(&d->steer_lock);
+	return whole;
+}
+
+/*
+ * Take over the group this port holds, if it holds all of it: a
+ * predecessor's, which went on steering after it died, since no socket left
+ * the group.  Returns index 0's socket (ours now), or -1.  The indices
+ * wait for their owners to register again until adopt_until.
+ */
+static int uc_steer_adopt(struct uc_leader *l)
+{
+	struct uc_dom *d = l->dom;
+	int n, own = -1, *socks = NULL, *spare = NULL;
+
+	pthread_mutex_lock(&d->steer_lock);
+	n = (int)d->gsize;
+	if (__uc_dom_whole(d)) {
+		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
+		spare = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*spare));
+		own = socks && spare ? fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0) : -1;
+	}
+	if (own >= 0) {
+		umc_fd_own(own, false);
+		for (int i = 0; i < n; i++) {
+			socks[i] = i == d->own_idx ? own : d->grp[i];
+			if (i != d->own_idx)
+				d->grp[i] = -1; /* the demultiplexer's now */
+		}
+		d->gsize = 0;
+	}
+	pthread_mutex_unlock(&d->steer_lock);
+	if (own < 0) {
+		free(socks);
+		free(spare);
+		return -1;
+	}
+	l->socks = socks;
+	l->spare = spare;
+	l->sockcap = n < 8 ? 8 : n;
+	l->nsock = n;
+	l->nspare = 0;
+	l->udp = socks[0];
+	l->steer = true;
+	l->adopting = true;
+	l->adopt_until = uc_now_ms() + UMC_UC_ADOPT_MS;
+	atomic_store(&uc_ag.pending, true);
+	return socks[0];
+}
+
+/* The owners had their time: every index nobody came back for is drained and spare. */
+static void uc_steer_adopted(struct uc_leader *l)
+{
+	l->adopting = false;
+	for (int idx = 1; idx < l->nsock; idx++) {
+		bool owned = false;
+
+		for (int i = 0; i < l->ncl && !owned; i++)
+			owned = l->cl[i]->sidx == idx;
+		if (!owned) {
+			uc_steer_drain(l, l->socks[idx]);
+			l->spare[l->nspare++] = idx;
+		}
+	}
+	uc_steer_program(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer: clients.                                               */
+
+static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
+{
+	if (cl->ctl < 0)
+		return;
+	uc_ep_del(cl->ctl);
+	umc_fd_close(cl->ctl);
+	cl->ctl = -1;
+	if (cl->data >= 0)
+		umc_fd_close(cl->data);
+	cl->data = -1;
+	/* One pass suffices: uc_tab_del_at only moves entries back to slot i. */
+	for (uint32_t i = 0; i <= l->tmask; i++)
+		while (l->tab[i].cl == cl)
+			uc_tab_del_at(l, i);
+	if (cl->sidx > 0) {
+		uc_steer_program(l);
+		uc_steer_drain(l, l->socks[cl->sidx]);
+		l->spare[l->nspare++] = cl->sidx;
+		cl->sidx = -1;
+	}
+	for (int i = 0; i < l->ncl; i++) {
+		if (l->cl[i] == cl) {
+			l->cl[i] = l->cl[--l->ncl];
+			break;
+		}
+	}
+	/* An event or a batch may still name it: freed after the agent's round. */
+	cl->dead_next = l->dead;
+	l->dead = cl;
+}
+
+static void uc_lead_accept(struct uc_leader *l)
+{
+	for (;;) {
+		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct uc_client *cl;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		umc_fd_own(fd, false);
+		if (l->ncl == l->clcap) {
+			int cap = l->clcap ? 2 * l->clcap : 8;
+			struct uc_client **grown = realloc(l->cl, (size_t)cap * sizeof(*grown));
+
+			if (!grown) {
+				umc_fd_close(fd);
+				continue;
+			}
+			l->cl = grown;
+			l->clcap = cap;
+		}
+		cl = calloc(1, sizeof(*cl));
+		if (!cl) {
+			umc_fd_close(fd);
+			continue;
+		}
+		cl->tag = (struct uc_tag){UC_T_CLIENT, cl};
+		cl->lead = l;
+		cl->ctl = fd;
+		cl->data = -1;
+		cl->sidx = -1;
+		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
+			umc_fd_close(fd);
+			free(cl);
+			continue;
+		}
+		l->cl[l->ncl++] = cl;
+	}
+}
+
+/* Is @fd a datagram socket of AF_UNIX (the only thing HELLO may carry)? */
+static bool uc_fd_is_dgram_unix(int fd)
+{
+	int type = 0, domain = 0;
+	socklen_t len = sizeof(int);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
+		return false;
+	len = sizeof(int);
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
+	       type == SOCK_DGRAM;
+}
+
+/* Do descriptors @a and @b name the same socket? */
+static bool uc_same_socket(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct roce_uc_msg *m,
+			    int *fd)
+{
+	struct roce_uc_msg r = {
+	    .magic = ROCE_UC_MAGIC,
+	    .version = ROCE_UC_VERSION,
+	    .op = ROCE_UC_REPLY,
+	    .seq = m->seq,
+	    .pid = (uint32_t)getpid(),
+	    .flags = l->udp >= 0 ? ROCE_UC_F_PORT : 0,
+	};
+
+	switch (m->op) {
+	case ROCE_UC_HELLO:
+		if (*fd < 0 || !uc_fd_is_dgram_unix(*fd)) {
+			r.status = -EINVAL;
+			break;
+		}
+		if (cl->data >= 0)
+			umc_fd_close(cl->data);
+		cl->data = *fd;
+		*fd = -1;
+		cl->self = uc_same_socket(cl->data, l->dom->uc->data_tx);
+		/* qpn[0]: the index of its socket in the group it still holds. */
+		if (m->count == 1)
+			uc_steer_return(l, cl, m->qpn[0]);
+		uc_steer_give(l, cl);
+		break;
+	case ROCE_UC_CLAIM:
+		for (int i = 0; i < m->count; i++) {
+			uint32_t q = m->qpn[i];
+			struct uc_client *owner;
+			int err = 0;
+
+			if (q > 0xffffff || q == UMC_MCAST_QPN)
+				err = -EINVAL;
+			else if ((owner = uc_tab_find(l, q)) == cl)
+				continue;
+			else if (owner)
+				err = -EADDRINUSE;
+			else
+				err = uc_tab_insert(l, q, cl);
+			if (err) {
+				r.status = err;
+				r.qpn[r.count++] = q;
+			}
+		}
+		/* Steered before the answer: whoever learns the QPN from us finds it. */
+		if (m->count && cl->sidx > 0)
+			uc_steer_program(l);
+		break;
+	case ROCE_UC_RELEASE:
+		for (int i = 0; i < m->count; i++)
+			uc_tab_del(l, m->qpn[i], cl);
+		if (m->count && cl->sidx > 0)
+			uc_steer_program(l);
+		break;
+	default:
+		r.status = -EINVAL;
+		break;
+	}
+	send(cl->ctl, &r, ROCE_UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Read and answer everything @cl sent; drop it on hang-up or nonsense. */
+static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
+{
+	while (cl->ctl >= 0) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(4 * sizeof(int))];
+		} cb;
+		struct roce_uc_msg m;
+		struct iovec iov = {&m, sizeof(m)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb.b,
+				    .msg_controllen = sizeof(cb.b)};
+		ssize_t n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int fd;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		fd = n > 0 ? roce_take_fd(&mh) : -1;
+		umc_fd_own(fd, false);
+		if (n >= (ssize_t)offsetof(struct roce_uc_msg, pid) && m.magic == ROCE_UC_MAGIC &&
+		    m.version != ROCE_UC_VERSION) {
+			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC,
+						.version = ROCE_UC_VERSION,
+						.op = ROCE_UC_REPLY,
+						.seq = m.seq,
+						.status = -EPROTONOSUPPORT};
+
+			send(cl->ctl, &r, offsetof(struct roce_uc_msg, pid),
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
+			n = 0;
+		}
+		if (n < (ssize_t)ROCE_UC_MSG_LEN(0) || m.magic != ROCE_UC_MAGIC ||
+		    m.count > UMC_UC_MSG_QPNS || (size_t)n != ROCE_UC_MSG_LEN(m.count)) {
+			if (fd >= 0)
+				umc_fd_close(fd);
+			uc_client_drop(l, cl);
+			return;
+		}
+		uc_lead_request(l, cl, &m, &fd);
+		if (fd >= 0)
+			umc_fd_close(fd);
+	}
+}
+
+/* Take every pending connection and claim: before a DestQP is declared unknown. */
+static void uc_lead_drain(struct uc_leader *l)
+{
+	uc_lead_accept(l);
+	/* Backwards: a drop moves the last client into the hole. */
+	for (int i = l->ncl - 1; i >= 0; i--)
+		if (i < l->ncl)
+			uc_lead_client(l, l->cl[i]);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The demultiplexer: datagrams.                                             */
+
+/*
+ * sendmmsg a run of datagrams to one owner.  What a full queue does not
+ * take is dropped (uc_fwd_dropped); an owner that is gone (its process died
+ * before its hang-up was read) is dropped with its QPNs, and its datagrams
+ * count as rx_no_qp, as after the hang-up.
+ */
+static void uc_send_run(struct uc_leader *l, struct uc_client *cl, struct mmsghdr *m, int n)
+{
+	struct umc_device *dev = &l->dom->uc->rp->dev;
+
+	while (n > 0) {
+		int r = cl->data >= 0
+			    ? sendmmsg(cl->data, m, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL)
+			    : (errno = ENOTCONN, -1);
+
+		if (r > 0) {
+			CNTN(dev, uc_forwarded, (unsigned long)r);
+			m += r;
+			n -= r;
+		} else if (r < 0 && errno == EINTR) {
+			continue;
+		} else if (r < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+			CNTN(dev, uc_fwd_dropped, (unsigned long)n);
+			return;
+		} else {
+			uc_client_drop(l, cl);
+			CNTN(dev, rx_no_qp, (unsigned long)n);
+			return;
+		}
+	}
+}
+
+/* Datagram @i of the batch, for @cl, into out slot @k. */
+static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *cl)
+{
+	struct umc_ip_ctx ip = {0};
+	struct roce_uc_fwd *f = &l->fwd[k];
+
+	roce_rx_cmsg(&l->rq.msg[i].msg_hdr, &ip);
+	*f = l->fwd0;
+	f->tclass = ip.tclass;
+	f->hop_limit = ip.hop_limit;
+	f->sport = ip.sport;
+	f->flow_label = ip.flow_label;
+	memcpy(f->src, ip.src, sizeof(f->src));
+	l->siov[k][0] = (struct iovec){f, sizeof(*f)};
+	l->siov[k][1] = (struct iovec){l->rq.buf[i], l->rq.msg[i].msg_len};
+	l->smsg[k].msg_hdr = (struct msghdr){.msg_iov = l->siov[k], .msg_iovlen = 2};
+	l->sdst[k] = cl;
+}
+
+static void uc_lead_forward(struct uc_leader *l)
+{
+	struct umc_device *dev = &l->dom->uc->rp->dev;
+
+	for (int burst = 0; burst < 4; burst++) {
+		bool drained = false;
+		int n, k = 0;
+
+		n = recvmmsg(l->udp, l->rq.msg, UMC_RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			const uint8_t *p = l->rq.buf[i];
+			struct uc_client *cl;
+			uint32_t qpn;
+
+			if (umc_unlikely(l->rq.msg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				CNT(dev, rx_too_long);
+				continue;
+			}
+			if (umc_unlikely(l->rq.msg[i].msg_len <
+					 UMC_BTH_LEN + UMC_DETH_LEN + UMC_ICRC_LEN)) {
+				CNT(dev, rx_malformed);
+				continue;
+			}
+			qpn = (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
+			if (umc_unlikely(qpn == UMC_MCAST_QPN)) {
+				/* rxe: the multicast QPN to a unicast address finds no group. */
+				CNT(dev, rx_no_group);
+				continue;
+			}
+			cl = uc_tab_find(l, qpn);
+			if (umc_unlikely(!cl) && !drained) {
+				uc_lead_drain(l);
+				drained = true;
+				cl = uc_tab_find(l, qpn);
+			}
+			if (umc_unlikely(!cl)) {
+				CNT(dev, rx_no_qp);
+				continue;
+			}
+			uc_lead_stage(l, i, k++, cl);
+		}
+		for (int s = 0, e; s < k; s = e) {
+			for (e = s + 1; e < k && l->sdst[e] == l->sdst[s]; e++)
+				;
+			uc_send_run(l, l->sdst[s], &l->smsg[s], e - s);
+		}
+		roce_rxq_reset(&l->rq, 0, n);
+		if (n < UMC_RX_BATCH)
+			return;
+	}
+}
+
+/* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
+static void uc_lead_bind(struct uc_leader *l)
+{
+	int fd = -1;
+
+	if (uc_steer_wanted())
+		fd = uc_steer_adopt(l);
+	if (fd < 0) {
+		/* Not all of a group here: a new one, once every process let go of the old. */
+		uc_dom_steer_drop(l->dom);
+		fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
+	}
+
+	if (fd >= 0 && !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
+		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
+		return;
+	}
+	if (fd >= 0) {
+		/* An adopted group goes with its sockets: whoever comes next makes a new one. */
+		for (int i = 1; i < l->nsock; i++)
+			umc_fd_close(l->socks[i]);
+		umc_fd_close(fd);
+		l->udp = -1;
+		l->adopting = false;
+		uc_steer_reset(l);
+	}
+	l->bind_fails++;
+	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
+					? UMC_UC_RETRY_MS
+					: UMC_UC_RETRY_SLOW_MS);
+	atomic_store(&uc_ag.pending, true);
+}
+
+/*
+ * Become the demultiplexer of @d's address: bind the name (-EADDRINUSE:
+ * another process has), listen, try addr:4791, publish to the agent.
+ * Context: d->ctl_lock held.
+ */
+static int uc_lead_start(struct uc_dom *d)
+{
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
+	struct uc_leader *l;
+
+	if (lfd < 0)
+		return -errno;
+	umc_fd_own(lfd, false);
+	if (bind(lfd, (struct sockaddr *)&d->name, d->name_len) || listen(lfd, UMC_UC_BACKLOG)) {
+		ret = -errno;
+		umc_fd_close(lfd);
+		return ret;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l || uc_tab_alloc(l, UMC_UC_TABLE_MIN)) {
+		free(l);
+		umc_fd_close(lfd);
+		return -ENOMEM;
+	}
+	l->dom = d;
+	l->lfd = lfd;
+	l->udp = -1;
+	l->tag_l = (struct uc_tag){UC_T_LISTEN, l};
+	l->tag_u = (struct uc_tag){UC_T_UDP, l};
+	l->fwd0.family = d->addr.ss_family == AF_INET ? 4 : 6;
+	if (d->addr.ss_family == AF_INET)
+		memcpy(l->fwd0.dst, &((struct sockaddr_in *)&d->addr)->sin_addr, 4);
+	else
+		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
+	roce_rxq_init(&l->rq);
+	/* Complete before the agent can see it: clients are served from the listener on. */
+	uc_lead_bind(l);
+	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
+	if (ret) {
+		if (l->udp >= 0) {
+			uc_ep_del(l->udp);
+			for (int i = 1; i < l->nsock; i++)
+				umc_fd_close(l->socks[i]);
+			umc_fd_close(l->udp);
+		}
+		uc_steer_reset(l);
+		free(l->tab);
+		free(l);
+		umc_fd_close(lfd);
+		return ret;
+	}
+	atomic_store(&d->lead, l);
+	uc_agent_wake();
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* This process as a client of an address's demultiplexer.                  */
+
+/* Send a request on d->ctl; returns its seq, or 0 when the connection failed. */
+static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int fd)
+{
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = op,
+				.seq = ++d->seq ? d->seq : ++d->seq,
+				.count = (uint16_t)n};
+
+	if (n)
+		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
+	return roce_send_fd(d->ctl, &m, ROCE_UC_MSG_LEN(n), fd) ? m.seq : 0;
+}
+
+/* The connection to the demultiplexer is gone: the agent makes a new one. */
+static void uc_dom_lost(struct uc_dom *d)
+{
+	if (d->ctl >= 0) {
+		uc_ep_del(d->ctl);
+		umc_fd_close(d->ctl);
+	}
+	d->ctl = -1;
+	d->leader_pid = 0;
+	d->leader_port = false;
+	atomic_store(&d->reconnect, true);
+	uc_agent_wake();
+}
+
+/*
+ * Note an answer: to the request being waited for (@awaited: its caller
+ * counts a refusal), or to an earlier one nobody waited for (a refused
+ * QPN is counted here: a registration sent again after a hand-over).
+ */
+static void uc_dom_reply(struct uc_dom *d, const struct roce_uc_msg *r, size_t len, bool awaited)
+{
+	if (r->status == -EPROTONOSUPPORT) {
+		if (!d->proto_warned)
+			fprintf(stderr,
+				"umcast: the unicast demultiplexer of this host speaks another "
+				"protocol version: unicast cannot be received on %s\n",
+				d->name.sun_path + 1);
+		d->proto_warned = true;
+		return;
+	}
+	if (len < ROCE_UC_MSG_LEN(0))
+		return;
+	d->leader_pid = (pid_t)r->pid;
+	d->leader_port = r->flags & ROCE_UC_F_PORT;
+	if (r->status == -EADDRINUSE && !awaited)
+		CNTN(&d->uc->rp->dev, uc_qpn_taken, r->count);
+}
+
+/*
+ * Wait until @deadline for the answer to request @seq.  Returns its status,
+ * -ETIMEDOUT (the request stands), or -ENOTCONN (the connection was lost:
+ * the agent registers everything again).  Context: d->ctl_lock held.
+ */
+static int uc_dom_wait(struct uc_dom *d, uint32_t seq, uint64_t deadline)
+{
+	if (!seq || d->ctl < 0)
+		return -ENOTCONN;
+	for (;;) {
+		struct roce_uc_msg r;
+		ssize_t len = recv(d->ctl, &r, sizeof(r), MSG_DONTWAIT);
+		struct pollfd p = {.fd = d->ctl, .events = POLLIN};
+		int64_t left;
+
+		if (len >= (ssize_t)offsetof(struct roce_uc_msg, pid) && r.magic == ROCE_UC_MAGIC &&
+		    r.op == ROCE_UC_REPLY) {
+			uc_dom_reply(d, &r, (size_t)len, r.seq == seq);
+			if (r.seq == seq)
+				return r.status;
+			continue;
+		}
+		if (len > 0 || (len < 0 && errno == EINTR))
+			continue;
+		if (len == 0 || errno != EAGAIN) {
+			uc_dom_lost(d);
+			return -ENOTCONN;
+		}
+		left = (int64_t)(deadline - uc_now_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&p, 1, (int)left);
+	}
+}
+
+/* Send a request where connected; returns its seq, 0 if not sent (then lost). */
+static uint32_t uc_dom_request(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n)
+{
+	uint32_t seq = d->ctl >= 0 ? uc_dom_send(d, op, qpn, n, -1) : 0;
+
+	if (!seq && d->ctl >= 0)
+		uc_dom_lost(d);
+	return seq;
+}
+
+/* HELLO and every QPN of the port, on a new connection @fd (nothing waited for). */
+static int uc_dom_register(struct uc_dom *d, int fd)
+{
+	struct roce_uc *uc = d->uc;
+	int ret = 0;
+
+	uint32_t own;
+
+	pthread_mutex_lock(&d->steer_lock);
+	own = d->own_idx >= 0 ? (uint32_t)d->own_idx : 0;
+	pthread_mutex_unlock(&d->steer_lock);
+	d->ctl = fd;
+	/* With the index of our socket in the group we hold, if any. */
+	if (!uc_dom_send(d, ROCE_UC_HELLO, &own, own ? 1 : 0, uc->data_tx))
+		ret = -ENOTCONN;
+	pthread_mutex_lock(&uc->qset_lock);
+	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
+		int n = uc->nqpn - i < UMC_UC_MSG_QPNS ? uc->nqpn - i : UMC_UC_MSG_QPNS;
+
+		if (!uc_dom_send(d, ROCE_UC_CLAIM, uc->qpns + i, n, -1))
+			ret = -ENOTCONN;
+	}
+	pthread_mutex_unlock(&uc->qset_lock);
+	d->tag = (struct uc_tag){UC_T_CTL, d};
+	/* The agent only watches for the hang-up, once; answers are read by callers. */
+	ret = ret ?: uc_ep_add(fd, EPOLLRDHUP | EPOLLONESHOT, &d->tag);
+	if (ret)
+		d->ctl = -1;
+	return ret;
+}
+
+/*
+ * May this port stand for demultiplexer of @d's address now?  After a
+ * hang-up, a port that does not hold the whole group waits
+ * UMC_UC_ADOPT_DELAY_MS, so that one that does can take it over and keep
+ * it steering, rather than make a new one (which every process must let go
+ * of the old for).
+ */
+static bool uc_dom_may_lead(struct uc_dom *d)
+{
+	uint64_t lost = atomic_load(&d->lost_at);
+
+	return !lost || uc_dom_whole(d) || uc_now_ms() >= lost + UMC_UC_ADOPT_DELAY_MS;
+}
+
+/*
+ * Connect to the demultiplexer of @d's address, becoming it first if
+ * nobody is, and register.  @wait: retry while an election is under way
+ * (up to UMC_UC_CONNECT_MS); otherwise one attempt (the agent comes back).
+ * Context: d->ctl_lock held, d->ctl < 0.  Returns 0 or -errno.
+ */
+static int uc_dom_connect(struct uc_dom *d, bool wait)
+{
+	uint64_t deadline = uc_now_ms() + UMC_UC_CONNECT_MS;
+
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err;
+
+		if (fd < 0)
+			return -errno;
+		umc_fd_own(fd, false);
+		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
+			if (uc_dom_register(d, fd) == 0) {
+				atomic_store(&d->reconnect, false);
+				atomic_store(&d->lost_at, 0);
+				return 0;
+			}
+			err = ECONNRESET;
+		} else {
+			err = errno;
+		}
+		umc_fd_close(fd);
+		if ((err == ECONNREFUSED || err == ENOENT) && uc_dom_may_lead(d)) {
+			/* Nobody listens: become the demultiplexer (or lose the race to). */
+			int ret = uc_lead_start(d);
+
+			if (ret == 0)
+				continue;
+			if (ret != -EADDRINUSE)
+				return ret;
+		} else if (err == ECONNREFUSED || err == ENOENT) {
+			/* Another process holds the whole group: let it take it over first. */
+		} else if (err != EAGAIN && err != ECONNRESET && err != EINTR) {
+			return -err;
+		}
+		if (!wait || uc_now_ms() >= deadline)
+			return -EAGAIN;
+		uc_sleep_ms(1);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The agent thread.                                                         */
+
+/* Pending work: reconnects and port binds.  Returns the epoll timeout. */
+static int uc_agent_tick(void)
+{
+	uint64_t now = uc_now_ms();
+	int timeout = -1;
+
+	if (!atomic_exchange(&uc_ag.pending, false))
+		return -1;
+	/* The list only grows and is published at its head: no lock to walk it. */
+	for (struct uc_dom *d = atomic_load(&uc_ag.doms); d; d = d->next) {
+		struct uc_leader *l = atomic_load(&d->lead);
+
+		if (l && l->adopting) {
+			if (now >= l->adopt_until)
+				uc_steer_adopted(l);
+			else
+				timeout = timeout < 0 || (int)(l->adopt_until - now) < timeout
+						  ? (int)(l->adopt_until - now)
+						  : timeout;
+		}
+		if (l && l->udp < 0) {
+			if (now >= l->bind_at)
+				uc_lead_bind(l);
+			if (l->udp < 0) {
+				int ms = l->bind_at > now ? (int)(l->bind_at - now) : 0;
+
+				timeout = timeout < 0 || ms < timeout ? ms : timeout;
+			}
+		}
+		if (atomic_load(&d->reconnect)) {
+			if (pthread_mutex_trylock(&d->ctl_lock) == 0) {
+				if (d->ctl >= 0)
+					uc_dom_lost(d);
+				uc_dom_connect(d, false);
+				pthread_mutex_unlock(&d->ctl_lock);
+			}
+			if (atomic_load(&d->reconnect))
+				timeout = timeout < 0 || UMC_UC_RETRY_MS < timeout ? UMC_UC_RETRY_MS
+										   : timeout;
+		}
+	}
+	if (timeout >= 0)
+		atomic_store(&uc_ag.pending, true);
+	return timeout;
+}
+
+static void *uc_agent_main(void *arg)
+{
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = epoll_wait(uc_ag.epfd, ev, 16, uc_agent_tick());
+		struct uc_leader *rounds[16];
+		int nr = 0;
+
+		for (int i = 0; i < n; i++) {
+			struct uc_tag *t = ev[i].data.ptr;
+			struct uc_client *cl;
+			struct uc_dom *d;
+			struct uc_leader *l = NULL;
+			eventfd_t v;
+
+			switch (t->kind) {
+			case UC_T_WAKE:
+				eventfd_read(uc_ag.wake, &v);
+				break;
+			case UC_T_CTL:
+				/*
+				 * Our demultiplexer hung up (one-shot): reconnect from
+				 * the tick.  Its group goes on steering (no socket of it
+				 * closed), so keep reading ours.
+				 */
+				d = t->obj;
+				atomic_store(&d->lost_at, uc_now_ms());
+				atomic_store(&d->reconnect, true);
+				atomic_store(&uc_ag.pending, true);
+				break;
+			case UC_T_LISTEN:
+				l = t->obj;
+				uc_lead_accept(l);
+				break;
+			case UC_T_UDP:
+				l = t->obj;
+				uc_lead_forward(l);
+				break;
+			case UC_T_CLIENT:
+				cl = t->obj;
+				l = cl->lead;
+				uc_lead_client(l, cl);
+				break;
+			}
+			if (l && l->dead && nr < 16)
+				rounds[nr++] = l;
+		}
+		/* Clients dropped in this round: no event of it names them any more. */
+		for (int i = 0; i < nr; i++) {
+			while (rounds[i]->dead) {
+				struct uc_client *c = rounds[i]->dead;
+
+				rounds[i]->dead = c->dead_next;
+				free(c);
+			}
+		}
+	}
+	return arg;
+}
+
+/*
+ * Start the agent thread once.  Its descriptors are made and recorded
+ * before uc_ag_lock is taken (process-wide locks never nest).
+ */
+static int uc_agent_start(void)
+{
+	int epfd, wake, ret = 0;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+
+	if (__atomic_load_n(&uc_ag.running, __ATOMIC_ACQUIRE))
+		return 0;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (epfd < 0 || wake < 0)
+		ret = -errno;
+	umc_fd_own(epfd, false);
+	umc_fd_own(wake, false);
+	pthread_mutex_lock(&uc_ag_lock);
+	if (!ret && !uc_ag.running) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &uc_ag.wake_tag};
+
+		uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
+		ret = epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &ev) ? -errno : 0;
+		uc_ag.epfd = epfd;
+		uc_ag.wake = wake;
+		/* The application's signals are not for this thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = ret ?: -pthread_create(&tid, &attr, uc_agent_main, NULL);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!ret) {
+			pthread_setname_np(tid, UMC_UC_THREAD_NAME);
+			__atomic_store_n(&uc_ag.running, true, __ATOMIC_RELEASE);
+			epfd = wake = -1; /* the agent's now */
+		} else {
+			uc_ag.epfd = uc_ag.wake = -1;
+		}
+	}
+	pthread_mutex_unlock(&uc_ag_lock);
+	umc_fd_close(epfd);
+	umc_fd_close(wake);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Ports and QPs.                                                            */
+
+/* The port's unicast reception, made on first use.  Context: dev->rx_lock held. */
+static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
+{
+	struct roce_uc *uc = rp->uc;
+	int sv[2] = {-1, -1}, ret, buf = UMC_RX_SOCKBUF;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	*ucp = uc;
+	if (uc)
+		return 0;
+	uc = calloc(1, sizeof(*uc));
+	if (!uc)
+		return -ENOMEM;
+	/*
+	 * The port's unicast sockets (the input, one steered socket per
+	 * address) wait in an epoll of their own, one endpoint for the engine:
+	 * an idle port costs a busy-polling receiver one epoll_wait, not a
+	 * recvmmsg per socket.
+	 */
+	uc->set.ep.fd = epoll_create1(EPOLL_CLOEXEC);
+	uc->set.kind = ROCE_EP_UC_SET;
+	if (uc->set.ep.fd < 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
+		ret = -errno;
+		if (uc->set.ep.fd >= 0)
+			close(uc->set.ep.fd);
+		free(uc);
+		return ret;
+	}
+	umc_fd_own(uc->set.ep.fd, false);
+	umc_fd_own(sv[0], false);
+	umc_fd_own(sv[1], false);
+	/* The demultiplexer's sends are charged to this end: give it room. */
+	if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	uc->rp = rp;
+	uc->ep.ep.fd = sv[0];
+	uc->ep.kind = ROCE_EP_UC_INPUT;
+	uc->data_tx = sv[1];
+	pthread_mutex_init(&uc->qset_lock, NULL);
+	ev.data.ptr = &uc->ep;
+	ret = epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, sv[0], &ev) ? -errno : 0;
+	ret = ret ?: uc_agent_start();
+	ret = ret ?: umc_rx_add(&rp->dev, &uc->set.ep);
+	if (ret) {
+		umc_fd_close(sv[0]);
+		umc_fd_close(sv[1]);
+		umc_fd_close(uc->set.ep.fd);
+		free(uc);
+		return ret;
+	}
+	rp->uc = uc;
+	*ucp = uc;
+	return 0;
+}
+
+/* A demultiplexer domain for every GID of the port that has none yet. */
+static void uc_port_doms(struct roce_uc *uc)
+{
+	struct umc_device *dev = &uc->rp->dev;
+
+	while (uc->ndom < dev->gid_count) {
+		struct uc_dom *d = calloc(1, sizeof(*d));
+		char text[INET6_ADDRSTRLEN + 16];
+		const void *a;
+		int n;
+
+		if (!d)
+			return;
+		d->uc = uc;
+		d->gid_index = uc->ndom;
+		d->ctl = -1;
+		pthread_mutex_init(&d->ctl_lock, NULL);
+		pthread_mutex_init(&d->steer_lock, NULL);
+		d->own_idx = -1;
+		d->addr_len = roce_gid_sockaddr(dev, d->gid_index, UMC_ROCEV2_UDP_PORT, &d->addr);
+		if (d->addr.ss_family == AF_INET)
+			a = &((struct sockaddr_in *)&d->addr)->sin_addr;
+		else
+			a = &((struct sockaddr_in6 *)&d->addr)->sin6_addr;
+		inet_ntop(d->addr.ss_family, a, text, INET6_ADDRSTRLEN);
+		if (d->addr.ss_family == AF_INET6 &&
+		    ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id)
+			snprintf(text + strlen(text), 16, "%%%u",
+				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
+		d->name.sun_family = AF_UNIX;
+		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, ROCE_UC_NAME_FMT,
+			     text);
+		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+		pthread_mutex_lock(&uc_ag_lock);
+		d->next = atomic_load(&uc_ag.doms);
+		atomic_store(&uc_ag.doms, d);
+		pthread_mutex_unlock(&uc_ag_lock);
+		uc->dom[uc->ndom++] = d;
+	}
+}
+
+static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&uc->qset_lock);
+	if (uc->nqpn == uc->qcap) {
+		int cap = uc->qcap ? 2 * uc->qcap : 16;
+		uint32_t *grown = realloc(uc->qpns, (size_t)cap * sizeof(*grown));
+
+		if (grown) {
+			uc->qpns = grown;
+			uc->qcap = cap;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		uc->qpns[uc->nqpn++] = qpn;
+	pthread_mutex_unlock(&uc->qset_lock);
+	return ret;
+}
+
+static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
+{
+	pthread_mutex_lock(&uc->qset_lock);
+	for (int i = 0; i < uc->nqpn; i++) {
+		if (uc->qpns[i] == qpn) {
+			uc->qpns[i] = uc->qpns[--uc->nqpn];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&uc->qset_lock);
+}
+
+/* Tell every address's demultiplexer that @qpn is no longer ours (not waited for). */
+static void uc_release(struct roce_uc *uc, uint32_t qpn)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl >= 0 && !uc_dom_send(d, ROCE_UC_RELEASE, &qpn, 1, -1))
+			uc_dom_lost(d);
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+}
+
+/*
+ * Send request @op (@qpn, @n) to every address's demultiplexer, then wait
+ * until @deadline for all the answers.  The ctl_locks are taken in address
+ * order (the agent only try-locks them).  Returns -EADDRINUSE if any
+ * refused, else 0; *@answered (if given) counts the answers.
+ */
+static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t deadline,
+			int *answered)
+{
+	uint32_t seq[UMC_MAX_GIDS];
+	int ret = 0, ok = 0;
+
+	for (int i = 0; i < uc->ndom; i++) {
+		pthread_mutex_lock(&uc->dom[i]->ctl_lock);
+		seq[i] = uc_dom_request(uc->dom[i], ROCE_UC_CLAIM, qpn, n);
+	}
+	for (int i = 0; i < uc->ndom; i++) {
+		int r = uc_dom_wait(uc->dom[i], seq[i], deadline);
+
+		ok += r == 0;
+		if (r == -EADDRINUSE)
+			ret = r;
+	}
+	for (int i = uc->ndom - 1; i >= 0; i--)
+		pthread_mutex_unlock(&uc->dom[i]->ctl_lock);
+	if (ret)
+		CNTN(&uc->rp->dev, uc_qpn_taken, (unsigned long)n);
+	if (answered)
+		*answered = ok;
+	return ret;
+}
+
+/* Connect to every address's demultiplexer not connected yet, or leave it to the agent. */
+static void uc_connect_all(struct roce_uc *uc)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		struct uc_dom *d = uc->dom[i];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		if (d->ctl < 0 && uc_dom_connect(d, true))
+			uc_agent_wake();
+		pthread_mutex_unlock(&d->ctl_lock);
+	}
+}
+
+int roce_uc_qp_add(struct roce_qp *qp)
+{
+	struct roce_port *rp = to_roce_port(qp->qp.dev);
+	uint32_t qpn = qp->qp.ibqp.qp_num;
+	struct roce_uc *uc;
+	int ret = uc_port_get(rp, &uc);
+
+	if (ret)
+		return ret;
+	uc_port_doms(uc);
+	/* Connect first (registering the QPNs the port has) ... */
+	uc_connect_all(uc);
+	/* ... then claim the new one everywhere at once, and wait for every answer. */
+	ret = uc_qset_add(uc, qpn);
+	if (ret)
+		return ret;
+	ret = uc_claim_all(uc, &qpn, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
+	if (ret == -EADDRINUSE) {
+		uc_qset_del(uc, qpn);
+		uc_release(uc, qpn);
+		return -EADDRINUSE;
+	}
+	qp->uc_claimed = true;
+	return 0;
+}
+
+void roce_uc_qp_del(struct roce_qp *qp)
+{
+	struct roce_uc *uc = to_roce_port(qp->qp.dev)->uc;
+
+	if (!qp->uc_claimed || !uc)
+		return;
+	uc_qset_del(uc, qp->qp.ibqp.qp_num);
+	uc_release(uc, qp->qp.ibqp.qp_num);
+	qp->uc_claimed = false;
+}
+
+int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms)
+{
+	struct roce_uc *uc =
+	    dev->link->link_layer == IBV_LINK_LAYER_ETHERNET ? to_roce_port(dev)->uc : NULL;
+	uint64_t deadline = uc_now_ms() + (uint64_t)timeout_ms;
+	struct uc_leader *l;
+
+	memset(info, 0, sizeof(*info));
+	if (!uc)
+		return -ENODEV;
+	uc_connect_all(uc);
+	for (int i = 0; i < uc->ndom; i++)
+		info->leading += atomic_load(&uc->dom[i]->lead) != NULL;
+	/* A claim of nothing: answered after everything sent before it. */
+	uc_claim_all(uc, NULL, 0, deadline, &info->connected);
+	info->addrs = uc->ndom;
+	if (uc->ndom) {
+		struct uc_dom *d = uc->dom[0];
+
+		pthread_mutex_lock(&d->ctl_lock);
+		info->leader_pid = d->leader_pid;
+		info->port_held = d->ctl >= 0 && d->leader_port;
+		pthread_mutex_unlock(&d->ctl_lock);
+		/* The agent's: read for a diagnosis, without its lock. */
+		l = atomic_load(&d->lead);
+		info->steering = l && __atomic_load_n(&l->steer, __ATOMIC_RELAXED);
+		info->clients = l ? __atomic_load_n(&l->ncl, __ATOMIC_RELAXED) : 0;
+	}
+	return info->connected == info->addrs ? 0 : -EAGAIN;
+}
+
+/* The domain of @uc whose address is @dst (of @family 4 or 6), or NULL. */
+static struct uc_dom *uc_dom_by_addr(struct roce_uc *uc, int family, const uint8_t *dst)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		const struct sockaddr_storage *a = &uc->dom[i]->addr;
+
+		if (family == 4 && a->ss_family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)a)->sin_addr, dst, 4))
+			return uc->dom[i];
+		if (family == 6 && a->ss_family == AF_INET6 &&
+		    !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, dst, 16))
+			return uc->dom[i];
+	}
+	return NULL;
+}
+
+/* Is @fd a datagram socket bound to @d's addr:4791? */
+static bool uc_fd_is_group_socket(const struct uc_dom *d, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss), tl = sizeof(int);
+	int type = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_DGRAM ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) || ss.ss_family != d->addr.ss_family)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return !memcmp(&ss, &d->addr, sizeof(struct sockaddr_in));
+	return ((struct sockaddr_in6 *)&ss)->sin6_port == ((struct sockaddr_in6 *)&d->addr)->sin6_port &&
+	       !memcmp(&((struct sockaddr_in6 *)&ss)->sin6_addr,
+		       &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
+}
+
+/* Read @fd, our socket of @d's group at @idx, in place of the one we had.  steer_lock held. */
+static void uc_dom_own(struct roce_uc *uc, struct uc_dom *d, int fd, uint32_t idx)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct roce_ep *ep = calloc(1, sizeof(*ep)), *old = d->steer_ep;
+
+	if (!ep) {
+		umc_fd_close(fd);
+		return;
+	}
+	ep->ep.fd = fd;
+	ep->kind = ROCE_EP_UC_SOCK;
+	umc_gid_from_sockaddr(&ep->dst, (struct sockaddr *)&d->addr);
+	ev.data.ptr = ep;
+	if (epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, fd, &ev)) {
+		umc_fd_close(fd);
+		free(ep);
+		return;
+	}
+	d->steer_ep = ep;
+	d->own_idx = (int)idx;
+	if (old) {
+		/*
+		 * Its socket (or the placeholder after a hang-up) leaves the set
+		 * as it closes.  An event of the same epoll_wait may still name
+		 * it: it reads fd -1 (EBADF) until the next replacement frees it.
+		 */
+		umc_fd_close(old->ep.fd);
+		old->ep.fd = -1;
+		free(uc->retired);
+		uc->retired = old;
+	}
+}
+
+/* Hold @fd, another socket of @d's group, at @idx.  steer_lock held. */
+static void uc_dom_hold(struct uc_dom *d, int fd, uint32_t idx)
+{
+	if (idx >= d->grpcap) {
+		uint32_t cap = d->grpcap ? d->grpcap : 8;
+		int *grown;
+
+		while (cap <= idx)
+			cap *= 2;
+		grown = idx < UMC_UC_GROUP_MAX ? realloc(d->grp, cap * sizeof(*grown)) : NULL;
+		if (!grown) {
+			umc_fd_close(fd);
+			return;
+		}
+		for (uint32_t i = d->grpcap; i < cap; i++)
+			grown[i] = -1;
+		d->grp = grown;
+		d->grpcap = cap;
+	}
+	umc_fd_close(d->grp[idx]);
+	d->grp[idx] = fd;
+}
+
+void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd)
+{
+	struct roce_uc *uc = rp->uc;
+	struct uc_dom *d = uc ? uc_dom_by_addr(uc, c->addr_family, c->dst) : NULL;
+	/* A socket of the group it describes; index 0 is the demultiplexer's own. */
+	bool in_group = c->size <= UMC_UC_GROUP_MAX && c->index < c->size &&
+			(c->index > 0 || !(c->flags & ROCE_UC_CTL_OWN));
+
+	if (!d || (c->op == ROCE_UC_CTL_SOCK &&
+		   (fd < 0 || !in_group || !uc_fd_is_group_socket(d, fd)))) {
+		CNT(&rp->dev, rx_malformed);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (fd >= 0)
+		umc_fd_own(fd, false);
+	pthread_mutex_lock(&d->steer_lock);
+	if (c->op == ROCE_UC_CTL_SOCK) {
+		if (c->size > d->gsize)
+			d->gsize = c->size;
+		if (c->flags & ROCE_UC_CTL_OWN)
+			uc_dom_own(uc, d, fd, c->index);
+		else
+			uc_dom_hold(d, fd, c->index);
+	} else if (c->op == ROCE_UC_CTL_FRESH) {
+		/* Close ours outright (we are the engine): the placeholder is for the agent. */
+		if (d->steer_ep) {
+			umc_fd_close(d->steer_ep->ep.fd);
+			d->steer_ep->ep.fd = -1;
+			free(uc->retired);
+			uc->retired = d->steer_ep;
+			d->steer_ep = NULL;
+		}
+		for (uint32_t i = 0; i < d->grpcap; i++) {
+			umc_fd_close(d->grp[i]);
+			d->grp[i] = -1;
+		}
+		d->own_idx = -1;
+		d->gsize = 0;
+		umc_fd_close(fd);
+	} else {
+		umc_fd_close(fd);
+	}
+	pthread_mutex_unlock(&d->steer_lock);
+}

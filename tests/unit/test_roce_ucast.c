@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_roce_ucast.c - the RoCE unicast demultiplexer (link/roce/ucast.c)
+ * as another local process sees it: its control protocol (roce.h), what it
+ * does with nonsense, and what it hands over.
+ *
+ * The test process takes a network namespace of its own (test_isolate.h);
+ * its first QP makes it the demultiplexer of 127.0.0.1 (and ::1), and the
+ * test's main thread then plays other processes through raw connections
+ * to it.  Anyone on the host may connect, so a message that is not exactly
+ * one of the protocol's must end that connection and nothing else, and a
+ * descriptor it passes must be kept only when it is what HELLO asks for.
+ * Without a namespace of its own the test is skipped.
+ *
+ * Run twice by ctest: steering by DestQP (the default) and UMC_UC_STEER=0
+ * (every datagram passed on, behind a struct roce_uc_fwd).
+ */
+#include "test_verbs_common.h"
+
+#include <dirent.h>
+#include <sys/un.h>
+
+#include "link/roce/roce.h"
+#include "test_isolate.h"
+
+enum { OTHER_QPN = 0xabcde, T_MS = 5000 };
+
+static bool isolated;
+
+static bool steering(void)
+{
+	const char *e = getenv("UMC_UC_STEER");
+
+	return !e || *e != '0';
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A raw connection to the demultiplexer of 127.0.0.1. */
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(
+	    connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)),
+	    0);
+	return fd;
+}
+
+/* Send @len bytes of @m, with descriptors @fds (up to 2). */
+static void raw_send(int fd, const void *m, size_t len, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cb;
+	struct iovec iov = {(void *)m, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (nfds) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, (size_t)nfds * sizeof(int));
+	}
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* The next message within T_MS into @r: its length, 0 at end of connection, -1 on timeout. */
+static ssize_t raw_recv(int fd, struct roce_uc_msg *r)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	memset(r, 0, sizeof(*r));
+	if (poll(&p, 1, T_MS) != 1)
+		return -1;
+	return recv(fd, r, sizeof(*r), 0);
+}
+
+/* A request and its answer (which must come): returns the answer's status. */
+static int raw_call(int fd, uint16_t op, const uint32_t *qpn, int n, const int *fds, int nfds,
+		    struct roce_uc_msg *r)
+{
+	static uint32_t seq = 100;
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = op,
+				.seq = ++seq,
+				.count = (uint16_t)n};
+
+	if (n)
+		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(n), fds, nfds);
+	assert_true(raw_recv(fd, r) >= (ssize_t)ROCE_UC_MSG_LEN(0));
+	assert_int_equal(r->magic, ROCE_UC_MAGIC);
+	assert_int_equal(r->op, ROCE_UC_REPLY);
+	assert_int_equal(r->seq, seq);
+	assert_int_equal(r->pid, getpid());
+	return r->status;
+}
+
+/* This process's device, QP and a unicast AH to 127.0.0.1. */
+struct rig {
+	struct t_env e;
+	struct t_qp q;
+	struct ibv_ah *ah;
+};
+
+static void rig_up(struct rig *r)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 64}};
+
+	if (!isolated)
+		skip();
+	t_env_open(&r->e, t_group_ip(1), false);
+	t_qp_make(&r->q, r->e.pd, 0, T_QKEY);
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
+	r->ah = ibv_create_ah(r->e.pd, &aa);
+	assert_non_null(r->ah);
+}
+
+static void rig_down(struct rig *r)
+{
+	ibv_destroy_ah(r->ah);
+	t_qp_free(&r->q);
+	t_env_close(&r->e);
+}
+
+/* One SEND of @len bytes to DestQP @qpn at 127.0.0.1, and its completion. */
+static void send_to(struct rig *r, uint32_t qpn, const char *data, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), len, r->q.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .wr.ud = {.ah = r->ah, .remote_qpn = qpn, .remote_qkey = T_QKEY}},
+			   *bad;
+
+	memcpy(r->q.buf + T_BUF / 2, data, len);
+	assert_int_equal(ibv_post_send(r->q.qp, &wr, &bad), 0);
+	t_wait_send(r->q.cq, wr_id);
+}
+
+/* The next control message on a client's input @fd into @c; its descriptor (-1 if none). */
+static int ctl_recv(int fd, struct roce_uc_ctl *c)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {c, sizeof(*c)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cb.b,
+			    .msg_controllen = sizeof(cb.b)};
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int got = -1;
+
+	assert_int_equal(poll(&p, 1, T_MS), 1);
+	assert_int_equal(recvmsg(fd, &mh, MSG_CMSG_CLOEXEC), (ssize_t)sizeof(*c));
+	assert_int_equal(c->family, ROCE_UC_FWD_CTL);
+	assert_int_equal(c->addr_family, 4);
+	assert_memory_equal(c->dst, "\x7f\0\0\x01", 4);
+	if (CMSG_FIRSTHDR(&mh))
+		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(got));
+	return got;
+}
+
+/* @fd is a datagram socket bound to 127.0.0.1:4791. */
+static void assert_group_socket(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	assert_true(fd >= 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	assert_int_equal(ntohs(sa.sin_port), 4791);
+	assert_int_equal(sa.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+}
+
+/* Self-unicast still works: the demultiplexer is unharmed. */
+static void assert_self_unicast(struct rig *r, uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), 4, r->q.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .wr.ud = {.ah = r->ah, .remote_qpn = r->q.qp->qp_num,
+					   .remote_qkey = T_QKEY}},
+			   *bad;
+	bool sent = false, got = false;
+	struct ibv_wc wc;
+
+	assert_int_equal(t_post_recv(&r->q, 0, 2048, wr_id), 0);
+	memcpy(r->q.buf + T_BUF / 2, "self", 4);
+	assert_int_equal(ibv_post_send(r->q.qp, &wr, &bad), 0);
+	/* One CQ: the receive may come first (the receive thread runs meanwhile). */
+	while (!sent || !got) {
+		assert_int_equal(t_wait_wc(r->q.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, wr_id);
+		if (wc.opcode == IBV_WC_SEND) {
+			sent = true;
+			continue;
+		}
+		assert_int_equal(wc.opcode, IBV_WC_RECV);
+		assert_int_equal(wc.src_qp, r->q.qp->qp_num);
+		assert_int_equal(wc.byte_len, 44);
+		got = true;
+	}
+}
+
+static void test_nonsense_ends_that_connection_only(void **state)
+{
+	struct roce_uc_msg m = {
+	    .magic = ROCE_UC_MAGIC, .version = ROCE_UC_VERSION, .op = ROCE_UC_CLAIM, .count = 3};
+	struct rig r;
+	int fd, keep;
+
+	rig_up(&r);
+	keep = raw_connect();
+	/* Too short, then too long for its count, then an unknown magic. */
+	fd = raw_connect();
+	raw_send(fd, "abc", 3, NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	fd = raw_connect();
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(2), NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	fd = raw_connect();
+	m = (struct roce_uc_msg){.magic = 0x12345678, .version = ROCE_UC_VERSION};
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(0), NULL, 0);
+	assert_int_equal(raw_recv(fd, &m), 0);
+	close(fd);
+	/* An unknown operation is answered -EINVAL, and the connection stays. */
+	assert_int_equal(raw_call(keep, 77, NULL, 0, NULL, 0, &m), -EINVAL);
+	assert_int_equal(raw_call(keep, ROCE_UC_CLAIM, NULL, 0, NULL, 0, &m), 0);
+	close(keep);
+	assert_self_unicast(&r, 7);
+	rig_down(&r);
+}
+
+static void test_other_version_is_told(void **state)
+{
+	struct roce_uc_msg m = {
+	    .magic = ROCE_UC_MAGIC, .version = 99, .op = ROCE_UC_HELLO, .seq = 5};
+	struct rig r;
+	int fd;
+
+	rig_up(&r);
+	fd = raw_connect();
+	raw_send(fd, &m, ROCE_UC_MSG_LEN(0), NULL, 0);
+	assert_true(raw_recv(fd, &m) >= (ssize_t)offsetof(struct roce_uc_msg, pid));
+	assert_int_equal(m.op, ROCE_UC_REPLY);
+	assert_int_equal(m.seq, 5);
+	assert_int_equal(m.status, -EPROTONOSUPPORT);
+	assert_int_equal(raw_recv(fd, &m), 0); /* and no more */
+	close(fd);
+	rig_down(&r);
+}
+
+static void test_hello_keeps_only_a_datagram_socket(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	int fd, pp[2], sv[2], before;
+
+	rig_up(&r);
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	before = count_fds();
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, NULL, 0, &m), -EINVAL);
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, pp, 1, &m), -EINVAL);
+	/* Two descriptors: the first is taken, the other closed. */
+	int two[2] = {sv[1], pp[0]};
+
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, two, 2, &m), 0);
+	/*
+	 * Now: our end and the demultiplexer's of the connection, the socket it
+	 * kept and (steering) the group socket it made for the newcomer.
+	 */
+	assert_int_equal(count_fds(), before + 3 + steering());
+	close(fd);
+	/* Gone with the connection, but the group socket stays with the group. */
+	for (uint64_t end = t_now_ms() + T_MS; count_fds() != before + steering();)
+		if (t_now_ms() > end)
+			fail_msg("%d descriptors, %d expected", count_fds(), before + steering());
+		else
+			poll(NULL, 0, 2);
+	close(pp[0]);
+	close(pp[1]);
+	close(sv[0]);
+	close(sv[1]);
+	rig_down(&r);
+}
+
+static void test_claims(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	uint32_t q;
+	int a, b;
+
+	rig_up(&r);
+	a = raw_connect();
+	b = raw_connect();
+	/* Our QP's number is ours. */
+	q = r.q.qp->qp_num;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	assert_int_equal(m.count, 1);
+	assert_int_equal(m.qpn[0], q);
+	/* The multicast QPN and numbers above 24 bits are no QP's. */
+	q = 0xffffff;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
+	q = 0x1000000;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
+	/* A free one: first come, first served; claiming it again is fine. */
+	q = OTHER_QPN;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	/* A release by another is no release. */
+	assert_int_equal(raw_call(b, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	/* Its owner gone, it is free again. */
+	close(a);
+	for (uint64_t end = t_now_ms() + T_MS; raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m);)
+		if (t_now_ms() > end)
+			fail_msg("QPN 0x%x still taken after its owner closed", q);
+	close(b);
+	rig_down(&r);
+}
+
+/*
+ * A registered "process" gets its datagrams: steered into the group socket
+ * handed over to it, or passed on to its input behind a roce_uc_fwd.  After
+ * a release they go nowhere and are counted.
+ */
+static void test_registered_receives(void **state)
+{
+	struct roce_uc_msg m;
+	struct rig r;
+	uint8_t b[2048];
+	uint32_t q = OTHER_QPN;
+	int fd, sv[2], rx;
+	unsigned long noqp, fwd;
+	ssize_t n;
+
+	rig_up(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, &sv[1], 1, &m), 0);
+	assert_int_equal(raw_call(fd, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	rx = sv[0];
+	if (steering()) {
+		/*
+		 * The hand-over: our own socket of 127.0.0.1:4791's group, and
+		 * every other socket of it to hold, each exactly once.
+		 */
+		struct roce_uc_ctl c;
+		bool seen[16] = {false};
+		uint32_t size = 0, held = 0;
+		int own = -1;
+
+		while (own < 0 || held + 1 < size) {
+			int sfd = ctl_recv(sv[0], &c);
+
+			assert_int_equal(c.op, ROCE_UC_CTL_SOCK);
+			assert_true(c.index < 16 && !seen[c.index]);
+			seen[c.index] = true;
+			size = c.size;
+			assert_group_socket(sfd);
+			if (c.flags & ROCE_UC_CTL_OWN) {
+				assert_true(c.index > 0); /* 0 is the demultiplexer's */
+				own = (int)c.index;
+				rx = sfd;
+			} else {
+				held++;
+				close(sfd);
+			}
+		}
+		/* Ours, the demultiplexer's (0) and its own process's. */
+		assert_int_equal(size, 3);
+	}
+	fwd = T_CNT(r.e.dev, uc_forwarded);
+	send_to(&r, OTHER_QPN, "to-other", 8, 1);
+	struct pollfd p = {.fd = rx, .events = POLLIN};
+
+	assert_int_equal(poll(&p, 1, T_MS), 1);
+	n = recv(rx, b, sizeof(b), 0);
+	if (!steering()) {
+		struct roce_uc_fwd f;
+
+		/* Passed on: the IP/UDP context first, the UDP payload after it. */
+		assert_true(n > (ssize_t)sizeof(f));
+		memcpy(&f, b, sizeof(f));
+		assert_int_equal(f.family, 4);
+		assert_int_equal(f.hop_limit, 64);
+		assert_int_equal(f.sport, umc_roce_sport(r.q.qp->qp_num));
+		assert_memory_equal(f.src, "\x7f\0\0\x01", 4);
+		assert_memory_equal(f.dst, "\x7f\0\0\x01", 4);
+		n -= (ssize_t)sizeof(f);
+		memmove(b, b + sizeof(f), (size_t)n);
+		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd + 1);
+	} else {
+		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd);
+	}
+	/* BTH DestQP, DETH source QPN, the payload and the ICRC's room. */
+	assert_int_equal(n, 12 + 8 + 8 + 4);
+	assert_int_equal(b[5] << 16 | b[6] << 8 | b[7], OTHER_QPN);
+	assert_int_equal(b[17] << 16 | b[18] << 8 | b[19], r.q.qp->qp_num);
+	assert_memory_equal(b + 20, "to-other", 8);
+
+	/* Released, the QPN is nobody's: dropped and counted where it arrives. */
+	noqp = T_CNT(r.e.dev, rx_no_qp);
+	assert_int_equal(raw_call(fd, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
+	send_to(&r, OTHER_QPN, "to-none", 7, 2);
+	assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt.rx_no_qp, noqp + 1, T_MS));
+	assert_int_equal(T_CNT(r.e.dev, rx_no_qp), noqp + 1);
+	assert_int_equal(recv(rx, b, sizeof(b), MSG_DONTWAIT), -1);
+	close(fd);
+	if (rx != sv[0])
+		close(rx);
+	close(sv[0]);
+	close(sv[1]);
+	assert_self_unicast(&r, 9);
+	rig_down(&r);
+}
+
+/*
+ * A process that registers holding a socket of another group (after a
+ * hand-over to a demultiplexer that could not take it over) is told to let
+ * go of the old group first, then gets a socket of the new one.
+ */
+static void test_old_group_let_go(void **state)
+{
+	struct roce_uc_msg m;
+	struct roce_uc_ctl c;
+	struct rig r;
+	uint32_t old_idx = 7;
+	int fd, sv[2], sfd;
+
+	if (!steering())
+		skip();
+	rig_up(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, &old_idx, 1, &sv[1], 1, &m), 0);
+	assert_int_equal(ctl_recv(sv[0], &c), -1);
+	assert_int_equal(c.op, ROCE_UC_CTL_FRESH);
+	sfd = ctl_recv(sv[0], &c);
+	assert_int_equal(c.op, ROCE_UC_CTL_SOCK);
+	assert_true(c.flags & ROCE_UC_CTL_OWN);
+	assert_int_not_equal(c.index, old_idx);
+	assert_group_socket(sfd);
+	close(sfd);
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	rig_down(&r);
+}
+
+/*
+ * The port's side, with the test as the demultiplexer of 127.0.0.1: a
+ * control message naming a socket outside the group it describes (an
+ * index past its size, a size past the kernel's limit, or index 0, the
+ * demultiplexer's own, as the port's) is dropped and counted, and the
+ * descriptor along is closed, not kept: the address can be bound again.
+ * First of the tests: later ones make this process the demultiplexer.
+ */
+static void test_ctl_outside_the_group_dropped(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
+	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(4791),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	const struct {
+		uint8_t flags;
+		uint32_t index, size;
+	} bad[] = {{ROCE_UC_CTL_OWN, 0, 2}, {0, 5, 2}, {0, 1, UMC_UC_GROUP_MAX + 1}};
+	uint64_t cmsg[4];
+	struct roce_uc_msg m;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg,
+			    .msg_controllen = sizeof(cmsg)};
+	unsigned long malformed;
+	struct ibv_wc wc;
+	struct rig r;
+	int lfd, cfd, input, u;
+
+	if (!isolated)
+		skip();
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sl), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	rig_up(&r); /* its claim goes unanswered: QP creation waits UMC_UC_REPLY_MS */
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(cfd >= 0);
+	assert_true(recvmsg(cfd, &mh, 0) >= (ssize_t)ROCE_UC_MSG_LEN(0));
+	assert_int_equal(m.op, ROCE_UC_HELLO);
+	input = roce_take_fd(&mh);
+	assert_true(input >= 0);
+	malformed = T_CNT(r.e.dev, rx_malformed);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL, .op = ROCE_UC_CTL_SOCK,
+					.addr_family = 4, .flags = bad[i].flags,
+					.index = bad[i].index, .size = bad[i].size};
+
+		memcpy(c.dst, &a4.sin_addr, 4);
+		u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
+		raw_send(input, &c, sizeof(c), &u, 1);
+		close(u);
+		/* The engine reads its input while the CQ is polled. */
+		for (int k = 0; k < T_MS && T_CNT(r.e.dev, rx_malformed) < malformed + i + 1; k++) {
+			assert_int_equal(ibv_poll_cq(r.q.cq, 1, &wc), 0);
+			usleep(1000); /* polling the counter, bounded by T_MS */
+		}
+		assert_int_equal(T_CNT(r.e.dev, rx_malformed), malformed + i + 1);
+		/* Closed by the port: nobody holds 127.0.0.1:4791. */
+		u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
+		close(u);
+	}
+	close(input);
+	close(cfd);
+	close(lfd);
+	rig_down(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ctl_outside_the_group_dropped),
+	    cmocka_unit_test(test_nonsense_ends_that_connection_only),
+	    cmocka_unit_test(test_other_version_is_told),
+	    cmocka_unit_test(test_hello_keeps_only_a_datagram_socket),
+	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_registered_receives),
+	    cmocka_unit_test(test_old_group_let_go),
+	};
+
+	isolated = t_isolate_netns();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
