@@ -24,7 +24,7 @@ secs=$2
 build=${BUILD:-build-fuzz}
 case $build in /*) ;; *) build=$root/$build ;; esac
 
-all=$(sed -n 's/^umc_fuzz_target(\([a-z0-9_]*\)).*/\1/p' "$root/fuzz/CMakeLists.txt")
+all=$(sed -n 's/^umc_fuzz_target(\([a-z0-9_]*\)[ )].*/\1/p' "$root/fuzz/CMakeLists.txt")
 if [ "$want" = all ]; then
 	targets=$all
 elif grep -qx "$want" <<<"$all"; then
