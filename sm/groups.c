@@ -35,13 +35,15 @@ static struct umc_sm_member *member_of(struct umc_hnode *n)
 
 /**
  * umc_sm_groups_init - an empty group table.
- * @g: the table (zeroed by the caller)
+ * @g:        the table (zeroed by the caller)
+ * @mlid_max: the highest MLID handed out (--mlid-max): the MLID index
+ *            covers 0xC000..@mlid_max only
  *
  * Returns: 0 or -ENOMEM.
  */
-int umc_sm_groups_init(struct umc_sm_groups *g)
+int umc_sm_groups_init(struct umc_sm_groups *g, uint16_t mlid_max)
 {
-	g->by_mlid = calloc(UMC_SM_MLID_SPACE, sizeof(*g->by_mlid));
+	g->by_mlid = calloc((size_t)(mlid_max - UMC_SM_MLID_BASE) + 1, sizeof(*g->by_mlid));
 	if (!g->by_mlid || umc_hash_init(&g->by_mgid, 256) || umc_hash_init(&g->members, 256))
 		return -ENOMEM;
 	return 0;

@@ -39,7 +39,8 @@ static bool ep_equal(const struct sockaddr_in *a, const struct sockaddr_in *b)
  */
 int umc_sm_ports_init(struct umc_sm_ports *p)
 {
-	p->by_lid = calloc(UMC_SM_MAX_UCAST_LID + 1, sizeof(*p->by_lid));
+	p->lid_slots = UMC_SM_LID_SLOTS_MIN;
+	p->by_lid = calloc(p->lid_slots, sizeof(*p->by_lid));
 	if (!p->by_lid || umc_hash_init(&p->by_ep, 64) || umc_hash_init(&p->by_guid, 64))
 		return -ENOMEM;
 	p->next_lid = UMC_SM_FIRST_CLIENT_LID;
@@ -90,7 +91,7 @@ struct umc_sm_port *umc_sm_port_by_ep(struct umc_sm *sm, const struct sockaddr_i
  */
 struct umc_sm_port *umc_sm_port_by_lid(struct umc_sm *sm, uint16_t lid)
 {
-	return lid <= UMC_SM_MAX_UCAST_LID ? sm->ports.by_lid[lid] : NULL;
+	return lid < sm->ports.lid_slots ? sm->ports.by_lid[lid] : NULL;
 }
 
 /**
@@ -159,12 +160,37 @@ static uint16_t lid_alloc(struct umc_sm_ports *p)
 	for (tries = 0; tries < UMC_SM_MAX_PORTS; tries++) {
 		if (lid < UMC_SM_FIRST_CLIENT_LID || lid > UMC_SM_MAX_UCAST_LID)
 			lid = UMC_SM_FIRST_CLIENT_LID;
-		if (!p->by_lid[lid]) {
+		if (lid >= p->lid_slots || !p->by_lid[lid]) {
 			p->next_lid = (uint16_t)(lid + 1);
 			return lid;
 		}
 		lid++;
 	}
+	return 0;
+}
+
+/*
+ * Room in the LID index for @lid: it doubles (up to every unicast LID) as
+ * ports come, so a small subnet does not pay for 48 K slots.
+ * Returns 0 or -ENOMEM.
+ */
+static int lid_room(struct umc_sm_ports *p, uint16_t lid)
+{
+	unsigned n = p->lid_slots;
+	struct umc_sm_port **t;
+
+	if (lid < n)
+		return 0;
+	while (n <= lid)
+		n *= 2;
+	if (n > UMC_SM_MAX_UCAST_LID + 1)
+		n = UMC_SM_MAX_UCAST_LID + 1;
+	t = realloc(p->by_lid, n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + p->lid_slots, 0, (n - p->lid_slots) * sizeof(*t));
+	p->by_lid = t;
+	p->lid_slots = n;
 	return 0;
 }
 
@@ -195,7 +221,7 @@ static int port_new(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *c
 	if (reg->port_guid && umc_sm_port_by_guid(sm, reg->port_guid))
 		return UMC_SM_GUID_IN_USE;
 	lid = lid_alloc(p);
-	if (!lid)
+	if (!lid || lid_room(p, lid))
 		return UMC_SM_NO_RESOURCES;
 	port = calloc(1, sizeof(*port));
 	if (!port)

@@ -137,7 +137,8 @@ struct umc_sm_port {
 };
 
 struct umc_sm_ports {
-	struct umc_sm_port **by_lid; /* UMC_SM_MAX_UCAST_LID + 1 entries */
+	struct umc_sm_port **by_lid; /* lid_slots entries, grown as LIDs are handed out */
+	unsigned lid_slots;
 	struct umc_hash by_ep, by_guid;
 	unsigned count;
 	uint16_t next_lid;  /* next-fit cursor: LIDs are not reused at once */
@@ -201,14 +202,14 @@ struct umc_sm_group {
 struct umc_sm_groups {
 	struct umc_hash by_mgid;
 	struct umc_hash members;
-	struct umc_sm_group **by_mlid; /* UMC_SM_MLID_SPACE entries */
+	struct umc_sm_group **by_mlid; /* one per MLID of 0xC000..cfg.mlid_max */
 	uint64_t mlid_used[UMC_SM_MLID_SPACE / 64];
 	struct umc_sm_group *list;
 	unsigned count;
 	uint32_t mgid_counter; /* SA-assigned MGIDs */
 };
 
-int umc_sm_groups_init(struct umc_sm_groups *g);
+int umc_sm_groups_init(struct umc_sm_groups *g, uint16_t mlid_max);
 void umc_sm_groups_fini(struct umc_sm *sm);
 struct umc_sm_group *umc_sm_group_by_mgid(struct umc_sm *sm, const uint8_t mgid[16]);
 struct umc_sm_group *umc_sm_group_by_mlid(struct umc_sm *sm, uint16_t mlid);

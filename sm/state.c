@@ -95,7 +95,7 @@ struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_s
 	sm->cfg = *cfg;
 	sm->out = *out;
 	sm->epoch = cfg->epoch ? cfg->epoch : new_epoch();
-	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups) ||
+	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups, cfg->mlid_max) ||
 	    add_broadcast_group(sm)) {
 		umc_sm_destroy(sm);
 		return NULL;

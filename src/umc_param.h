@@ -142,6 +142,7 @@ enum umc_sm_param {
 	UMC_SM_FIRST_CLIENT_LID = 2,
 	UMC_SM_MAX_UCAST_LID = 0xBFFF,
 	UMC_SM_MAX_PORTS = UMC_SM_MAX_UCAST_LID - UMC_SM_FIRST_CLIENT_LID + 1,
+	UMC_SM_LID_SLOTS_MIN = 64, /* umc-sm's LID index at start; it doubles as ports come */
 
 	/*
 	 * Multicast LIDs 0xC000..0xFFFE (0xFFFF is the permissive LID).  The IPoIB

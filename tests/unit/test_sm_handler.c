@@ -465,6 +465,37 @@ static void test_rmpp_bad_acks(void **state)
 	assert_int_equal(f->sm->cnt.rmpp_aborted, 2);
 }
 
+/*
+ * The LID index starts small and grows as ports come: 300 more ports each
+ * get the next LID and are found by it, past the first UMC_SM_LID_SLOTS_MIN
+ * slots; a LID never handed out finds nothing.
+ */
+static void test_many_ports(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg r = do_register(f, 100, 1, 0);
+	uint16_t first = r.port.lid;
+
+	assert_int_equal(r.hdr.status, UMC_SM_OK);
+	for (unsigned i = 1; i < 300; i++) {
+		r = do_register(f, 100 + i, 1, 0);
+		assert_int_equal(r.hdr.status, UMC_SM_OK);
+		assert_int_equal(r.port.lid, first + i);
+	}
+	assert_true(f->sm->ports.lid_slots > UMC_SM_LID_SLOTS_MIN);
+	for (unsigned i = 0; i < 300; i++) {
+		const struct umc_sm_port *p = umc_sm_port_by_lid(f->sm, (uint16_t)(first + i));
+		struct sockaddr_in ep = fx_ep(100 + i);
+
+		assert_non_null(p);
+		assert_int_equal(p->ctrl.sin_port, ep.sin_port);
+	}
+	assert_null(umc_sm_port_by_lid(f->sm, (uint16_t)(first + 300)));
+	assert_null(umc_sm_port_by_lid(f->sm, UMC_SM_MAX_UCAST_LID));
+	assert_null(umc_sm_port_by_lid(f->sm, UMC_SM_MAX_UCAST_LID + 1));
+	assert_int_equal(f->sm->ports.count, TEST_PORTS + 300);
+}
+
 /* One lone segment: First|Last, PayloadLength 20 + records, nothing kept. */
 static void test_small_table(void **state)
 {
@@ -487,7 +518,7 @@ int main(void)
 		T(test_register),	T(test_unknown_port), T(test_lease),
 		T(test_unregister),	T(test_resolve),      T(test_malformed),
 		T(test_rmpp_transfer),	T(test_rmpp_loss),    T(test_rmpp_busy_and_restart),
-		T(test_rmpp_bad_acks), T(test_small_table),
+		T(test_rmpp_bad_acks), T(test_small_table),  T(test_many_ports),
 #undef T
 	};
 
