@@ -195,6 +195,8 @@ struct umc_device {
 	struct umc_rx_ep **rx_eps; /* those endpoints, for the progress loop */
 	int rx_cap;
 	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
+	unsigned long rx_got;	    /* packets the endpoints delivered, under rx_lock */
+	unsigned rx_pass;	    /* busy-poll passes, under rx_lock: cold endpoints' turn */
 	bool rx_thread;		    /* the background receive thread is running */
 	struct umc_rx_lender *rx_lender; /* receives lent for the burst (progress.c), on first use */
 
@@ -627,10 +629,11 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
 /*
  * umc_progress - read every datagram waiting on @dev's group sockets and
  * deliver it.  @wait: block on rx_lock (true) or skip if another thread is
- * progressing (false).  Returns the number of datagrams read.
+ * progressing (false: a busy poll, which reads cold endpoints only in their
+ * turn, progress.c "Cold endpoints").  Returns the number of datagrams read.
  */
 int umc_progress(struct umc_device *dev, bool wait);
-/* The same with dev->rx_lock already held. */
+/* The same with dev->rx_lock already held, reading every endpoint. */
 int __umc_progress(struct umc_device *dev);
 
 /*

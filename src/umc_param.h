@@ -113,6 +113,17 @@ enum umc_param {
 #ifndef UMC_RX_IDLE_MAX_US
 #define UMC_RX_IDLE_MAX_US 10000
 #endif
+/*
+ * A busy-polling application reads an endpoint that has delivered nothing
+ * while the device's other endpoints delivered UMC_RX_COLD_AFTER packets
+ * only every UMC_RX_COLD_STRIDE-th poll (progress.c "Cold endpoints").
+ */
+#ifndef UMC_RX_COLD_AFTER
+#define UMC_RX_COLD_AFTER 16
+#endif
+#ifndef UMC_RX_COLD_STRIDE
+#define UMC_RX_COLD_STRIDE 8
+#endif
 /* Receive socket buffer asked for (the kernel caps it at net.core.rmem_max). */
 #ifndef UMC_RX_SOCKBUF
 #define UMC_RX_SOCKBUF (4 << 20)

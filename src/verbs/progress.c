@@ -62,6 +62,19 @@
  * RESET or destroy for rx_lock, so no buffer goes back to the application
  * while the kernel may write into it, and ibv_dereg_mr of their MRs waits
  * for the holds.
+ *
+ * Cold endpoints.  With a few endpoints the engine reads each in turn, one
+ * syscall each, so an endpoint that never brings anything (the port's
+ * unicast input in a program that only uses a group, or a group's socket
+ * in one that only receives unicast) would lengthen every busy poll by a
+ * syscall and, with it, the time until the datagram that is awaited is
+ * seen.  So a busy poll (ibv_poll_cq on an empty CQ) reads an endpoint
+ * that delivered nothing while the device's other endpoints delivered
+ * UMC_RX_COLD_AFTER packets only every UMC_RX_COLD_STRIDE-th time; its
+ * first packet makes it hot again.  A device where nothing arrives reads
+ * every endpoint every time, and every other pass (ibv_get_cq_event, the
+ * background thread, detach) reads them all.  A packet on a cold endpoint
+ * waits at most UMC_RX_COLD_STRIDE - 1 busy polls longer; none is lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -88,6 +101,7 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 	}
 	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, ep->fd, &ev))
 		return -errno;
+	ep->seen = dev->rx_got; /* hot until the others deliver without it */
 	dev->rx_eps[dev->rx_nep++] = ep;
 	if (!dev->rx_thread)
 		umc_rx_thread_start(dev);
@@ -505,26 +519,46 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
 		umc_rx_unlend(dev);
 		/* An empty poll halves the hint: a quiet endpoint ends up lending one. */
 		ep->lend_hint = n ? n : ep->lend_hint / 2;
+		ep->reads++;
 		total += n;
+	}
+	if (total) {
+		dev->rx_got += (unsigned long)total;
+		ep->seen = dev->rx_got;
 	}
 	return total;
 }
 
-int __umc_progress(struct umc_device *dev)
+/* Is @ep cold: did the other endpoints deliver UMC_RX_COLD_AFTER packets since it did? */
+static bool umc_ep_cold(const struct umc_device *dev, const struct umc_rx_ep *ep)
+{
+	return dev->rx_got - ep->seen >= UMC_RX_COLD_AFTER;
+}
+
+/* One pass over the endpoints; @busy: a busy poll, which skips cold ones but in their turn. */
+static int umc_progress_pass(struct umc_device *dev, bool busy)
 {
 	struct epoll_event ev[UMC_RX_BATCH];
 	int total = 0, n;
 
 	/* Few endpoints: try each (one syscall each); many: ask epoll first. */
 	if (dev->rx_nep <= 4) {
+		bool cold_turn = !busy || dev->rx_pass++ % UMC_RX_COLD_STRIDE == 0;
+
 		for (int i = 0; i < dev->rx_nep; i++)
-			total += umc_ep_drain(dev, dev->rx_eps[i]);
+			if (cold_turn || !umc_ep_cold(dev, dev->rx_eps[i]))
+				total += umc_ep_drain(dev, dev->rx_eps[i]);
 		return total;
 	}
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
 	for (int i = 0; i < n; i++)
 		total += umc_ep_drain(dev, ev[i].data.ptr);
 	return total;
+}
+
+int __umc_progress(struct umc_device *dev)
+{
+	return umc_progress_pass(dev, false);
 }
 
 int umc_progress(struct umc_device *dev, bool wait)
@@ -537,7 +571,7 @@ int umc_progress(struct umc_device *dev, bool wait)
 		pthread_mutex_lock(&dev->rx_lock);
 	else if (pthread_mutex_trylock(&dev->rx_lock))
 		return 0;
-	n = __umc_progress(dev);
+	n = umc_progress_pass(dev, !wait);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return n;
 }
