@@ -635,6 +635,14 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
 int umc_progress(struct umc_device *dev, bool wait);
 /* The same with dev->rx_lock already held, reading every endpoint. */
 int __umc_progress(struct umc_device *dev);
+/*
+ * umc_progress_hot - umc_progress(@dev, true) reading only the endpoints
+ * that are not cold (progress.c "Cold endpoints"), for a thread woken by a
+ * datagram, which reads them all when this raised nothing for it.
+ * *@skipped: a cold endpoint was left out.  Context: takes rx_lock.
+ * Returns the number of datagrams read.
+ */
+int umc_progress_hot(struct umc_device *dev, bool *skipped);
 
 /*
  * umc_rx_add / umc_rx_del - register / unregister a link's receive

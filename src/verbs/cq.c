@@ -255,8 +255,18 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			ch->takers++;
 		pthread_mutex_unlock(&ch->lock);
 		if (!ucq) {
-			/* Datagrams may be waiting that would raise an event. */
-			umc_progress(ch->dev, true);
+			/*
+			 * Datagrams may be waiting that would raise an event: on
+			 * the endpoints that are not cold, or else on any.
+			 */
+			bool skipped, none;
+
+			umc_progress_hot(ch->dev, &skipped);
+			pthread_mutex_lock(&ch->lock);
+			none = !ch->pending;
+			pthread_mutex_unlock(&ch->lock);
+			if (none && skipped)
+				umc_progress(ch->dev, true);
 			pthread_mutex_lock(&ch->lock);
 			ch->takers--;
 			ucq = __umc_chan_take(ch);

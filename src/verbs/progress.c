@@ -72,9 +72,12 @@
  * that delivered nothing while the device's other endpoints delivered
  * UMC_RX_COLD_AFTER packets only every UMC_RX_COLD_STRIDE-th time; its
  * first packet makes it hot again.  A device where nothing arrives reads
- * every endpoint every time, and every other pass (ibv_get_cq_event, the
- * background thread, detach) reads them all.  A packet on a cold endpoint
- * waits at most UMC_RX_COLD_STRIDE - 1 busy polls longer; none is lost.
+ * every endpoint every time.  ibv_get_cq_event, woken by a datagram, reads
+ * the hot endpoints first (umc_progress_hot) and all of them only when
+ * that raised no event, so the cold one costs no syscall before the
+ * awaited datagram is read.  Every other pass (the background thread,
+ * detach) reads them all.  A packet on a cold endpoint waits at most
+ * UMC_RX_COLD_STRIDE - 1 busy polls longer; none is lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -535,19 +538,26 @@ static bool umc_ep_cold(const struct umc_device *dev, const struct umc_rx_ep *ep
 	return dev->rx_got - ep->seen >= UMC_RX_COLD_AFTER;
 }
 
-/* One pass over the endpoints; @busy: a busy poll, which skips cold ones but in their turn. */
-static int umc_progress_pass(struct umc_device *dev, bool busy)
+/* Which endpoints a pass reads: all, or cold ones only in their turn, or never. */
+enum umc_pass { UMC_PASS_ALL, UMC_PASS_BUSY, UMC_PASS_HOT };
+
+/* One pass over the endpoints; *@skipped (if given): it left a cold one out. */
+static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *skipped)
 {
 	struct epoll_event ev[UMC_RX_BATCH];
 	int total = 0, n;
 
 	/* Few endpoints: try each (one syscall each); many: ask epoll first. */
 	if (dev->rx_nep <= 4) {
-		bool cold_turn = !busy || dev->rx_pass++ % UMC_RX_COLD_STRIDE == 0;
+		bool cold_turn = mode == UMC_PASS_ALL ||
+				 (mode == UMC_PASS_BUSY && dev->rx_pass++ % UMC_RX_COLD_STRIDE == 0);
 
-		for (int i = 0; i < dev->rx_nep; i++)
+		for (int i = 0; i < dev->rx_nep; i++) {
 			if (cold_turn || !umc_ep_cold(dev, dev->rx_eps[i]))
 				total += umc_ep_drain(dev, dev->rx_eps[i]);
+			else if (skipped)
+				*skipped = true;
+		}
 		return total;
 	}
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
@@ -558,7 +568,7 @@ static int umc_progress_pass(struct umc_device *dev, bool busy)
 
 int __umc_progress(struct umc_device *dev)
 {
-	return umc_progress_pass(dev, false);
+	return umc_progress_pass(dev, UMC_PASS_ALL, NULL);
 }
 
 int umc_progress(struct umc_device *dev, bool wait)
@@ -571,7 +581,19 @@ int umc_progress(struct umc_device *dev, bool wait)
 		pthread_mutex_lock(&dev->rx_lock);
 	else if (pthread_mutex_trylock(&dev->rx_lock))
 		return 0;
-	n = umc_progress_pass(dev, !wait);
+	n = umc_progress_pass(dev, wait ? UMC_PASS_ALL : UMC_PASS_BUSY, NULL);
+	pthread_mutex_unlock(&dev->rx_lock);
+	return n;
+}
+
+int umc_progress_hot(struct umc_device *dev, bool *skipped)
+{
+	int n;
+
+	*skipped = false;
+	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
+	pthread_mutex_lock(&dev->rx_lock);
+	n = umc_progress_pass(dev, UMC_PASS_HOT, skipped);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return n;
 }

@@ -14,11 +14,15 @@
  * every one; a pass that is not a busy poll reads both.  A unicast
  * datagram to the cold input is still received and makes it hot again
  * (in a network namespace of the test's own, where this process is the
- * demultiplexer of 127.0.0.1; skipped without one).  The background
+ * demultiplexer of 127.0.0.1; skipped without one).  A thread woken in
+ * ibv_get_cq_event by a group datagram reads the group's socket only; a
+ * unicast datagram to the cold input still raises its event.  The background
  * receive thread is off (UMC_RX_THREAD=0), so the test's thread makes
  * every read counted.
  */
 #include "test_verbs_common.h"
+
+#include <poll.h>
 
 #include "test_isolate.h"
 
@@ -29,14 +33,36 @@ static bool isolated;
 struct rig {
 	struct t_env e;
 	struct t_qp s, r;
-	struct umc_rx_ep *grp, *uc; /* the group's socket, the unicast input */
+	struct ibv_comp_channel *ch; /* r's CQ's, or NULL */
+	struct umc_rx_ep *grp, *uc;  /* the group's socket, the unicast input */
 };
 
-static void rig_up(struct rig *g, unsigned group)
+/* The receiver: as t_qp_make, its CQ on a completion channel if @ch. */
+static void rig_receiver(struct rig *g, bool ch)
 {
+	if (!ch) {
+		t_qp_make(&g->r, g->e.pd, 0, T_QKEY);
+		return;
+	}
+	g->ch = ibv_create_comp_channel(g->e.ctx);
+	assert_non_null(g->ch);
+	g->r.cq = ibv_create_cq(g->e.ctx, 256, NULL, g->ch, 0);
+	assert_non_null(g->r.cq);
+	g->r.qp = t_create_qp(g->e.pd, g->r.cq, 0);
+	assert_non_null(g->r.qp);
+	assert_int_equal(t_qp_rts(g->r.qp, T_QKEY, 0), 0);
+	g->r.buf = calloc(1, T_BUF);
+	assert_non_null(g->r.buf);
+	g->r.mr = ibv_reg_mr(g->e.pd, g->r.buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(g->r.mr);
+}
+
+static void rig_up(struct rig *g, unsigned group, bool ch)
+{
+	memset(g, 0, sizeof(*g));
 	t_env_open(&g->e, t_group_ip(group), true);
 	t_qp_make(&g->s, g->e.pd, 0, T_QKEY);
-	t_qp_make(&g->r, g->e.pd, 0, T_QKEY);
+	rig_receiver(g, ch);
 	assert_int_equal(ibv_attach_mcast(g->r.qp, &g->e.mgid, 0), 0);
 	assert_int_equal(umc_dev_member(g->e.dev, &g->e.mgid, +1), 0);
 	for (int i = 0; i < 64; i++)
@@ -64,6 +90,8 @@ static void rig_down(struct rig *g)
 	assert_int_equal(ibv_detach_mcast(g->r.qp, &g->e.mgid, 0), 0);
 	t_qp_free(&g->r);
 	t_qp_free(&g->s);
+	if (g->ch)
+		assert_int_equal(ibv_destroy_comp_channel(g->ch), 0);
 	t_env_close(&g->e);
 }
 
@@ -94,13 +122,65 @@ static void group_traffic(struct rig *g)
 	}
 }
 
+/* A SEND of "unicast" from the sender to the receiver's QPN at 127.0.0.1; the AH. */
+static struct ibv_ah *send_unicast(struct rig *g)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 64}};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_ah *ah;
+
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
+	ah = ibv_create_ah(g->e.pd, &aa);
+	assert_non_null(ah);
+	memcpy(g->s.buf, "unicast", 7);
+	sge = (struct ibv_sge){(uintptr_t)g->s.buf, 7, g->s.mr->lkey};
+	wr = (struct ibv_send_wr){
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.wr.ud = {.ah = ah, .remote_qpn = g->r.qp->qp_num, .remote_qkey = T_QKEY},
+	};
+	assert_int_equal(ibv_post_send(g->s.qp, &wr, &bad), 0);
+	t_wait_send(g->s.cq, 7);
+	return ah;
+}
+
+/* @wc is the receive of send_unicast()'s datagram. */
+static void assert_unicast_wc(const struct rig *g, const struct ibv_wc *wc)
+{
+	assert_int_equal(wc->status, IBV_WC_SUCCESS);
+	assert_int_equal(wc->opcode, IBV_WC_RECV);
+	assert_int_equal(wc->src_qp, g->s.qp->qp_num);
+	assert_int_equal(wc->byte_len, 40 + 7);
+	assert_memory_equal(g->r.buf + (size_t)wc->wr_id * 256 + 40, "unicast", 7);
+}
+
+/* Wait (bounded) until @fd is readable: the datagram is in the kernel. */
+static void wait_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	assert_int_equal(poll(&p, 1, T_WAIT_MS), 1);
+}
+
+/* One blocking ibv_get_cq_event for the receiver's CQ, acked. */
+static void get_event(struct rig *g)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	assert_int_equal(ibv_get_cq_event(g->ch, &cq, &ctx), 0);
+	assert_ptr_equal(cq, g->r.cq);
+	ibv_ack_cq_events(cq, 1);
+}
+
 static void test_cold_input_read_in_its_turn(void **state)
 {
 	struct rig g;
 	unsigned long grp, uc;
 
 	(void)state;
-	rig_up(&g, 70);
+	rig_up(&g, 70, false);
 	/* Nothing arrived yet: every endpoint on every poll. */
 	busy_polls(&g, NPOLL, &grp, &uc);
 	assert_int_equal(grp, NPOLL);
@@ -123,11 +203,8 @@ static void test_cold_input_read_in_its_turn(void **state)
 
 static void test_cold_input_still_receives(void **state)
 {
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 64}};
 	struct rig g;
 	struct ibv_ah *ah;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
 	unsigned long grp, uc;
 	uint64_t deadline;
@@ -136,37 +213,59 @@ static void test_cold_input_still_receives(void **state)
 	(void)state;
 	if (!isolated)
 		skip();
-	rig_up(&g, 71);
+	rig_up(&g, 71, false);
 	group_traffic(&g);
 	busy_polls(&g, UMC_RX_COLD_STRIDE, &grp, &uc);
 	assert_int_equal(uc, 1); /* cold */
 
-	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
-	inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
-	ah = ibv_create_ah(g.e.pd, &aa);
-	assert_non_null(ah);
-	memcpy(g.s.buf, "unicast", 7);
-	sge = (struct ibv_sge){(uintptr_t)g.s.buf, 7, g.s.mr->lkey};
-	wr = (struct ibv_send_wr){
-		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-		.wr.ud = {.ah = ah, .remote_qpn = g.r.qp->qp_num, .remote_qkey = T_QKEY},
-	};
-	assert_int_equal(ibv_post_send(g.s.qp, &wr, &bad), 0);
-	t_wait_send(g.s.cq, 7);
+	ah = send_unicast(&g);
 	/* Busy polls only: the cold input is read in its turn. */
 	deadline = t_now_ms() + T_WAIT_MS;
 	while (n == 0 && t_now_ms() < deadline)
 		n = ibv_poll_cq(g.r.cq, 1, &wc);
 	assert_int_equal(n, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_RECV);
-	assert_int_equal(wc.src_qp, g.s.qp->qp_num);
-	assert_int_equal(wc.byte_len, 40 + 7);
-	assert_memory_equal(g.r.buf + (size_t)wc.wr_id * 256 + 40, "unicast", 7);
+	assert_unicast_wc(&g, &wc);
 	/* It brought a packet: hot again, read on every poll. */
 	busy_polls(&g, UMC_RX_COLD_STRIDE, &grp, &uc);
 	assert_int_equal(uc, UMC_RX_COLD_STRIDE);
 	ibv_destroy_ah(ah);
+	rig_down(&g);
+}
+
+static void test_woken_reads_hot_endpoints_first(void **state)
+{
+	struct rig g;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	unsigned long grp, uc;
+
+	(void)state;
+	rig_up(&g, 72, true);
+	group_traffic(&g);
+	/* A group datagram wakes the waiter: only the group's socket is read. */
+	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+	assert_int_equal(t_send(&g.s, g.e.ah, "woken", 5, T_QKEY, false, 0, 0, 200), 0);
+	t_wait_send(g.s.cq, 200);
+	wait_readable(g.grp->fd);
+	grp = g.grp->reads;
+	uc = g.uc->reads;
+	get_event(&g);
+	assert_int_equal(g.grp->reads - grp, 1);
+	assert_int_equal(g.uc->reads - uc, 0);
+	assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 40 + 5);
+
+	/* A unicast datagram on the cold input still raises its event. */
+	if (isolated) {
+		assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+		ah = send_unicast(&g);
+		wait_readable(g.uc->fd);
+		get_event(&g);
+		assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 1);
+		assert_unicast_wc(&g, &wc);
+		ibv_destroy_ah(ah);
+	}
 	rig_down(&g);
 }
 
@@ -175,6 +274,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold_input_read_in_its_turn),
 		cmocka_unit_test(test_cold_input_still_receives),
+		cmocka_unit_test(test_woken_reads_hot_endpoints_first),
 	};
 
 	setenv("UMC_RX_THREAD", "0", 1);
