@@ -621,13 +621,14 @@ static int sa_join_state(const char *mgid, const char *port_gid)
 
 /*
  * The JoinState the SA holds once it is @want, or the last one seen after
- * 5 s.  For a leave: rdma_leave_multicast() never waits for the SA (its
+ * @ms.  For a leave: rdma_leave_multicast() never waits for the SA (its
  * Delete may wait for the group's previous SA reply), so the SA's record
- * changes some time after the leave returned.
+ * changes some time after the leave returned; a lease or a port's exit
+ * changes it some time after the process went.
  */
-static int sa_join_state_becomes(const char *mgid, const char *port_gid, int want)
+static int sa_join_state_becomes(const char *mgid, const char *port_gid, int want, int ms)
 {
-	uint64_t end = now_ms() + 5000;
+	uint64_t end = now_ms() + (uint64_t)ms;
 	int st;
 
 	while ((st = sa_join_state(mgid, port_gid)) != want && now_ms() < end)
@@ -807,13 +808,13 @@ static void scenario_aggregate(void)
 		fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)",
 		     sa_join_state(mgid, g));
 	EXPECT_PREFIX(&a, ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
-	if ((st = sa_join_state_becomes(mgid, g, 1)) != 1)
+	if ((st = sa_join_state_becomes(mgid, g, 1, 5000)) != 1)
 		fail("after the send-only leave the SA holds 0x%x", st);
 	EXPECT_PREFIX(&a, ask(&a, "leave 0 %s", grp), "ok", "leave one full");
 	if ((st = sa_join_state(mgid, g)) != 1)
 		fail("one full join left: the SA holds 0x%x", st);
 	EXPECT_PREFIX(&a, ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
-	if (sa_join_state_becomes(mgid, g, 0) != 0)
+	if (sa_join_state_becomes(mgid, g, 0, 5000) != 0)
 		fail("after the last leave the SA still has the group");
 	agent_stop(&a);
 	umc_sa_close(observer);
@@ -888,7 +889,6 @@ static void scenario_lease(void)
 	struct test_sm sm;
 	struct agent a;
 	char grp[32], mgid[64], g[64];
-	uint64_t end;
 
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
 	if (start_sm(&sm, args))
@@ -903,10 +903,7 @@ static void scenario_lease(void)
 		fail("the SA does not hold the join");
 	kill(a.pid, SIGKILL);
 	agent_stop(&a);
-	end = now_ms() + 10 * LEASE_MS;
-	while (sa_join_state(mgid, g) != 0 && now_ms() < end)
-		usleep(50000); /* polling the SA, bounded by end */
-	if (sa_join_state(mgid, g) != 0)
+	if (sa_join_state_becomes(mgid, g, 0, 10 * LEASE_MS) != 0)
 		fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
 	umc_sa_close(observer);
 	if (test_sm_stop(&sm))
@@ -922,7 +919,6 @@ static void scenario_exit(void)
 	struct test_sm sm;
 	struct agent a;
 	char grp[32], mgid[64], g[64];
-	uint64_t end;
 
 	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
 		exit(2);
@@ -942,10 +938,7 @@ static void scenario_exit(void)
 	a.pid = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		fail("the agent's exit status 0x%x", st);
-	end = now_ms() + 2000; /* far less than the lease */
-	while (sa_join_state(mgid, g) != 0 && now_ms() < end)
-		usleep(20000); /* polling the SA, bounded by end */
-	if (sa_join_state(mgid, g) != 0)
+	if (sa_join_state_becomes(mgid, g, 0, 2000) != 0) /* far less than the lease */
 		fail("an exited process is still a member");
 	close(a.cmd);
 	close(a.rep);
