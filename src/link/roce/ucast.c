@@ -45,8 +45,9 @@
  *     process registers again.  Datagrams passed on meanwhile are lost (UD
  *     is unreliable); no process needs a restart.
  *
- * Claims at QP creation wait for the answer (UMC_UC_REPLY_MS at most);
- * registrations after a hand-over are not waited for.  A demultiplexer that
+ * Claims at QP creation and releases at its destruction wait for the
+ * answer (UMC_UC_REPLY_MS at most); registrations after a hand-over are not
+ * waited for.  A demultiplexer that
  * finds no owner for a DestQP first reads every pending connection and
  * claim, so a claim sent before a peer could have learnt the QPN is seen.
  * docs/design.md "Unicast" weighs the alternatives and gives the costs.
@@ -1618,34 +1619,21 @@ static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
 	pthread_mutex_unlock(&uc->qset_lock);
 }
 
-/* Tell every address's demultiplexer that @qpn is no longer ours (not waited for). */
-static void uc_release(struct roce_uc *uc, uint32_t qpn)
-{
-	for (int i = 0; i < uc->ndom; i++) {
-		struct uc_dom *d = uc->dom[i];
-
-		pthread_mutex_lock(&d->ctl_lock);
-		if (d->ctl >= 0 && !uc_dom_send(d, ROCE_UC_RELEASE, &qpn, 1, -1))
-			uc_dom_lost(d);
-		pthread_mutex_unlock(&d->ctl_lock);
-	}
-}
-
 /*
  * Send request @op (@qpn, @n) to every address's demultiplexer, then wait
  * until @deadline for all the answers.  The ctl_locks are taken in address
  * order (the agent only try-locks them).  Returns -EADDRINUSE if any
  * refused, else 0; *@answered (if given) counts the answers.
  */
-static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t deadline,
-			int *answered)
+static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, int n,
+		      uint64_t deadline, int *answered)
 {
 	uint32_t seq[UMC_MAX_GIDS];
 	int ret = 0, ok = 0;
 
 	for (int i = 0; i < uc->ndom; i++) {
 		pthread_mutex_lock(&uc->dom[i]->ctl_lock);
-		seq[i] = uc_dom_request(uc->dom[i], ROCE_UC_CLAIM, qpn, n);
+		seq[i] = uc_dom_request(uc->dom[i], op, qpn, n);
 	}
 	for (int i = 0; i < uc->ndom; i++) {
 		int r = uc_dom_wait(uc->dom[i], seq[i], deadline);
@@ -1656,11 +1644,30 @@ static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t
 	}
 	for (int i = uc->ndom - 1; i >= 0; i--)
 		pthread_mutex_unlock(&uc->dom[i]->ctl_lock);
-	if (ret)
-		CNTN(&uc->rp->dev, uc_qpn_taken, (unsigned long)n);
 	if (answered)
 		*answered = ok;
 	return ret;
+}
+
+/* Claim @qpn (@n of them) everywhere, waiting for the answers (uc_ask_all). */
+static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t deadline,
+			int *answered)
+{
+	int ret = uc_ask_all(uc, ROCE_UC_CLAIM, qpn, n, deadline, answered);
+
+	if (ret)
+		CNTN(&uc->rp->dev, uc_qpn_taken, (unsigned long)n);
+	return ret;
+}
+
+/*
+ * Tell every address's demultiplexer that @qpn is no longer ours, and wait
+ * (UMC_UC_REPLY_MS at most) until each has stopped steering it here: when
+ * the QP's destruction returns, the host's steering no longer names it.
+ */
+static void uc_release(struct roce_uc *uc, uint32_t qpn)
+{
+	uc_ask_all(uc, ROCE_UC_RELEASE, &qpn, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
 }
 
 /* Connect to every address's demultiplexer not connected yet, or leave it to the agent. */
