@@ -66,22 +66,11 @@ static int default_membership(struct umc_device *dev, struct umc_mcg *mcg, bool 
 }
 
 static int default_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep,
-			    struct umc_rx_pkt *pkts, int max, bool *more)
+			    struct umc_rx_pkt *pkts, int max, bool *more,
+			    const struct umc_rx_lend *lend)
 {
 	*more = false;
 	return 0;
-}
-
-/* A link that lands nothing: its packets are all in its own buffers. */
-static int default_rx_burst_lend(struct umc_device *dev, struct umc_rx_ep *ep,
-				 struct umc_rx_pkt *pkts, int max, bool *more,
-				 const struct umc_rx_lend *lend)
-{
-	int n = dev->link->rx_burst(dev, ep, pkts, max, more);
-
-	for (int i = 0; i < n; i++)
-		pkts[i].land = NULL;
-	return n;
 }
 
 static int default_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n)
@@ -108,7 +97,6 @@ static const struct umc_link_ops umc_link_default_ops = {
 	.mcg_close = default_mcg_close,
 	.membership = default_membership,
 	.rx_burst = default_rx_burst,
-	.rx_burst_lend = default_rx_burst_lend,
 	.xmit = default_xmit,
 };
 
@@ -154,7 +142,6 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, mcg_close);
 		LINK_SET(dst, src, membership);
 		LINK_SET(dst, src, rx_burst);
-		LINK_SET(dst, src, rx_burst_lend);
 		dst->rx_lands = src->rx_lands;
 		LINK_SET(dst, src, xmit);
 		umc_link_list[i] = dst;

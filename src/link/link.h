@@ -47,7 +47,7 @@ struct umc_rx_ep {
 	/*
 	 * The group whose datagrams arrive here, if one (a group's socket):
 	 * the engine lends the posted receives of one of its QPs for them to
-	 * land in (rx_burst_lend).  NULL: nothing is lent.
+	 * land in (rx_burst).  NULL: nothing is lent.
 	 */
 	struct umc_mcg *mcg;
 	int lend_hint; /* the engine's: packets its last burst brought (progress.c) */
@@ -82,7 +82,7 @@ struct umc_rx_lend {
 struct umc_rx_pkt {
 	struct umc_ud_hdr hdr;
 	const uint8_t *payload;	/* when @land is NULL */
-	const struct umc_rx_land *land; /* where the payload landed (rx_burst_lend), or NULL */
+	const struct umc_rx_land *land; /* where the payload landed (rx_burst), or NULL */
 	uint32_t land_off;	/* bytes of @land before the payload (an ImmDt) */
 	uint32_t len;		/* payload bytes, pad excluded */
 	struct umc_mcg *mcg;	/* the destination group (DestQP 0xFFFFFF), or NULL */
@@ -93,6 +93,28 @@ struct umc_rx_pkt {
 	bool has_grh;		/* grh holds a GRH (always on RoCE; IBV_WC_GRH) */
 	uint8_t grh[UMC_GRH_LEN]; /* the 40 bytes in front of the receive buffer */
 };
+
+/*
+ * Receiving into lent receives (land.c), for a link whose datagrams carry
+ * @hdr bytes of headers before the payload when it can land:
+ *
+ * umc_rx_aim - aim recvmmsg() at @iov (UMC_MAX_SGE + 2 entries) for one
+ * datagram: its first @hdr bytes into @slot, the rest into @land and what
+ * does not fit there into @slot's tail; with @land NULL, all into @slot.
+ * At most UMC_RX_SLOT bytes either way.  Returns the iovecs used.
+ */
+size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc_rx_land *land);
+
+/*
+ * umc_rx_settle - where the payload of a checked datagram of @len bytes,
+ * received as umc_rx_aim() said, is: when it lies whole in @land (it
+ * starts at @off >= @hdr and ends within the land), pkt->land and
+ * pkt->land_off say so; otherwise the land's bytes are copied back into
+ * @slot, which then holds the datagram whole, and pkt->payload points at
+ * @slot + @off.  Sets pkt->land and pkt->payload either way.
+ */
+void umc_rx_settle(struct umc_rx_pkt *pkt, uint8_t *slot, size_t hdr,
+		   const struct umc_rx_land *land, size_t len, size_t off);
 
 /* One UD SEND the core validated, handed to the link to encode and send. */
 struct umc_tx_pkt {
@@ -191,25 +213,19 @@ struct umc_link_ops {
 	 * rx_burst - read up to @max packets waiting on endpoint @ep, check
 	 * and decode them into @pkts.  Malformed or corrupt packets are
 	 * dropped and counted in dev->cnt, never returned.  Never blocks.
-	 * Context: dev->rx_lock held.  @pkts point into link-owned buffers
-	 * valid until the next call.  Returns the number of packets in @pkts
-	 * and sets *@more when the endpoint may hold more.
+	 * With receives lent (@lend, lend->n of them; may be 0), datagram i
+	 * of the burst, i < lend->n, is received with its payload in
+	 * lend->land[i] when it fits there (land.c), and its packet then says
+	 * so (pkt->land, pkt->land_off); every other packet has pkt->land
+	 * NULL and pkt->payload in link-owned buffers valid until the next
+	 * call.  A datagram that fails a check leaves what it wrote in its
+	 * land, and the WQE stays posted.  Context: dev->rx_lock held.
+	 * Returns the number of packets in @pkts and sets *@more when the
+	 * endpoint may hold more.
 	 */
 	int (*rx_burst)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
-			int max, bool *more);
-
-	/*
-	 * rx_burst_lend - rx_burst, with receives lent (@lend, lend->n of
-	 * them; may be 0): datagram i of the burst, i < lend->n, is received
-	 * with its payload in lend->land[i] when it fits there, and its
-	 * packet then says so (pkt->land, pkt->land_off); every other packet
-	 * has pkt->land NULL and pkt->payload.  A datagram that fails a
-	 * check leaves what it wrote in its land, and the WQE stays posted.
-	 * The default calls rx_burst and lands nothing.
-	 */
-	int (*rx_burst_lend)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
-			     int max, bool *more, const struct umc_rx_lend *lend);
-	bool rx_lands; /* rx_burst_lend lands datagrams: worth lending receives to */
+			int max, bool *more, const struct umc_rx_lend *lend);
+	bool rx_lands; /* rx_burst lands datagrams: worth lending receives to */
 
 	/*
 	 * xmit - encode and send @n packets of @qp in one batch.  A packet the

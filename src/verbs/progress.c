@@ -49,7 +49,7 @@
  * QP attached to it (the landing QP: the first in RTR or RTS with receives
  * posted), up to one per datagram of the burst, with their MRs held; the
  * link has the kernel write each datagram's payload straight into its
- * receive (rx_burst_lend).  When that datagram is delivered and its WQE is
+ * receive (rx_burst).  When that datagram is delivered and its WQE is
  * the head of the landing QP's queue, it is completed in place (only the
  * GRH area is written); every other QP of the group gets a copy from that
  * buffer, before the landing QP's completion is pushed, and so does the
@@ -515,7 +515,7 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
 
 	for (int b = 0; b < UMC_RX_BURSTS && more; b++) {
 		const struct umc_rx_lend *lend = umc_rx_lend(dev, ep, UMC_RX_BATCH);
-		int n = dev->link->rx_burst_lend(dev, ep, pkts, UMC_RX_BATCH, &more, lend);
+		int n = dev->link->rx_burst(dev, ep, pkts, UMC_RX_BATCH, &more, lend);
 
 		for (int i = 0; i < n; i++)
 			umc_deliver(dev, &pkts[i]);

@@ -361,7 +361,7 @@ const struct umc_link_ops umc_ib_link_ops = {
 	.qp_cleanup = ib_qp_cleanup,
 	.mcg_open = ib_mcg_open,
 	.mcg_close = ib_mcg_close,
-	.rx_burst_lend = ib_rx_burst_lend,
+	.rx_burst = ib_rx_burst,
 	.rx_lands = true,
 	.xmit = ib_xmit,
 };

@@ -121,9 +121,9 @@ void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 enum {
 	/*
 	 * The headers in front of a global UD SEND's payload (LRH, GRH, BTH,
-	 * DETH): what goes into scratch when the rest lands in a lent receive.
-	 * An ImmDt lands in front of the payload; a local packet (no GRH)
-	 * lands 40 bytes early and is made whole in the slot instead.
+	 * DETH): what goes into scratch when the rest lands in a lent receive
+	 * (land.c).  An ImmDt lands in front of the payload; a local packet (no
+	 * GRH) lands 40 bytes early and is made whole in the slot instead.
 	 */
 	IB_LAND_HDR = UMC_LRH_LEN + UMC_GRH_HDR_LEN + UMC_BTH_LEN + UMC_DETH_LEN,
 };
@@ -151,58 +151,18 @@ static struct ib_rx *ib_rx_get(struct ib_port *port)
 }
 
 /*
- * Where datagram @i is received: into land @land (its headers into the
- * slot's first IB_LAND_HDR bytes, the rest into the land, and what does
- * not fit there into the slot behind the headers' and the land's share),
- * or, without a land, into the slot.  Either way at most UMC_RX_SLOT
- * bytes are taken in before MSG_TRUNC.
- */
-static void ib_rx_aim(struct ib_rx *rx, int i, const struct umc_rx_land *land)
-{
-	struct iovec *iov = rx->iov[i];
-	size_t n = 0;
-
-	if (!land) {
-		iov[n++] = (struct iovec){rx->buf[i], UMC_RX_SLOT};
-	} else {
-		iov[n++] = (struct iovec){rx->buf[i], IB_LAND_HDR};
-		memcpy(iov + n, land->iov, land->niov * sizeof(*iov));
-		n += (size_t)land->niov;
-		if (land->room < UMC_RX_SLOT - IB_LAND_HDR)
-			iov[n++] = (struct iovec){rx->buf[i] + IB_LAND_HDR + land->room,
-						  UMC_RX_SLOT - IB_LAND_HDR - land->room};
-	}
-	rx->msg[i].msg_hdr.msg_iovlen = n;
-	rx->msg[i].msg_hdr.msg_flags = 0;
-}
-
-/*
- * A datagram that was aimed at @land but cannot be used there (a local
- * packet, or longer than the land): copy the land's share into the slot,
- * behind the headers, so that the slot holds the datagram whole.
- */
-static void ib_rx_unland(struct ib_rx *rx, int i, const struct umc_rx_land *land, size_t len)
-{
-	size_t got = len - IB_LAND_HDR < land->room ? len - IB_LAND_HDR : land->room;
-	struct umc_sg sg = {land->iov, land->niov, got};
-
-	umc_sg_read(&sg, 0, rx->buf[i] + IB_LAND_HDR, got);
-}
-
-/*
- * Check one packet that arrived on @e (@sg: its bytes); fill @pkt and
- * return true to deliver it.  pkt->payload is set from @p, the packet's
- * bytes in one piece, when there is one.
+ * Check one packet that arrived on @e (@sg: its bytes); fill @pkt but for
+ * where its payload is (at *@off) and return true to deliver it.
  */
 static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg *sg,
-		      const uint8_t *p, struct umc_rx_pkt *pkt)
+		      struct umc_rx_pkt *pkt, size_t *off)
 {
 	struct umc_device *dev = &port->dev;
 	struct umc_ib_hdr ib;
-	size_t off, plen;
+	size_t plen;
 	int ret;
 
-	ret = umc_ib_decode_sg(sg, &ib, &pkt->hdr, &off, &plen);
+	ret = umc_ib_decode_sg(sg, &ib, &pkt->hdr, off, &plen);
 	if (umc_unlikely(ret)) {
 		if (ret == -EIO)
 			CNT(dev, rx_bad_vcrc);
@@ -232,8 +192,6 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	} else {
 		memset(pkt->grh, 0, sizeof(pkt->grh));
 	}
-	pkt->payload = p ? p + off : NULL;
-	pkt->land_off = p ? 0 : (uint32_t)(off - IB_LAND_HDR); /* an ImmDt in front */
 	pkt->len = (uint32_t)plen;
 	pkt->slid = ib.lrh.slid;
 	pkt->sl = ib.lrh.sl;
@@ -243,7 +201,7 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	return true;
 }
 
-int ib_rx_burst_lend(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
+int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
 		     int max, bool *more, const struct umc_rx_lend *lend)
 {
 	struct ib_port *port = to_ib_port(dev);
@@ -256,8 +214,11 @@ int ib_rx_burst_lend(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
-	for (int i = 0; i < max; i++)
-		ib_rx_aim(rx, i, i < lend->n ? &lend->land[i] : NULL);
+	for (int i = 0; i < max; i++) {
+		rx->msg[i].msg_hdr.msg_iovlen =
+		    umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, i < lend->n ? &lend->land[i] : NULL);
+		rx->msg[i].msg_hdr.msg_flags = 0;
+	}
 	do
 		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
 	while (n < 0 && errno == EINTR);
@@ -265,36 +226,20 @@ int ib_rx_burst_lend(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx
 		return 0;
 	*more = n == max;
 	for (int i = 0; i < n; i++) {
-		const struct umc_rx_land *land = i < lend->n ? &lend->land[i] : NULL;
 		struct mmsghdr *m = &rx->msg[i];
-		size_t len = m->msg_len;
-		const uint8_t *whole = rx->buf[i];
+		struct umc_sg sg = {rx->iov[i], (int)m->msg_hdr.msg_iovlen, m->msg_len};
 		struct umc_rx_pkt *pkt = &pkts[out];
+		size_t off;
 
 		CNT(dev, rx_packets);
-		if (umc_unlikely((m->msg_hdr.msg_flags & MSG_TRUNC) || len > UMC_RX_SLOT)) {
+		if (umc_unlikely((m->msg_hdr.msg_flags & MSG_TRUNC) || sg.len > UMC_RX_SLOT)) {
 			CNT(dev, rx_too_long);
 			continue;
 		}
-		/* Landed: a global packet whose ImmDt, payload and tail fit the land. */
-		if (land && len > IB_LAND_HDR) {
-			if (umc_likely((rx->buf[i][1] & 3) == UMC_LNH_IBA_GLOBAL &&
-				       len - IB_LAND_HDR <= land->room))
-				whole = NULL;
-			else
-				ib_rx_unland(rx, i, land, len);
-		}
-		struct iovec iov[UMC_MAX_SGE + 1];
-		struct umc_sg sg = {iov, 1, len};
-
-		iov[0] = (struct iovec){rx->buf[i], whole ? len : IB_LAND_HDR};
-		if (!whole) {
-			memcpy(iov + 1, land->iov, land->niov * sizeof(*iov));
-			sg.n += land->niov;
-		}
-		if (!ib_rx_one(port, e, &sg, whole, pkt))
+		if (!ib_rx_one(port, e, &sg, pkt, &off))
 			continue;
-		pkt->land = whole ? NULL : land;
+		umc_rx_settle(pkt, rx->buf[i], IB_LAND_HDR, i < lend->n ? &lend->land[i] : NULL,
+			      sg.len, off);
 		out++;
 	}
 	return out;

@@ -183,11 +183,13 @@ int roce_take_fd(struct msghdr *mh);
 bool roce_send_fd(int sock, const void *buf, size_t len, int fd);
 
 /* rx.c */
+/* The headers in front of a UD SEND's payload (BTH, DETH): scratch when the rest lands. */
+enum { ROCE_LAND_HDR = UMC_BTH_LEN + UMC_DETH_LEN };
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);
 void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
-		  bool *more);
+		  bool *more, const struct umc_rx_lend *lend);
 /*
  * roce_rx_sockopts - the options of a socket that receives RoCEv2 on
  * @v4's family: a large receive buffer, TTL/TOS (hop limit, traffic

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "link/roce/roce.h"
+#include "wire/sg.h"
 
 #ifndef UDP_NO_CHECK6_RX
 #define UDP_NO_CHECK6_RX 102
@@ -169,6 +170,8 @@ struct roce_rx {
 	struct iovec uc_iov[UMC_RX_BATCH][2];
 	struct roce_uc_fwd uc_fwd[UMC_RX_BATCH];
 	uint64_t uc_cmsg[UMC_RX_BATCH][4]; /* a steered socket handed over (SCM_RIGHTS) */
+	/* A group's datagram aimed at a lent receive: headers in q.buf, the rest there. */
+	struct iovec land_iov[UMC_RX_BATCH][UMC_MAX_SGE + 2];
 };
 
 /* Make receive slots [base, base + n) ready for recvmmsg() again. */
@@ -304,19 +307,19 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 }
 
 /*
- * Check the UDP payload @p of @len bytes that arrived with IP context @ip
- * (for group @mcg, NULL for unicast): decode, ICRC.  Fill @pkt and return
- * true if it is to be delivered.
+ * Check the UDP payload @sg (BTH through ICRC) that arrived with IP context
+ * @ip (for group @mcg, NULL for unicast): decode, ICRC.  Fill @pkt but for
+ * where its payload is (at *@off) and return true if it is to be delivered.
  */
-static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8_t *p, size_t len,
-			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt)
+static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struct umc_sg *sg,
+			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt, size_t *off)
 {
 	struct umc_device *dev = &rp->dev;
-	size_t off, plen;
+	size_t plen;
 	bool id_solved;
 	int ret;
 
-	ret = umc_rocev2_rx_check(ip, p, len, &pkt->hdr, &off, &plen, &id_solved);
+	ret = umc_rocev2_rx_check_sg(ip, sg, &pkt->hdr, off, &plen, &id_solved);
 	if (umc_unlikely(ret)) {
 		if (ret == -EILSEQ)
 			CNT(dev, rx_bad_icrc);
@@ -326,7 +329,6 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8
 	}
 	if (umc_unlikely(id_solved))
 		CNT(dev, rx_icrc_id_solved);
-	pkt->payload = p + off;
 	pkt->len = (uint32_t)plen;
 	pkt->mcg = mcg;
 	pkt->sender = umc_unlikely(dev->block_self_qps)
@@ -335,19 +337,22 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const uint8
 	pkt->slid = 0;
 	pkt->sl = 0;
 	pkt->has_grh = true;
-	umc_grh_synth(pkt->grh, ip, len);
+	umc_grh_synth(pkt->grh, ip, sg->len);
 	return true;
 }
 
 /*
- * Check one datagram of a group's or a steered unicast socket; fill @pkt
- * and return true if it is to be delivered.
+ * Check one datagram of a group's or a steered unicast socket, received
+ * into @slot and, when the engine lent one, @land (umc_rx_aim()); fill
+ * @pkt and return true if it is to be delivered.
  */
 static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct mmsghdr *m,
-			struct umc_rx_pkt *pkt)
+			uint8_t *slot, const struct umc_rx_land *land, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
+	struct umc_sg sg = {m->msg_hdr.msg_iov, (int)m->msg_hdr.msg_iovlen, m->msg_len};
 	struct umc_ip_ctx ip;
+	size_t off;
 
 	CNT(dev, rx_packets);
 	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
@@ -359,7 +364,10 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 		CNT(dev, rx_other_if);
 		return false;
 	}
-	return roce_rx_check(rp, rm->mcg, m->msg_hdr.msg_iov->iov_base, m->msg_len, &ip, pkt);
+	if (!roce_rx_check(rp, rm->mcg, &sg, &ip, pkt, &off))
+		return false;
+	umc_rx_settle(pkt, slot, ROCE_LAND_HDR, land, sg.len, off);
+	return true;
 }
 
 /*
@@ -371,6 +379,8 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 {
 	struct umc_device *dev = &rp->dev;
 	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_take_fd(&m->msg_hdr) : -1;
+	struct umc_sg sg = {m->msg_hdr.msg_iov + 1, 1, 0};
+	size_t off;
 	struct umc_ip_ctx ip = {
 		.family = f->family,
 		.sport = f->sport,
@@ -408,42 +418,56 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 	}
 	memcpy(ip.src, f->src, sizeof(ip.src));
 	memcpy(ip.dst, f->dst, sizeof(ip.dst));
-	return roce_rx_check(rp, NULL, m->msg_hdr.msg_iov[1].iov_base, m->msg_len - sizeof(*f), &ip,
-			     pkt);
+	sg.len = m->msg_len - sizeof(*f);
+	if (!roce_rx_check(rp, NULL, &sg, &ip, pkt, &off))
+		return false;
+	umc_rx_settle(pkt, m->msg_hdr.msg_iov[1].iov_base, ROCE_LAND_HDR, NULL, sg.len, off);
+	return true;
 }
 
 /*
  * Read up to @max datagrams of one socket endpoint @rm into receive slots
- * @base.. and the packets they give into @pkts; *@used: the slots taken.
- * Returns the packets; sets *@more when the socket may hold more.
+ * @base.. (the first lend->n of them landing in @lend's receives) and the
+ * packets they give into @pkts; *@used: the slots taken.  Returns the
+ * packets; sets *@more when the socket may hold more.
  */
 static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct roce_ep *rm,
-			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more)
+			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more,
+			const struct umc_rx_lend *lend)
 {
 	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->q.msg) + base;
-	int n, out = 0;
+	int lent = rm->kind != ROCE_EP_GROUP ? 0 : lend->n < max ? lend->n : max, n, out = 0;
 
+	for (int i = 0; i < lent; i++) {
+		msg[i].msg_hdr.msg_iov = rx->land_iov[i];
+		msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->land_iov[i], rx->q.buf[base + i],
+						       ROCE_LAND_HDR, &lend->land[i]);
+	}
 	do
 		n = recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 	while (n < 0 && errno == EINTR);
 	*used = n > 0 ? n : 0;
-	if (n <= 0)
-		return 0;
 	*more |= n == max;
 	for (int i = 0; i < n; i++) {
 		bool ok = rm->kind == ROCE_EP_UC_INPUT
 				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i], &pkts[out])
-				  : roce_rx_one(rp, rm, &msg[i], &pkts[out]);
+				  : roce_rx_one(rp, rm, &msg[i], rx->q.buf[base + i],
+						i < lent ? &lend->land[i] : NULL, &pkts[out]);
 
 		out += ok;
 	}
-	/* Only the slots recvmmsg() filled changed: an empty poll costs no reset. */
-	roce_rx_reset(rx, base, n);
+	/* Only the slots recvmmsg() filled or a land aimed changed: an empty poll costs no reset. */
+	for (int i = 0; i < lent; i++) {
+		msg[i].msg_hdr.msg_iov = &rx->q.iov[base + i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	if (n > 0)
+		roce_rx_reset(rx, base, n);
 	return out;
 }
 
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
-		  bool *more)
+		  bool *more, const struct umc_rx_lend *lend)
 {
 	struct roce_port *rp = to_roce_port(dev);
 	struct roce_ep *rm = container_of(ep, struct roce_ep, ep);
@@ -457,7 +481,7 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
 	if (umc_likely(rm->kind != ROCE_EP_UC_SET))
-		return roce_rx_read(rp, rx, rm, 0, pkts, max, &used, more);
+		return roce_rx_read(rp, rx, rm, 0, pkts, max, &used, more, lend);
 	/*
 	 * The port's unicast sockets that are ready.  The packets of a burst
 	 * point into the receive slots until the next burst, so each read
@@ -466,7 +490,7 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
 	n = epoll_wait(ep->fd, ev, 4, 0);
 	for (int i = 0; i < n && slot < max; i++) {
 		out += roce_rx_read(rp, rx, ev[i].data.ptr, slot, pkts + out, max - slot, &used,
-				    more);
+				    more, lend);
 		slot += used;
 	}
 	*more |= n == 4 || slot == max;
