@@ -240,9 +240,45 @@ struct umc_rx_lender {
 	struct umc_rx_lend lend;
 	struct umc_qp *qp; /* NULL: nothing lent */
 	uint32_t head;	   /* ring index of the WQE lent as land[0] */
+	uintptr_t lo, hi;  /* the span of the bytes lent so far in this burst */
 	int nsge[UMC_RX_BATCH];
 	struct ibv_sge sge[UMC_RX_BATCH][UMC_MAX_SGE];
 };
+
+/*
+ * Does land @k share a byte with an earlier land of the burst?  Then the
+ * kernel would write a later datagram over one not yet checked (a program
+ * may post one buffer to every receive, as rdma-core's mckey does), so
+ * lending stops there.  Receives posted in address order cost one
+ * comparison with the span of those before.
+ */
+static bool umc_rx_land_overlaps(struct umc_rx_lender *l, int k)
+{
+	const struct umc_rx_land *land = &l->lend.land[k];
+	bool inside = false;
+
+	for (int i = 0; i < land->niov; i++) {
+		uintptr_t a = (uintptr_t)land->iov[i].iov_base, b = a + land->iov[i].iov_len;
+
+		inside |= k && a < l->hi && b > l->lo;
+		if (!k || a < l->lo)
+			l->lo = a;
+		if (!k || b > l->hi)
+			l->hi = b;
+	}
+	if (!inside)
+		return false;
+	for (int j = 0; j < k; j++)
+		for (int m = 0; m < l->lend.land[j].niov; m++)
+			for (int i = 0; i < land->niov; i++) {
+				const struct iovec *x = &l->lend.land[j].iov[m], *y = &land->iov[i];
+				uintptr_t xa = (uintptr_t)x->iov_base, ya = (uintptr_t)y->iov_base;
+
+				if (xa < ya + y->iov_len && ya < xa + x->iov_len)
+					return true;
+			}
+	return false;
+}
 
 /* Can @qp receive (IBA 10.3.1: RTR, RTS and SQD/SQE accept packets)? */
 static bool umc_qp_receiving(struct umc_qp *qp)
@@ -263,8 +299,9 @@ static struct umc_qp *umc_rx_landing_qp(const struct umc_mcg *mcg)
 
 /*
  * Lend up to @max posted receives of @ep's landing QP, in queue order, each
- * whose every SGE is still in a live local-write MR (held from now on) and
- * that has room beyond its GRH area.  Lending costs two atomic operations
+ * whose every SGE is still in a live local-write MR (held from now on),
+ * that has room beyond its GRH area and that shares no byte with one lent
+ * before it.  Lending costs two atomic operations
  * per SGE even when nothing arrives, so a burst lends twice what the
  * endpoint's last one brought, plus one, and a busy-polling program's empty
  * polls soon lend one.  Returns the lend for the link (n may be 0).
@@ -312,7 +349,9 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 			land->room += w->sge[i].length - skip;
 			skip = 0;
 		}
-		if (!land->niov || !umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))
+		if (!land->niov || umc_rx_land_overlaps(l, k))
+			break;
+		if (!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))
 			break; /* delivery will find what is wrong with it */
 		l->nsge[k] = w->num_sge;
 		memcpy(l->sge[k], w->sge, w->num_sge * sizeof(w->sge[0]));

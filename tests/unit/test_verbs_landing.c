@@ -14,6 +14,8 @@
  *     and the first QP's receive it landed in stays posted for the next;
  *   - a corrupt datagram (bad ICRC or VCRC) lands, is dropped and counted,
  *     and its receive stays posted for the next good one;
+ *   - receives that all share one buffer take a burst whole: a datagram
+ *     is never written over one not yet checked;
  *   - a receive whose MR was deregistered after the post (its buffer
  *     kept, or registered again under a new lkey) is never lent: it
  *     completes LOC_PROT_ERR without a byte written there, while the
@@ -374,6 +376,45 @@ static void test_corrupt_receive_stays_posted(void **state)
 	expect_recv(e, &e->a, 1, 0, 333, 51);
 }
 
+/* Make the next burst of each endpoint lend all it may, as after a full burst. */
+static void lend_fully(struct link_env *e)
+{
+	pthread_mutex_lock(&e->dev->rx_lock);
+	for (int i = 0; i < e->dev->rx_nep; i++)
+		e->dev->rx_eps[i]->lend_hint = UMC_RX_BATCH;
+	pthread_mutex_unlock(&e->dev->rx_lock);
+}
+
+/*
+ * Every receive posted with one buffer (as rdma-core's mckey does), and a
+ * burst of datagrams for them: each is checked before the next one is
+ * written there, so all complete, in order, and the buffer holds the last.
+ */
+static void test_one_buffer_for_every_receive(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long bad = T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc);
+	unsigned long del = T_CNT(e->dev, rx_delivered);
+
+	attach(e, &e->a);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(t_post_recv(&e->a, 0, SLOT, 60 + i), 0);
+	for (unsigned i = 0; i < 4; i++)
+		send_raw(e, 700 + i, 90 + i, true);
+	lend_fully(e);
+	for (unsigned i = 0; i < 3; i++) {
+		struct ibv_wc wc;
+
+		assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 60 + i);
+		assert_int_equal(wc.byte_len, 40 + 700 + i);
+	}
+	expect_recv(e, &e->a, 63, 0, 703, 93);
+	assert_int_equal(T_CNT(e->dev, rx_delivered) - del, 4);
+	assert_int_equal(T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc), bad);
+}
+
 /*
  * Receives 1, 2 (4 KiB at @spill, in an MR of its own that is deregistered
  * once it is posted, and registered anew when @rereg: a fresh lkey that
@@ -413,10 +454,7 @@ static void expect_unlent(struct link_env *e, bool rereg)
 	base = IN_PLACE(e);
 	send_raw(e, 1500, 81, true);
 	send_raw(e, 1500, 82, true);
-	pthread_mutex_lock(&e->dev->rx_lock);
-	for (int i = 0; i < e->dev->rx_nep; i++)
-		e->dev->rx_eps[i]->lend_hint = UMC_RX_BATCH;
-	pthread_mutex_unlock(&e->dev->rx_lock);
+	lend_fully(e);
 	expect_recv(e, &e->a, 1, 0, 1500, 81);
 	assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
 	assert_int_equal(wc.wr_id, 2);
@@ -506,6 +544,7 @@ int main(void)
 		BOTH(test_fan_out_copies_from_first),
 		BOTH(test_refused_receive_stays_posted),
 		BOTH(test_corrupt_receive_stays_posted),
+		BOTH(test_one_buffer_for_every_receive),
 		BOTH(test_deregistered_mr_not_lent),
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
