@@ -124,7 +124,12 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 
 #define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
-/* Copy @len bytes from @src into the scatter list at byte offset @off. */
+/*
+ * Copy @len bytes from @src into the scatter list at byte offset @off.  A
+ * memmove: the source may be a lent receive that the application also
+ * posted, in part, to the destination QP (one a datagram to a unicast
+ * DestQP on a group's socket reaches, which lending cannot foresee).
+ */
 static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void *src, size_t len)
 {
 	const uint8_t *s = src;
@@ -136,7 +141,7 @@ static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void
 		}
 		size_t room = sge[i].length - off, c = len < room ? len : room;
 
-		memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, s, c);
+		memmove((uint8_t *)(uintptr_t)sge[i].addr + off, s, c);
 		s += c;
 		len -= c;
 		off = 0;
@@ -240,44 +245,84 @@ struct umc_rx_lender {
 	struct umc_rx_lend lend;
 	struct umc_qp *qp; /* NULL: nothing lent */
 	uint32_t head;	   /* ring index of the WQE lent as land[0] */
-	uintptr_t lo, hi;  /* the span of the bytes lent so far in this burst */
+	uint64_t lo, hi;   /* the span of the receives lent so far in this burst */
 	int nsge[UMC_RX_BATCH];
 	struct ibv_sge sge[UMC_RX_BATCH][UMC_MAX_SGE];
 };
 
-/*
- * Does land @k share a byte with an earlier land of the burst?  Then the
- * kernel would write a later datagram over one not yet checked (a program
- * may post one buffer to every receive, as rdma-core's mckey does), so
- * lending stops there.  Receives posted in address order cost one
- * comparison with the span of those before.
- */
-static bool umc_rx_land_overlaps(struct umc_rx_lender *l, int k)
+/* Do SGE lists @x (@nx) and @y (@ny) share a byte? */
+static bool umc_sges_overlap(const struct ibv_sge *x, int nx, const struct ibv_sge *y, int ny)
 {
-	const struct umc_rx_land *land = &l->lend.land[k];
-	bool inside = false;
-
-	for (int i = 0; i < land->niov; i++) {
-		uintptr_t a = (uintptr_t)land->iov[i].iov_base, b = a + land->iov[i].iov_len;
-
-		inside |= k && a < l->hi && b > l->lo;
-		if (!k || a < l->lo)
-			l->lo = a;
-		if (!k || b > l->hi)
-			l->hi = b;
-	}
-	if (!inside)
-		return false;
-	for (int j = 0; j < k; j++)
-		for (int m = 0; m < l->lend.land[j].niov; m++)
-			for (int i = 0; i < land->niov; i++) {
-				const struct iovec *x = &l->lend.land[j].iov[m], *y = &land->iov[i];
-				uintptr_t xa = (uintptr_t)x->iov_base, ya = (uintptr_t)y->iov_base;
-
-				if (xa < ya + y->iov_len && ya < xa + x->iov_len)
-					return true;
-			}
+	for (int i = 0; i < nx; i++)
+		for (int j = 0; j < ny; j++)
+			if (x[i].length && y[j].length && x[i].addr < y[j].addr + y[j].length &&
+			    y[j].addr < x[i].addr + x[i].length)
+				return true;
 	return false;
+}
+
+/* Does SGE list @sge (@n) reach into the span of the receives lent so far? */
+static bool umc_rx_in_span(const struct umc_rx_lender *l, int k, const struct ibv_sge *sge, int n)
+{
+	for (int i = 0; k && i < n; i++)
+		if (sge[i].length && sge[i].addr < l->hi && l->lo < sge[i].addr + sge[i].length)
+			return true;
+	return false;
+}
+
+/*
+ * May receive @w be lent as land @k?  Not if it shares a byte with a
+ * receive lent before it in the burst: the kernel writes the whole burst
+ * before any datagram of it is checked, so a later datagram would be
+ * written over one not yet checked (a program may post one buffer to every
+ * receive, as rdma-core's mckey does).  Receives posted in address order
+ * cost one comparison with the span of those before.  If it may, the span
+ * grows by it.
+ */
+static bool umc_rx_lendable(struct umc_rx_lender *l, int k, const struct umc_rwqe *w)
+{
+	if (umc_rx_in_span(l, k, w->sge, w->num_sge))
+		for (int j = 0; j < k; j++)
+			if (umc_sges_overlap(l->sge[j], l->nsge[j], w->sge, w->num_sge))
+				return false;
+	for (int i = 0; i < w->num_sge; i++) {
+		uint64_t a = w->sge[i].addr, b = a + w->sge[i].length;
+
+		if (a == b)
+			continue;
+		l->lo = k && l->lo < a ? l->lo : a;
+		l->hi = k && l->hi > b ? l->hi : b;
+		k = 1; /* the span holds a byte from here on */
+	}
+	return true;
+}
+
+/*
+ * Does a receive of another QP of @mcg that this burst may fill (one of
+ * its first @k posted) reach into the span of the @k receives lent?  A copy
+ * into it would overwrite a lent datagram not yet delivered (two QPs may
+ * post one buffer), so then nothing is lent.  Context: no rq_lock held.
+ */
+static bool umc_rx_lend_shared(const struct umc_rx_lender *l, const struct umc_mcg *mcg, int k)
+{
+	bool shared = false;
+
+	for (int q = 0; q < mcg->nqp && !shared; q++) {
+		struct umc_qp *o = mcg->qps[q];
+
+		if (o == l->qp)
+			continue;
+		pthread_spin_lock(&o->rq_lock);
+		for (uint32_t j = 0; j < (uint32_t)k && j < o->rq_tail - o->rq_head && !shared; j++) {
+			const struct umc_rwqe *w = (const struct umc_rwqe *)(o->rq + ((o->rq_head + j) &
+									       o->rq_mask) *
+									      o->rq_stride);
+
+			shared = umc_rx_in_span(l, k, w->sge, w->num_sge);
+		}
+		pthread_spin_unlock(&o->rq_lock);
+	}
+	return shared;
 }
 
 /* Can @qp receive (IBA 10.3.1: RTR, RTS and SQD/SQE accept packets)? */
@@ -297,11 +342,26 @@ static struct umc_qp *umc_rx_landing_qp(const struct umc_mcg *mcg)
 	return NULL;
 }
 
+/* The burst is over: drop the holds, run a flush that waited.  Context: rx_lock held. */
+static void umc_rx_unlend(struct umc_device *dev)
+{
+	struct umc_rx_lender *l = dev->rx_lender;
+
+	if (!l || !l->qp)
+		return;
+	for (int k = 0; k < l->lend.n; k++)
+		umc_sges_release(l->sge[k], l->nsge[k]);
+	umc_qp_rx_unlend(l->qp);
+	l->qp = NULL;
+	l->lend.n = 0;
+}
+
 /*
  * Lend up to @max posted receives of @ep's landing QP, in queue order, each
  * whose every SGE is still in a live local-write MR (held from now on),
  * that has room beyond its GRH area and that shares no byte with one lent
- * before it.  Lending costs two atomic operations
+ * before it (umc_rx_lendable), and none at all when a receive of another
+ * QP of the group may share bytes with them (umc_rx_lend_shared).  Lending costs two atomic operations
  * per SGE even when nothing arrives, so a burst lends twice what the
  * endpoint's last one brought, plus one, and a busy-polling program's empty
  * polls soon lend one.  Returns the lend for the link (n may be 0).
@@ -349,7 +409,7 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 			land->room += w->sge[i].length - skip;
 			skip = 0;
 		}
-		if (!land->niov || umc_rx_land_overlaps(l, k))
+		if (!land->niov || !umc_rx_lendable(l, k, w))
 			break;
 		if (!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))
 			break; /* delivery will find what is wrong with it */
@@ -359,24 +419,13 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	l->lend.n = k;
 	qp->rq_lent = k > 0;
 	pthread_spin_unlock(&qp->rq_lock);
-	if (!k)
+	if (k && ep->mcg->nqp > 1 && umc_rx_lend_shared(l, ep->mcg, k))
+		umc_rx_unlend(dev);
+	if (!l->lend.n)
 		l->qp = NULL;
 	return &l->lend;
 }
 
-/* The burst is over: drop the holds, run a flush that waited.  Context: rx_lock held. */
-static void umc_rx_unlend(struct umc_device *dev)
-{
-	struct umc_rx_lender *l = dev->rx_lender;
-
-	if (!l || !l->qp)
-		return;
-	for (int k = 0; k < l->lend.n; k++)
-		umc_sges_release(l->sge[k], l->nsge[k]);
-	umc_qp_rx_unlend(l->qp);
-	l->qp = NULL;
-	l->lend.n = 0;
-}
 
 /*
  * A receive WQE taken by a datagram it cannot accept: complete it with
