@@ -25,8 +25,9 @@
  *     the second QP got the burst's later datagrams copied from the first
  *     QP's buffers.
  *
- * Each test runs on every link that lands datagrams: the simulated
- * InfiniBand link, against a umc-sm this program starts ($UMC_BIN).  The
+ * Each test runs on every link that lands datagrams: RoCEv2 on the
+ * loopback device, and the simulated InfiniBand link, against a umc-sm
+ * this program starts ($UMC_BIN).  The
  * background receive thread is off (UMC_RX_THREAD=0), so that only the
  * test's own polls receive and a burst is what the test sent.
  */
@@ -52,6 +53,7 @@ struct link_env {
 };
 
 static struct link_env ib_env = {.name = "umc_ib0", .ib = true};
+static struct link_env roce_env = {.name = "umc_lo"};
 static unsigned group_seq;
 static pid_t sm_pid;
 
@@ -299,13 +301,16 @@ static void test_refused_receive_stays_posted(void **state)
 /*
  * A datagram to the group sent from a plain socket, so that no progress of
  * this process runs before the test polls: @len bytes of pattern @seed,
- * with its CRCs right when @good (IB only), left zero (wrong) otherwise.
+ * with its CRCs right when @good, left zero (wrong) otherwise; with ImmDt
+ * @imm when not 0.
  */
-static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good)
+static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good, uint32_t imm)
 {
 	struct umc_ud_hdr h = {
-		.bth = {.opcode = UMC_OP_UD_SEND_ONLY, .pkey = 0xffff, .dest_qpn = 0xffffff},
+		.bth = {.opcode = imm ? UMC_OP_UD_SEND_ONLY_IMM : UMC_OP_UD_SEND_ONLY,
+			.pkey = 0xffff, .dest_qpn = 0xffffff},
 		.deth = {.qkey = T_QKEY, .src_qpn = 0x77},
+		.imm_be = htonl(imm),
 	};
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	uint8_t pkt[SLOT + 128] = {0};
@@ -313,7 +318,7 @@ static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good)
 	int fd = socket(AF_INET, SOCK_DGRAM, 0), ttl = 1;
 	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
 
-	assert_true(len <= SLOT && (e->ib || !good));
+	assert_true(len <= SLOT);
 	assert_true(fd >= 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
@@ -341,11 +346,25 @@ static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good)
 		to.sin_addr.s_addr = htonl(umc_sm_mlid_to_ip(pi, e->mlid));
 		to.sin_port = htons(pi->data_port);
 	} else {
+		struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr = lo};
+		socklen_t ml = sizeof(me);
+
+		h.bth.pad_cnt = (uint8_t)(-len & 3);
 		n = umc_ud_hdr_encode(pkt, &h);
 		t_fill(pkt + n, len, seed);
-		n += len + UMC_ICRC_LEN; /* ICRC left zero: wrong */
+		n += len + h.bth.pad_cnt + UMC_ICRC_LEN;
 		to.sin_addr.s_addr = htonl(e->gip);
 		to.sin_port = htons(T_PORT);
+		/* The ICRC under the IP/UDP context the receiver sees (its ID: solved if not 0). */
+		assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &ml), 0);
+		struct umc_ip_ctx c = {.family = 4, .sport = ntohs(me.sin_port),
+				       .dport = T_PORT, .df = true, .hop_limit = 1};
+
+		memcpy(c.src, &lo, 4);
+		memcpy(c.dst, &to.sin_addr, 4);
+		if (good)
+			umc_icrc_put(pkt + n - UMC_ICRC_LEN, umc_icrc_compute(&c, pkt, n));
 	}
 	assert_int_equal(sendto(fd, pkt, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
 	close(fd);
@@ -353,7 +372,7 @@ static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good)
 
 static void send_corrupt(struct link_env *e)
 {
-	send_raw(e, 100, 0, false);
+	send_raw(e, 100, 0, false, 0);
 }
 
 static void test_corrupt_receive_stays_posted(void **state)
@@ -400,7 +419,7 @@ static void test_one_buffer_for_every_receive(void **state)
 	for (unsigned i = 0; i < 4; i++)
 		assert_int_equal(t_post_recv(&e->a, 0, SLOT, 60 + i), 0);
 	for (unsigned i = 0; i < 4; i++)
-		send_raw(e, 700 + i, 90 + i, true);
+		send_raw(e, 700 + i, 90 + i, true, 0);
 	lend_fully(e);
 	for (unsigned i = 0; i < 3; i++) {
 		struct ibv_wc wc;
@@ -413,6 +432,52 @@ static void test_one_buffer_for_every_receive(void **state)
 	expect_recv(e, &e->a, 63, 0, 703, 93);
 	assert_int_equal(T_CNT(e->dev, rx_delivered) - del, 4);
 	assert_int_equal(T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc), bad);
+}
+
+/*
+ * Two QPs whose receives share one buffer (B posts A's, under A's MR, for
+ * the same datagram and, offset by one, for the next): a burst with and
+ * without ImmDt, and each completion finds its datagram whole, as a NIC
+ * that fills one receive after the other leaves it.
+ */
+static void test_two_qps_one_buffer(void **state)
+{
+	struct link_env *e = *state;
+
+	attach(e, &e->a);
+	attach(e, &e->b);
+	for (int shift = 0; shift < 2; shift++) {
+		for (unsigned i = 0; i < 4; i++) {
+			struct ibv_sge sge = {(uintptr_t)(e->a.buf + (i + shift) * SLOT), SLOT,
+					      e->a.mr->lkey};
+			struct ibv_recv_wr wr = {.wr_id = 20 + i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+			assert_int_equal(t_post_recv(&e->a, i * SLOT, SLOT, 10 + i), 0);
+			assert_int_equal(ibv_post_recv(e->b.qp, &wr, &bad), 0);
+		}
+		for (unsigned i = 0; i < 4; i++)
+			send_raw(e, 600 + 4 * i, 60 + i, true, i & 1 ? 0x1234 : 0);
+		lend_fully(e);
+		/* B's receive i is A's receive i + shift: check each before the next lands. */
+		for (unsigned i = 0; i < 4; i++) {
+			struct ibv_wc wc;
+
+			assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
+			assert_int_equal(wc.wr_id, 10 + i);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			assert_int_equal(wc.byte_len, 40 + 600 + 4 * i);
+			assert_int_equal(t_wait_wc(e->b.cq, &wc, T_WAIT_MS), 1);
+			assert_int_equal(wc.wr_id, 20 + i);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		}
+		/* What each buffer holds last: the datagram of its last receive. */
+		for (unsigned i = shift; i < 4; i++) {
+			uint8_t want[SLOT];
+
+			t_fill(want, 600 + 4 * i, 60 + i);
+			assert_memory_equal(e->a.buf + i * SLOT + 40, want, 600 + 4 * i);
+		}
+	}
 }
 
 /*
@@ -452,8 +517,8 @@ static void expect_unlent(struct link_env *e, bool rereg)
 	 * receive 2, whose MR is gone.
 	 */
 	base = IN_PLACE(e);
-	send_raw(e, 1500, 81, true);
-	send_raw(e, 1500, 82, true);
+	send_raw(e, 1500, 81, true, 0);
+	send_raw(e, 1500, 82, true, 0);
 	lend_fully(e);
 	expect_recv(e, &e->a, 1, 0, 1500, 81);
 	assert_int_equal(t_wait_wc(e->a.cq, &wc, T_WAIT_MS), 1);
@@ -533,8 +598,10 @@ static void test_len_err_flush_waits_for_burst(void **state)
 		expect_recv(e, &e->b, 30 + i, i * SLOT, 500, 70 + i);
 }
 
-/* Every link that lands datagrams (link ops rx_lands): for now the IB link. */
-#define BOTH(t) cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &ib_env)
+/* Every link that lands datagrams (link ops rx_lands): RoCEv2 and InfiniBand. */
+#define BOTH(t)                                                                    \
+	cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &roce_env),  \
+	    cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &ib_env)
 
 int main(void)
 {
@@ -545,6 +612,7 @@ int main(void)
 		BOTH(test_refused_receive_stays_posted),
 		BOTH(test_corrupt_receive_stays_posted),
 		BOTH(test_one_buffer_for_every_receive),
+		BOTH(test_two_qps_one_buffer),
 		BOTH(test_deregistered_mr_not_lent),
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),

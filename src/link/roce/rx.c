@@ -108,6 +108,7 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		return -ENOMEM;
 	rm->kind = ROCE_EP_GROUP;
 	rm->mcg = mcg;
+	rm->ep.mcg = mcg; /* the engine lends its QPs' receives */
 	rm->ep.fd = roce_mcg_socket(dev, &mcg->mgid);
 	if (rm->ep.fd < 0) {
 		ret = rm->ep.fd;
