@@ -313,10 +313,13 @@ static bool umc_rx_lend_shared(const struct umc_rx_lender *l, const struct umc_m
 		if (o == l->qp)
 			continue;
 		pthread_spin_lock(&o->rq_lock);
-		for (uint32_t j = 0; j < (uint32_t)k && j < o->rq_tail - o->rq_head && !shared; j++) {
-			const struct umc_rwqe *w = (const struct umc_rwqe *)(o->rq + ((o->rq_head + j) &
-									       o->rq_mask) *
-									      o->rq_stride);
+		uint32_t n = o->rq_tail - o->rq_head < (uint32_t)k ? o->rq_tail - o->rq_head
+								  : (uint32_t)k;
+
+		for (uint32_t j = 0; j < n && !shared; j++) {
+			const struct umc_rwqe *w =
+			    (const struct umc_rwqe *)(o->rq + ((o->rq_head + j) & o->rq_mask) *
+								  o->rq_stride);
 
 			shared = umc_rx_in_span(l, k, w->sge, w->num_sge);
 		}
@@ -360,11 +363,11 @@ static void umc_rx_unlend(struct umc_device *dev)
  * Lend up to @max posted receives of @ep's landing QP, in queue order, each
  * whose every SGE is still in a live local-write MR (held from now on),
  * that has room beyond its GRH area and that shares no byte with one lent
- * before it (umc_rx_lendable), and none at all when a receive of another
- * QP of the group may share bytes with them (umc_rx_lend_shared).  Lending costs two atomic operations
- * per SGE even when nothing arrives, so a burst lends twice what the
- * endpoint's last one brought, plus one, and a busy-polling program's empty
- * polls soon lend one.  Returns the lend for the link (n may be 0).
+ * before it (umc_rx_lendable); none at all when a receive of another QP of
+ * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
+ * two atomic operations per SGE even when nothing arrives, so a burst lends
+ * twice what the endpoint's last one brought, plus one, and a
+ * busy-polling program's empty polls soon lend one.  Returns the lend for the link (n may be 0).
  * Context: dev->rx_lock held.
  */
 static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
@@ -425,7 +428,6 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 		l->qp = NULL;
 	return &l->lend;
 }
-
 
 /*
  * A receive WQE taken by a datagram it cannot accept: complete it with

@@ -115,8 +115,8 @@ int ib_init_ah_from_wc(struct umc_device *dev, const struct ibv_wc *wc, const ui
 int ib_ucast_open(struct ib_port *port);
 int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid);
 void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
-int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
-		     int max, bool *more, const struct umc_rx_lend *lend);
+int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
+		bool *more, const struct umc_rx_lend *lend);
 
 /* tx.c */
 int ib_qp_init(struct umc_qp *qp);

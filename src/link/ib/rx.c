@@ -201,8 +201,8 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	return true;
 }
 
-int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
-		     int max, bool *more, const struct umc_rx_lend *lend)
+int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
+		bool *more, const struct umc_rx_lend *lend)
 {
 	struct ib_port *port = to_ib_port(dev);
 	struct ib_ep *e = container_of(ep, struct ib_ep, ep);
@@ -215,8 +215,9 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
 	for (int i = 0; i < max; i++) {
-		rx->msg[i].msg_hdr.msg_iovlen =
-		    umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, i < lend->n ? &lend->land[i] : NULL);
+		const struct umc_rx_land *land = i < lend->n ? &lend->land[i] : NULL;
+
+		rx->msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, land);
 		rx->msg[i].msg_hdr.msg_flags = 0;
 	}
 	do

@@ -13,6 +13,10 @@
  * need not look them up per datagram (IP_PKTINFO is asked for only where
  * SO_BINDTODEVICE is refused).
  *
+ * A group's datagram is received with its BTH and DETH in a scratch slot
+ * and the rest straight in a posted receive the engine lent (land.c), and
+ * checked over those pieces; its payload is then completed in place.
+ *
  * Unicast datagrams reach this process through the port's unicast input,
  * where the host's demultiplexer passes on those for its QPNs (ucast.c),
  * each behind the IP context the demultiplexer's socket saw; they get the
