@@ -25,8 +25,8 @@ size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc
 		return n;
 	}
 	iov[n++] = (struct iovec){slot, hdr};
-	memcpy(iov + n, land->iov, (size_t)land->niov * sizeof(*iov));
-	n += (size_t)land->niov;
+	for (int i = 0; i < land->niov; i++) /* mostly one: no call to memcpy */
+		iov[n++] = land->iov[i];
 	if (land->room < UMC_RX_SLOT - hdr)
 		iov[n++] = (struct iovec){slot + hdr + land->room, UMC_RX_SLOT - hdr - land->room};
 	return n;

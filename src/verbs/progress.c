@@ -417,7 +417,8 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 		if (!umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))
 			break; /* delivery will find what is wrong with it */
 		l->nsge[k] = w->num_sge;
-		memcpy(l->sge[k], w->sge, w->num_sge * sizeof(w->sge[0]));
+		for (int i = 0; i < w->num_sge; i++) /* mostly one: no call to memcpy */
+			l->sge[k][i] = w->sge[i];
 	}
 	l->lend.n = k;
 	qp->rq_lent = k > 0;
