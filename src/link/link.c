@@ -142,7 +142,6 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, mcg_close);
 		LINK_SET(dst, src, membership);
 		LINK_SET(dst, src, rx_burst);
-		dst->rx_lands = src->rx_lands;
 		LINK_SET(dst, src, xmit);
 		umc_link_list[i] = dst;
 	}

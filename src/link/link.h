@@ -45,9 +45,10 @@ struct umc_cm_link_ops;
 struct umc_rx_ep {
 	int fd;
 	/*
-	 * The group whose datagrams arrive here, if one (a group's socket):
-	 * the engine lends the posted receives of one of its QPs for them to
-	 * land in (rx_burst).  NULL: nothing is lent.
+	 * The group whose datagrams arrive here, if one (a group's socket)
+	 * and the link lands them: the engine lends the posted receives of
+	 * one of its QPs for them to land in (rx_burst).  NULL: nothing is
+	 * lent.
 	 */
 	struct umc_mcg *mcg;
 	int lend_hint; /* the engine's: packets its last burst brought (progress.c) */
@@ -225,7 +226,6 @@ struct umc_link_ops {
 	 */
 	int (*rx_burst)(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts,
 			int max, bool *more, const struct umc_rx_lend *lend);
-	bool rx_lands; /* rx_burst lands datagrams: worth lending receives to */
 
 	/*
 	 * xmit - encode and send @n packets of @qp in one batch.  A packet the

@@ -378,7 +378,7 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	struct umc_qp *qp;
 	int k = 0;
 
-	if (!dev->link->rx_lands || !ep->mcg)
+	if (!ep->mcg)
 		return &none;
 	if (umc_unlikely(!l)) {
 		l = dev->rx_lender = calloc(1, sizeof(*l));

@@ -598,7 +598,7 @@ static void test_len_err_flush_waits_for_burst(void **state)
 		expect_recv(e, &e->b, 30 + i, i * SLOT, 500, 70 + i);
 }
 
-/* Every link that lands datagrams (link ops rx_lands): RoCEv2 and InfiniBand. */
+/* Every link that lands datagrams (its group endpoints set ep.mcg): RoCEv2 and InfiniBand. */
 #define BOTH(t)                                                                    \
 	cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &roce_env),  \
 	    cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &ib_env)

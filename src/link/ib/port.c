@@ -362,6 +362,5 @@ const struct umc_link_ops umc_ib_link_ops = {
 	.mcg_open = ib_mcg_open,
 	.mcg_close = ib_mcg_close,
 	.rx_burst = ib_rx_burst,
-	.rx_lands = true,
 	.xmit = ib_xmit,
 };

@@ -329,6 +329,5 @@ const struct umc_link_ops umc_roce_link_ops = {
 	.mcg_close = roce_mcg_close,
 	.membership = roce_membership,
 	.rx_burst = roce_rx_burst,
-	.rx_lands = true,
 	.xmit = roce_xmit,
 };
