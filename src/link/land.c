@@ -18,17 +18,22 @@
 
 size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc_rx_land *land)
 {
-	size_t n = 0;
+	size_t n = 0, left = UMC_RX_SLOT - hdr;
 
 	if (!land) {
 		iov[n++] = (struct iovec){slot, UMC_RX_SLOT};
 		return n;
 	}
 	iov[n++] = (struct iovec){slot, hdr};
-	for (int i = 0; i < land->niov; i++) /* mostly one: no call to memcpy */
-		iov[n++] = land->iov[i];
-	if (land->room < UMC_RX_SLOT - hdr)
-		iov[n++] = (struct iovec){slot + hdr + land->room, UMC_RX_SLOT - hdr - land->room};
+	/* A longer datagram is truncated (MSG_TRUNC) wherever it would land. */
+	for (int i = 0; i < land->niov && left; i++) {
+		size_t c = land->iov[i].iov_len < left ? land->iov[i].iov_len : left;
+
+		iov[n++] = (struct iovec){land->iov[i].iov_base, c};
+		left -= c;
+	}
+	if (left)
+		iov[n++] = (struct iovec){slot + UMC_RX_SLOT - left, left};
 	return n;
 }
 

@@ -16,6 +16,8 @@
  *     and its receive stays posted for the next good one;
  *   - receives that all share one buffer take a burst whole: a datagram
  *     is never written over one not yet checked;
+ *   - a datagram longer than a receive slot is dropped even where the
+ *     posted receive would hold it;
  *   - a receive whose MR was deregistered after the post (its buffer
  *     kept, or registered again under a new lkey) is never lent: it
  *     completes LOC_PROT_ERR without a byte written there, while the
@@ -313,12 +315,12 @@ static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good,
 		.imm_be = htonl(imm),
 	};
 	struct sockaddr_in to = {.sin_family = AF_INET};
-	uint8_t pkt[SLOT + 128] = {0};
+	uint8_t pkt[UMC_RX_SLOT + 2 * SLOT] = {0};
 	size_t n;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0), ttl = 1;
 	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
 
-	assert_true(len <= SLOT);
+	assert_true(len + 128 <= sizeof(pkt));
 	assert_true(fd >= 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
 	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)), 0);
@@ -432,6 +434,34 @@ static void test_one_buffer_for_every_receive(void **state)
 	expect_recv(e, &e->a, 63, 0, 703, 93);
 	assert_int_equal(T_CNT(e->dev, rx_delivered) - del, 4);
 	assert_int_equal(T_CNT(e->dev, rx_bad_icrc) + T_CNT(e->dev, rx_bad_vcrc), bad);
+}
+
+/*
+ * A RoCE datagram longer than a receive slot (UMC_RX_SLOT), for a receive
+ * big enough to hold it: dropped as too long (rx_too_long), as when it is
+ * read into a slot, and the receive takes the next one.  (An IB packet
+ * cannot be that long: its LRH length field ends at 8188 bytes.)
+ */
+static void test_longer_than_slot_not_landed(void **state)
+{
+	struct link_env *e = *state;
+	unsigned long lng = T_CNT(e->dev, rx_too_long);
+	uint32_t big = UMC_RX_SLOT + 256;
+
+	if (e->ib)
+		skip();
+	assert_true(40 + big <= T_BUF);
+	attach(e, &e->a);
+	assert_int_equal(t_post_recv(&e->a, 0, T_BUF, 1), 0);
+	send_raw(e, big, 70, true, 0);
+	lend_fully(e);
+	for (uint64_t end = t_now_ms() + T_WAIT_MS;
+	     T_CNT(e->dev, rx_too_long) == lng && t_now_ms() < end;)
+		t_poll_rx(e->dev, 10);
+	assert_int_equal(T_CNT(e->dev, rx_too_long) - lng, 1);
+	t_assert_cq_empty(e->a.cq);
+	send_raw(e, 500, 71, true, 0);
+	expect_recv(e, &e->a, 1, 0, 500, 71);
 }
 
 /*
@@ -613,6 +643,7 @@ int main(void)
 		BOTH(test_corrupt_receive_stays_posted),
 		BOTH(test_one_buffer_for_every_receive),
 		BOTH(test_two_qps_one_buffer),
+		BOTH(test_longer_than_slot_not_landed),
 		BOTH(test_deregistered_mr_not_lent),
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),

@@ -233,7 +233,7 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		size_t off;
 
 		CNT(dev, rx_packets);
-		if (umc_unlikely((m->msg_hdr.msg_flags & MSG_TRUNC) || sg.len > UMC_RX_SLOT)) {
+		if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 			CNT(dev, rx_too_long);
 			continue;
 		}
