@@ -144,8 +144,10 @@ static struct ib_rx *ib_rx_get(struct ib_port *port)
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
 		return NULL;
-	for (int i = 0; i < UMC_RX_BATCH; i++)
+	for (int i = 0; i < UMC_RX_BATCH; i++) {
 		rx->msg[i].msg_hdr.msg_iov = rx->iov[i];
+		rx->msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, NULL);
+	}
 	port->rx = rx;
 	return rx;
 }
@@ -214,19 +216,18 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
-	for (int i = 0; i < max; i++) {
-		const struct umc_rx_land *land = i < lend->n ? &lend->land[i] : NULL;
+	/* Only the slots given a land are aimed, and put back after: an empty poll costs none. */
+	int lent = lend->n < max ? lend->n : max;
 
-		rx->msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, land);
-		rx->msg[i].msg_hdr.msg_flags = 0;
-	}
+	for (int i = 0; i < lent; i++)
+		rx->msg[i].msg_hdr.msg_iovlen =
+		    umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, &lend->land[i]);
 	do
 		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
 	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return 0;
 	*more = n == max;
 	for (int i = 0; i < n; i++) {
+		const struct umc_rx_land *land = i < lent ? &lend->land[i] : NULL;
 		struct mmsghdr *m = &rx->msg[i];
 		struct umc_sg sg = {rx->iov[i], (int)m->msg_hdr.msg_iovlen, m->msg_len};
 		struct umc_rx_pkt *pkt = &pkts[out];
@@ -239,9 +240,10 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		}
 		if (!ib_rx_one(port, e, &sg, pkt, &off))
 			continue;
-		umc_rx_settle(pkt, rx->buf[i], IB_LAND_HDR, i < lend->n ? &lend->land[i] : NULL,
-			      sg.len, off);
+		umc_rx_settle(pkt, rx->buf[i], IB_LAND_HDR, land, sg.len, off);
 		out++;
 	}
+	for (int i = 0; i < lent; i++)
+		rx->msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, NULL);
 	return out;
 }
