@@ -41,8 +41,7 @@ struct umc_sa_client;
 /* A receive endpoint of the port: the unicast socket or one MLID's group socket. */
 struct ib_ep {
 	struct umc_rx_ep ep;
-	struct umc_mcg *mcg; /* the group of an MLID socket; NULL for unicast */
-	uint16_t dlid;	     /* the DLID packets on this socket must carry */
+	uint16_t dlid; /* an MLID socket's: the DLID its packets must carry (ep.mcg: the group) */
 };
 
 struct ib_port {

@@ -63,7 +63,7 @@ int ib_ucast_open(struct ib_port *port)
 		return fd;
 	umc_fd_own(fd, false);
 	port->ucast.ep.fd = fd;
-	port->ucast.mcg = NULL;
+	port->ucast.ep.mcg = NULL;
 	return 0;
 }
 
@@ -80,8 +80,7 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->mcg = mcg;
-	e->ep.mcg = mcg; /* the engine lends its QPs' receives */
+	e->ep.mcg = mcg; /* the group: the engine lends its QPs' receives */
 	e->dlid = mlid;
 	e->ep.fd = ib_rx_socket(group, port->pi.data_port, true);
 	if (e->ep.fd < 0) {
@@ -180,16 +179,16 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	}
 	uint16_t lid = atomic_load_explicit(&port->lid, memory_order_relaxed);
 
-	if (umc_unlikely(ib.lrh.dlid != (e->mcg ? e->dlid : lid))) {
+	if (umc_unlikely(ib.lrh.dlid != (e->ep.mcg ? e->dlid : lid))) {
 		CNT(dev, rx_bad_dlid);
 		return false;
 	}
-	pkt->mcg = e->mcg;
+	pkt->mcg = e->ep.mcg;
 	pkt->has_grh = ib.lrh.lnh == UMC_LNH_IBA_GLOBAL;
 	if (pkt->has_grh) {
 		umc_sg_read(sg, UMC_LRH_LEN, pkt->grh, UMC_GRH_HDR_LEN);
 		/* An MLID may carry several groups: the DGID says which. */
-		if (e->mcg && memcmp(ib.grh.dgid, e->mcg->mgid.raw, 16) != 0)
+		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0)
 			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
 	} else {
 		memset(pkt->grh, 0, sizeof(pkt->grh));

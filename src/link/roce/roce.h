@@ -53,7 +53,6 @@ enum roce_ep_kind {
 struct roce_ep {
 	struct umc_rx_ep ep;
 	enum roce_ep_kind kind;
-	struct umc_mcg *mcg; /* ROCE_EP_GROUP */
 	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
 };
 

@@ -111,8 +111,7 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	if (!rm)
 		return -ENOMEM;
 	rm->kind = ROCE_EP_GROUP;
-	rm->mcg = mcg;
-	rm->ep.mcg = mcg; /* the engine lends its QPs' receives */
+	rm->ep.mcg = mcg; /* the group: the engine lends its QPs' receives */
 	rm->ep.fd = roce_mcg_socket(dev, &mcg->mgid);
 	if (rm->ep.fd < 0) {
 		ret = rm->ep.fd;
@@ -280,7 +279,7 @@ static unsigned roce_rx_ctx(struct roce_port *rp, const struct roce_ep *rm, stru
 
 	memset(ip, 0, sizeof(*ip));
 	/* The socket is bound to the address (IP_PKTINFO, when asked for, says the same) ... */
-	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->mcg->mgid : &rm->dst, ip->dst);
+	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->ep.mcg->mgid : &rm->dst, ip->dst);
 	ifindex = roce_rx_cmsg(mh, ip);
 	/*
 	 * ... and a group's to the interface, unless IP_PKTINFO says where it
@@ -369,7 +368,7 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 		CNT(dev, rx_other_if);
 		return false;
 	}
-	if (!roce_rx_check(rp, rm->mcg, &sg, &ip, pkt, &off))
+	if (!roce_rx_check(rp, rm->ep.mcg, &sg, &ip, pkt, &off))
 		return false;
 	umc_rx_settle(pkt, slot, ROCE_LAND_HDR, land, sg.len, off);
 	return true;
@@ -441,7 +440,8 @@ static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct r
 			const struct umc_rx_lend *lend)
 {
 	struct mmsghdr *msg = (rm->kind == ROCE_EP_UC_INPUT ? rx->uc_msg : rx->q.msg) + base;
-	int lent = rm->kind != ROCE_EP_GROUP ? 0 : lend->n < max ? lend->n : max, n, out = 0;
+	/* Lent only to a group's socket (the one kind with ep.mcg). */
+	int lent = lend->n < max ? lend->n : max, n, out = 0;
 
 	for (int i = 0; i < lent; i++) {
 		msg[i].msg_hdr.msg_iov = rx->land_iov[i];
