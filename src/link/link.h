@@ -117,6 +117,24 @@ size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc
 void umc_rx_settle(struct umc_rx_pkt *pkt, uint8_t *slot, size_t hdr,
 		   const struct umc_rx_land *land, size_t len, size_t off);
 
+/*
+ * Sockets, the same on every link (sock.c).
+ *
+ * umc_link_socket - socket(@family, @type, 0); when the soft RLIMIT_NOFILE
+ * runs out (one socket per group means up to UMC_MAX_MCAST_GRP
+ * descriptors), raise it to the hard limit once.  Returns the fd or -errno.
+ */
+int umc_link_socket(int family, int type);
+
+/* umc_link_rcvbuf - a receive buffer of UMC_RX_SOCKBUF bytes, or what rmem_max allows. */
+void umc_link_rcvbuf(int fd);
+
+/*
+ * umc_link_sendmmsg - send @msg[@from, @to) on @fd; a datagram the kernel
+ * refuses is counted (tx_errors) and skipped, the sent ones in tx_packets.
+ */
+void umc_link_sendmmsg(struct umc_device *dev, int fd, struct mmsghdr *msg, int from, int to);
+
 /* One UD SEND the core validated, handed to the link to encode and send. */
 struct umc_tx_pkt {
 	struct umc_ah *ah;

@@ -97,7 +97,6 @@ static inline struct ib_qp *to_ib_qp(struct umc_qp *qp)
 }
 
 /* port.c */
-int ib_socket(int type);
 /*
  * ib_port_sa - the port's SA client, registering it first if umc-sm did not
  * answer before (bounded wait); NULL while the SM cannot be reached.

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "link/ib/ib.h"
@@ -35,20 +34,6 @@
 /* The IPv4 broadcast group of the default partition's IPoIB link (RFC 4391 4). */
 static const uint8_t ib_bcast_mgid[16] = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
 					   0,	 0,    0,    0,	   0xff, 0xff, 0xff, 0xff};
-
-int ib_socket(int type)
-{
-	int fd = socket(AF_INET, type, 0);
-	struct rlimit rl;
-
-	if (fd >= 0 || errno != EMFILE || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
-		return fd < 0 ? -errno : fd;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		return -EMFILE;
-	fd = socket(AF_INET, type, 0);
-	return fd < 0 ? -errno : fd;
-}
 
 /* An IPv4 address (the IPoIB address) into @sin; returns 0 or -EINVAL. */
 static int ib_parse_addr(const char *text, struct sockaddr_in *sin)

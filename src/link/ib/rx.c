@@ -35,16 +35,13 @@ static int ib_rx_socket(uint32_t addr, uint16_t port, bool reuse)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(addr)};
-	int fd = ib_socket(SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
-	int buf = UMC_RX_SOCKBUF;
+	int fd = umc_link_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 
 	if (fd < 0)
 		return fd;
 	if (reuse)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	umc_link_rcvbuf(fd);
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
 		int ret = -errno;
 

@@ -37,7 +37,7 @@ static int ib_tx_socket(struct ib_port *port)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = port->data_addr};
 	struct ip_mreqn mr = {.imr_address = port->data_addr, .imr_ifindex = (int)port->ifindex};
-	int fd = ib_socket(SOCK_DGRAM | SOCK_CLOEXEC), ttl = IB_MCAST_TTL, loop = 1, ret = 0;
+	int fd = umc_link_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC), ttl = IB_MCAST_TTL, loop = 1, ret = 0;
 
 	if (fd < 0)
 		return fd;
@@ -153,7 +153,7 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 	struct umc_device *dev = uqp->dev;
 	struct ib_tx *tx = ib_tx_get(qp);
 	uint16_t lid = atomic_load_explicit(&to_ib_port(dev)->lid, memory_order_relaxed);
-	int k = 0, from = 0;
+	int k = 0;
 
 	if (umc_unlikely(!tx)) {
 		atomic_fetch_add_explicit(&dev->cnt.tx_errors, n, memory_order_relaxed);
@@ -166,16 +166,6 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 		}
 		ib_tx_build(tx, k++, &pkts[i], lid);
 	}
-	while (from < k) {
-		int sent = sendmmsg(tx->fd, &tx->msg[from], (unsigned)(k - from), 0);
-
-		if (sent > 0) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_packets, sent, memory_order_relaxed);
-			from += sent;
-		} else if (errno != EINTR) {
-			CNT(dev, tx_errors);
-			from++;
-		}
-	}
+	umc_link_sendmmsg(dev, tx->fd, tx->msg, 0, k);
 	return 0;
 }

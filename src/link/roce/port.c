@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "link/roce/roce.h"
@@ -23,25 +22,6 @@
 int roce_setopt(int fd, int level, int name, int val)
 {
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
-}
-
-/*
- * A socket; when the soft RLIMIT_NOFILE runs out (one socket per group
- * means up to UMC_MAX_MCAST_GRP descriptors), raise it towards the hard
- * limit once.  Returns the fd or -errno.
- */
-int roce_socket(int family, int type)
-{
-	int fd = socket(family, type, 0);
-	struct rlimit rl;
-
-	if (fd >= 0 || errno != EMFILE || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
-		return fd < 0 ? -errno : fd;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		return -EMFILE;
-	fd = socket(family, type, 0);
-	return fd < 0 ? -errno : fd;
 }
 
 void roce_rxq_init(struct roce_rxq *q)

@@ -141,7 +141,6 @@ static inline struct roce_qp *to_roce_qp(struct umc_qp *qp)
 }
 
 /* port.c */
-int roce_socket(int family, int type);
 int roce_setopt(int fd, int level, int name, int val);
 /* The device's first GID of @v4's family (IPv4-mapped or not), or -1. */
 int roce_gid_of_family(const struct umc_device *dev, bool v4);

@@ -51,11 +51,9 @@
 
 int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
 {
-	int ret, buf = UMC_RX_SOCKBUF;
+	int ret;
 
-	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	umc_link_rcvbuf(fd);
 	if (v4) {
 		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
 		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
@@ -76,7 +74,7 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 	bool v4 = umc_gid_is_v4mapped(mgid);
 	struct sockaddr_storage ss;
 	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &ss);
-	int fd = roce_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = umc_link_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	int ret, one = 1;
 
 	if (fd < 0)

@@ -47,7 +47,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 	struct sockaddr_storage ss;
 	socklen_t len = roce_gid_sockaddr(dev, sgid, qp->sport, &ss);
 	bool v4 = ss.ss_family == AF_INET;
-	int fd = roce_socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC);
+	int fd = umc_link_socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC);
 	int ret;
 
 	if (fd < 0)
@@ -175,22 +175,6 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	mh->msg_controllen = 0;
 }
 
-/* sendmmsg() slots [from, to) on @fd; a datagram the kernel refuses is counted and skipped. */
-static void roce_tx_flush(struct umc_device *dev, struct roce_tx *tx, int fd, int from, int to)
-{
-	while (from < to) {
-		int n = sendmmsg(fd, &tx->msg[from], (unsigned)(to - from), 0);
-
-		if (n > 0) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_packets, n, memory_order_relaxed);
-			from += n;
-		} else if (errno != EINTR) {
-			CNT(dev, tx_errors);
-			from++;
-		}
-	}
-}
-
 int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 {
 	struct roce_qp *qp = to_roce_qp(uqp);
@@ -224,7 +208,7 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 			roce_tx_build(tx, end, &pkts[end], ts->sport);
 			end++;
 		}
-		roce_tx_flush(dev, tx, ts->fd, start, end);
+		umc_link_sendmmsg(dev, ts->fd, tx->msg, start, end);
 		start = end;
 	}
 	return 0;

@@ -385,7 +385,7 @@ static void uc_steer_reset(struct uc_leader *l)
 /* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
 static int uc_port_socket(const struct uc_dom *d, bool group)
 {
-	int fd = roce_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
+	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
 
 	if (fd < 0)
 		return fd;

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sock.c - the UDP socket work every link does the same way: opening a
+ * socket when descriptors run short, sizing a receive buffer, and sending
+ * a batch.
+ */
+#include <errno.h>
+#include <sys/resource.h>
+
+#include "umc_int.h"
+
+int umc_link_socket(int family, int type)
+{
+	int fd = socket(family, type, 0);
+	struct rlimit rl;
+
+	if (fd >= 0 || errno != EMFILE || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return fd < 0 ? -errno : fd;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return -EMFILE;
+	fd = socket(family, type, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+void umc_link_rcvbuf(int fd)
+{
+	int buf = UMC_RX_SOCKBUF;
+
+	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+void umc_link_sendmmsg(struct umc_device *dev, int fd, struct mmsghdr *msg, int from, int to)
+{
+	while (from < to) {
+		int n = sendmmsg(fd, &msg[from], (unsigned)(to - from), 0);
+
+		if (n > 0) {
+			atomic_fetch_add_explicit(&dev->cnt.tx_packets, n, memory_order_relaxed);
+			from += n;
+		} else if (errno != EINTR) {
+			atomic_fetch_add_explicit(&dev->cnt.tx_errors, 1, memory_order_relaxed);
+			from++;
+		}
+	}
+}
