@@ -300,17 +300,34 @@ static void __cm_ib_done(struct cm_ib_member *m)
 	m->group = NULL;
 }
 
-/* Complete (or refuse) the head pending member from the held record. */
-static void __cm_ib_join_local(struct cm_ib_group *g, struct cm_ib_member *m)
+/* Take the head pending member off the queue; port->lock held. */
+static struct cm_ib_member *__cm_ib_pending_pop(struct cm_ib_group *g)
 {
+	struct cm_ib_member *m = g->pending;
+
 	g->pending = m->next;
 	if (!g->pending)
 		g->pending_tail = &g->pending;
+	return m;
+}
+
+/* Fail the head pending member with @status; port->lock held. */
+static void __cm_ib_join_fail(struct cm_ib_group *g, int status)
+{
+	struct cm_ib_member *m = __cm_ib_pending_pop(g);
+
+	__cm_ib_event(m, status);
+	__cm_ib_done(m);
+}
+
+/* Complete (or refuse) the head pending member @m from the held record. */
+static void __cm_ib_join_local(struct cm_ib_group *g, struct cm_ib_member *m)
+{
 	if (!cm_ib_rec_matches(&g->rec, &m->rec, m->comp_mask)) {
-		__cm_ib_event(m, -EINVAL);
-		__cm_ib_done(m);
+		__cm_ib_join_fail(g, -EINVAL);
 		return;
 	}
+	__cm_ib_pending_pop(g);
 	m->state = CM_IB_MEMBER;
 	adjust_members(g, m->rec.join_state, +1);
 	m->next = g->active;
@@ -327,18 +344,6 @@ static void __cm_ib_group_free(struct cm_ib_group *g)
 		}
 	}
 	free(g);
-}
-
-/* Fail the head pending member with @status; port->lock held. */
-static void __cm_ib_join_fail(struct cm_ib_group *g, int status)
-{
-	struct cm_ib_member *m = g->pending;
-
-	g->pending = m->next;
-	if (!g->pending)
-		g->pending_tail = &g->pending;
-	__cm_ib_event(m, status);
-	__cm_ib_done(m);
 }
 
 /* Members that are done no longer reach the group: release them. */
