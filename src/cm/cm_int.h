@@ -208,7 +208,7 @@ struct umc_cm_mc {
 	struct sockaddr_storage addr;
 	union ibv_gid mgid; /* the link's; then the JOIN event's dgid */
 	uint16_t mlid;
-	bool member;	/* holds a full-member IP/SA membership */
+	bool member;	/* RoCE: holds a full-member IP membership (cm/roce.c) */
 	bool processed; /* JOIN event retrieved: mgid/mlid known to "librdmacm" */
 	bool attached;	/* holds one count of an umc_cm_attach */
 	bool left;	/* off the list: left, or the id destroyed */

@@ -55,12 +55,6 @@ enum {
 	CM_IB_NBITS = 4, /* JoinState bits */
 };
 
-enum cm_ib_member_state {
-	CM_IB_JOINING, /* on the group's pending list */
-	CM_IB_MEMBER,  /* completed: its bits are counted */
-	CM_IB_DONE,    /* failed, reset or left: no count, no list, no group */
-};
-
 struct cm_ib_group;
 
 /* One join (an umc_cm_mc) as the port's group sees it. */
@@ -68,8 +62,8 @@ struct cm_ib_member {
 	struct umc_cm_mc *mc; /* holds a reference */
 	struct umc_mcmember rec;
 	uint64_t comp_mask;
-	enum cm_ib_member_state state;
-	struct cm_ib_group *group;
+	bool counted;		   /* completed: its bits are in the group's members[] */
+	struct cm_ib_group *group; /* NULL once done (failed, reset or left) */
 	struct cm_ib_member *next; /* pending or active list */
 };
 
@@ -296,7 +290,7 @@ static int __cm_ib_sa_send(struct cm_ib_group *g, uint8_t method, const struct u
  */
 static void __cm_ib_done(struct cm_ib_member *m)
 {
-	m->state = CM_IB_DONE;
+	m->counted = false;
 	m->group = NULL;
 }
 
@@ -328,7 +322,7 @@ static void __cm_ib_join_local(struct cm_ib_group *g, struct cm_ib_member *m)
 		return;
 	}
 	__cm_ib_pending_pop(g);
-	m->state = CM_IB_MEMBER;
+	m->counted = true;
 	adjust_members(g, m->rec.join_state, +1);
 	m->next = g->active;
 	g->active = m;
@@ -486,7 +480,6 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	m->mc = mc;
 	atomic_fetch_add(&mc->refcnt, 1);
 	mc->link_priv = m;
-	mc->member = true;
 
 	pthread_mutex_lock(&port->lock);
 	static const uint8_t zero[16];
@@ -500,7 +493,6 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 		if (!g) {
 			pthread_mutex_unlock(&port->lock);
 			mc->link_priv = NULL;
-			mc->member = false;
 			cm_ib_member_put(m);
 			return -ENOMEM;
 		}
@@ -513,7 +505,6 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 		port->groups = g;
 	}
 	m->group = g;
-	m->state = CM_IB_JOINING;
 	*g->pending_tail = m;
 	g->pending_tail = &m->next;
 	__cm_ib_group_run(g);
@@ -560,7 +551,7 @@ static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	pthread_mutex_lock(&port->lock);
 	g = m->group;
 	if (g) { /* not done yet: give back what it holds */
-		if (m->state == CM_IB_MEMBER)
+		if (m->counted)
 			adjust_members(g, m->rec.join_state, -1);
 		__cm_ib_unlink(g, m);
 		if (g->last_join == m)
@@ -570,7 +561,6 @@ static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	}
 	pthread_mutex_unlock(&port->lock);
 	mc->link_priv = NULL;
-	mc->member = false;
 	cm_ib_member_put(m);
 }
 
