@@ -417,28 +417,36 @@ static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply)
 
 /*
  * cma_set_default_qkey on IB: RDMA_UDP_QKEY for RDMA_PS_UDP and RDMA_PS_IB;
- * RDMA_PS_IPOIB the IPoIB broadcast group's (-EADDRNOTAVAIL while unknown).
+ * RDMA_PS_IPOIB the IPoIB broadcast group's, from record @bcast
+ * (-EADDRNOTAVAIL while it is unknown: NULL).
  */
-static int ib_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
+static int cm_ib_ps_qkey(enum rdma_port_space ps, const struct umc_mcmember *bcast,
+			 uint32_t *qkey)
 {
-	struct ib_port *ib = to_ib_port(idp->dev);
-
-	switch (idp->id.ps) {
+	switch (ps) {
 	case RDMA_PS_UDP:
 	case RDMA_PS_IB:
 		*qkey = RDMA_UDP_QKEY;
 		return 0;
 	case RDMA_PS_IPOIB:
-		pthread_mutex_lock(&idp->dev->lock);
-		int ret = ib->bcast_valid ? 0 : -EADDRNOTAVAIL;
-
-		if (!ret)
-			*qkey = ib->bcast.qkey;
-		pthread_mutex_unlock(&idp->dev->lock);
-		return ret;
+		if (!bcast)
+			return -EADDRNOTAVAIL;
+		*qkey = bcast->qkey;
+		return 0;
 	default:
 		return -EINVAL;
 	}
+}
+
+static int ib_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
+{
+	struct ib_port *ib = to_ib_port(idp->dev);
+	int ret;
+
+	pthread_mutex_lock(&idp->dev->lock);
+	ret = cm_ib_ps_qkey(idp->id.ps, ib->bcast_valid ? &ib->bcast : NULL, qkey);
+	pthread_mutex_unlock(&idp->dev->lock);
+	return ret;
 }
 
 static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
@@ -460,8 +468,9 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	pthread_mutex_unlock(&dev->lock);
 	if (ret)
 		return ret;
+	/* The Q_Key from the same broadcast record as the join's. */
 	if (!idp->qkey) {
-		ret = ib_default_qkey(idp, &idp->qkey);
+		ret = cm_ib_ps_qkey(idp->id.ps, &bcast, &idp->qkey);
 		if (ret)
 			return ret;
 	}
