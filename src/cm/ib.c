@@ -120,15 +120,13 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
  */
 static bool cm_ib_wildcard(const struct sockaddr *sa)
 {
-	if (sa->sa_family == AF_INET) {
-		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
-
-		return (a >> 24) == 0 || (a >> 24) == 127;
-	}
+	if (sa->sa_family == AF_INET &&
+	    ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127)
+		return true;
 	if (sa->sa_family == AF_INET6 &&
 	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr))
 		return true;
-	return umc_cm_any_addr(sa);
+	return umc_cm_zero_addr(sa); /* 0.0.0.0/8, ::, an all-zero AF_IB address */
 }
 
 /*
