@@ -18,7 +18,7 @@ void umc_sm_log(const struct umc_sm *sm, int level, const char *fmt, ...)
 	char line[512];
 	va_list ap;
 
-	if (level > sm->cfg.verbose)
+	if (!umc_sm_log_on(sm, level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
