@@ -1784,6 +1784,20 @@ static bool uc_fd_is_group_socket(const struct uc_dom *d, int fd)
 		       &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
 }
 
+/*
+ * Retire steered endpoint @ep: its socket (or the placeholder after a
+ * hang-up) leaves the set as it closes.  An event of the same epoll_wait
+ * may still name it: it reads fd -1 (EBADF) until the next retirement
+ * frees it.
+ */
+static void uc_ep_retire(struct roce_uc *uc, struct roce_ep *ep)
+{
+	umc_fd_close(ep->ep.fd);
+	ep->ep.fd = -1;
+	free(uc->retired);
+	uc->retired = ep;
+}
+
 /* Read @fd, our socket of @d's group at @idx, in place of the one we had.  steer_lock held. */
 static void uc_dom_own(struct roce_uc *uc, struct uc_dom *d, int fd, uint32_t idx)
 {
@@ -1805,17 +1819,8 @@ static void uc_dom_own(struct roce_uc *uc, struct uc_dom *d, int fd, uint32_t id
 	}
 	d->steer_ep = ep;
 	d->own_idx = (int)idx;
-	if (old) {
-		/*
-		 * Its socket (or the placeholder after a hang-up) leaves the set
-		 * as it closes.  An event of the same epoll_wait may still name
-		 * it: it reads fd -1 (EBADF) until the next replacement frees it.
-		 */
-		umc_fd_close(old->ep.fd);
-		old->ep.fd = -1;
-		free(uc->retired);
-		uc->retired = old;
-	}
+	if (old)
+		uc_ep_retire(uc, old);
 }
 
 /* Hold @fd, another socket of @d's group, at @idx.  steer_lock held. */
@@ -1868,13 +1873,9 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 			uc_dom_hold(d, fd, c->index);
 	} else if (c->op == ROCE_UC_CTL_FRESH) {
 		/* Close ours outright (we are the engine): the placeholder is for the agent. */
-		if (d->steer_ep) {
-			umc_fd_close(d->steer_ep->ep.fd);
-			d->steer_ep->ep.fd = -1;
-			free(uc->retired);
-			uc->retired = d->steer_ep;
-			d->steer_ep = NULL;
-		}
+		if (d->steer_ep)
+			uc_ep_retire(uc, d->steer_ep);
+		d->steer_ep = NULL;
 		for (uint32_t i = 0; i < d->grpcap; i++) {
 			umc_fd_close(d->grp[i]);
 			d->grp[i] = -1;
