@@ -151,10 +151,8 @@ uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t l
 	 * of the bulk call should be short: end the prefix with the UD
 	 * headers, and a power-of-two payload is the bulk on its own.
 	 */
-	if (p[0] == UMC_OP_UD_SEND_ONLY)
-		hdr += UMC_DETH_LEN;
-	else if (p[0] == UMC_OP_UD_SEND_ONLY_IMM)
-		hdr += UMC_DETH_LEN + UMC_IMMDT_LEN;
+	if (p[0] == UMC_OP_UD_SEND_ONLY || p[0] == UMC_OP_UD_SEND_ONLY_IMM)
+		hdr = umc_ud_hdr_len(p[0]);
 	if (hdr > len - UMC_ICRC_LEN)
 		hdr = len - UMC_ICRC_LEN;
 	reg = umc_icrc_start(c, len, p, hdr);

@@ -123,7 +123,7 @@ int umc_ud_decode(const uint8_t *p, size_t len, struct umc_ud_hdr *h, size_t *pa
 	if (bth.tver != 0)
 		return -EPROTONOSUPPORT;
 
-	hdr_len = UMC_BTH_LEN + UMC_DETH_LEN + (op_has_imm(bth.opcode) ? UMC_IMMDT_LEN : 0);
+	hdr_len = umc_ud_hdr_len(bth.opcode);
 	if (len < hdr_len + UMC_ICRC_LEN || len % 4 != 0)
 		return -EBADMSG;
 	room = len - hdr_len - UMC_ICRC_LEN;

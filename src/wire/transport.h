@@ -33,6 +33,12 @@ enum umc_ud_opcode {
 	UMC_OP_UD_SEND_ONLY_IMM = 0x65,
 };
 
+/* The transport headers of UD SEND @opcode: BTH, DETH, and ImmDt for 0x65 (20 or 24 bytes). */
+static inline size_t umc_ud_hdr_len(uint8_t opcode)
+{
+	return UMC_BTH_LEN + UMC_DETH_LEN + (opcode == UMC_OP_UD_SEND_ONLY_IMM ? UMC_IMMDT_LEN : 0);
+}
+
 /* Base Transport Header, decoded (IBA 9.2). */
 struct umc_bth {
 	uint8_t opcode;
