@@ -273,13 +273,16 @@ static int __cm_ib_sa_send(struct cm_ib_group *g, uint8_t method, const struct u
 {
 	struct umc_sa_client *sa = ib_port_sa(g->port->ib);
 	uint8_t mad[UMC_MAD_SIZE];
+	int ret;
 
 	if (!sa)
 		return -ENETDOWN;
 	umc_sa_request_encode(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, mask, 0, rec);
-	g->busy = true;
-	g->setting = method == UMC_MAD_METHOD_SET;
-	return umc_sa_send(sa, mad, UMC_SA_TIMEOUT_MS, UMC_SA_RETRIES, cm_ib_sa_done, g, NULL);
+	/* The reply takes port->lock, held here: marking the group after the send is in time. */
+	ret = umc_sa_send(sa, mad, UMC_SA_TIMEOUT_MS, UMC_SA_RETRIES, cm_ib_sa_done, g, NULL);
+	g->busy = !ret;
+	g->setting = !ret && method == UMC_MAD_METHOD_SET;
+	return ret;
 }
 
 /*
@@ -359,11 +362,10 @@ static void __cm_ib_group_run(struct cm_ib_group *g)
 				__cm_ib_join_local(g, m);
 				continue;
 			}
-			g->last_join = m;
-			if (__cm_ib_sa_send(g, UMC_MAD_METHOD_SET, &m->rec, m->comp_mask)) {
-				g->busy = false;
+			if (__cm_ib_sa_send(g, UMC_MAD_METHOD_SET, &m->rec, m->comp_mask))
 				__cm_ib_join_fail(g, -EIO);
-			}
+			else
+				g->last_join = m;
 			continue;
 		}
 		uint8_t leave = leave_bits(g);
@@ -374,8 +376,8 @@ static void __cm_ib_group_run(struct cm_ib_group *g)
 			g->rec.join_state &= (uint8_t)~leave;
 			g->leaving = leave;
 			rec.join_state = leave;
-			if (__cm_ib_sa_send(g, UMC_SA_METHOD_DELETE, &rec, CM_IB_LEAVE_MASK))
-				g->busy = false; /* nothing more to do for these bits */
+			/* A Delete that cannot be sent: nothing more to do for these bits. */
+			__cm_ib_sa_send(g, UMC_SA_METHOD_DELETE, &rec, CM_IB_LEAVE_MASK);
 			continue;
 		}
 		if (!g->active)
