@@ -566,12 +566,12 @@ static void agent_stop(struct agent *a)
 	a->pid = 0;
 }
 
-#define EXPECT_PREFIX(a, reply, prefix, what)                                                      \
-	do {                                                                                       \
-		const char *r_ = (reply);                                                          \
-		if (strncmp(r_, prefix, strlen(prefix)))                                           \
-			fail("%s: got \"%s\", expected \"%s...\"", what, r_, prefix);              \
-	} while (0)
+/* Fail unless agent reply @r starts with @prefix; @what names the step. */
+static void expect_prefix(const char *r, const char *prefix, const char *what)
+{
+	if (strncmp(r, prefix, strlen(prefix)))
+		fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
+}
 
 /* The SA observer: a port of the orchestrator's own. */
 static struct umc_sa_client *observer;
@@ -731,7 +731,7 @@ static void scenario_sendonly(bool support)
 	reply_gid(ask(&r2, "open udp"), g2);
 	reply_gid(ask(&s, "open udp"), gs);
 	r = ask(&r1, "join 0 %s full", grp);
-	EXPECT_PREFIX(&r1, r, "ok JOIN 0 0 ", "receiver 1 join");
+	expect_prefix(r, "ok JOIN 0 0 ", "receiver 1 join");
 	reply_dgid(r, dgid);
 	if (strcmp(dgid, mgid))
 		fail("JOIN dgid %s, expected %s", dgid, mgid);
@@ -746,29 +746,30 @@ static void scenario_sendonly(bool support)
 	if (!strstr(r, " sl 0 rate 3 "))
 		fail("JOIN SL/rate: %s", r);
 	r = ask(&r2, "join 0 %s full", grp);
-	EXPECT_PREFIX(&r2, r, "ok JOIN 0 0 ", "receiver 2 join");
+	expect_prefix(r, "ok JOIN 0 0 ", "receiver 2 join");
 	if (reply_hex(r, "dlid 0x") != mlid)
 		fail("second receiver's MLID 0x%x, first's 0x%x", reply_hex(r, "dlid 0x"), mlid);
 	r = ask(&s, "join 0 %s sendonly", grp);
 	if (support) {
-		EXPECT_PREFIX(&s, r, "ok JOIN 0 0 ", "send-only join");
+		expect_prefix(r, "ok JOIN 0 0 ", "send-only join");
 		if (reply_hex(r, "dlid 0x") != mlid)
 			fail("send-only MLID: %s", r);
-		if (sa_join_state(mgid, g1) != 1 || sa_join_state(mgid, g2) != 1 ||
-		    sa_join_state(mgid, gs) != 8)
-			fail("SA JoinStates %d %d %d, expected 1 1 8", sa_join_state(mgid, g1),
-			     sa_join_state(mgid, g2), sa_join_state(mgid, gs));
-		EXPECT_PREFIX(&s, ask(&s, "send 0 %d", NMSG), "ok", "send");
+		int st1 = sa_join_state(mgid, g1), st2 = sa_join_state(mgid, g2),
+		    sts = sa_join_state(mgid, gs);
+
+		if (st1 != 1 || st2 != 1 || sts != 8)
+			fail("SA JoinStates %d %d %d, expected 1 1 8", st1, st2, sts);
+		expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
 		char want[64];
 
 		snprintf(want, sizeof(want), "ok %d badgrh 0", NMSG);
-		EXPECT_PREFIX(&r1, ask(&r1, "recv 0 %d %s", NMSG, mgid), want, "receiver 1");
-		EXPECT_PREFIX(&r2, ask(&r2, "recv 0 %d %s", NMSG, mgid), want, "receiver 2");
+		expect_prefix(ask(&r1, "recv 0 %d %s", NMSG, mgid), want, "receiver 1");
+		expect_prefix(ask(&r2, "recv 0 %d %s", NMSG, mgid), want, "receiver 2");
 		/* The send-only member's QP is not attached: it gets nothing. */
-		EXPECT_PREFIX(&s, ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "send-only receives");
+		expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "send-only receives");
 	} else {
 		/* "requires SM support, otherwise joining will fail" */
-		EXPECT_PREFIX(&s, r, "ok ERROR -22 ", "send-only join without SM support");
+		expect_prefix(r, "ok ERROR -22 ", "send-only join without SM support");
 		if (sa_join_state(mgid, gs) != 0)
 			fail("the SA holds the refused send-only member");
 		if (sa_join_state(mgid, g1) != 1)
@@ -799,21 +800,20 @@ static void scenario_aggregate(void)
 	reply_gid(ask(&a, "open udp"), g);
 	ask(&a, "open udp");
 	ask(&a, "open udp");
-	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
-	EXPECT_PREFIX(&a, ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
-	if (sa_join_state(mgid, g) != 1)
-		fail("after two full joins the SA holds %d", sa_join_state(mgid, g));
-	EXPECT_PREFIX(&a, ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
-	if (sa_join_state(mgid, g) != 9)
-		fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)",
-		     sa_join_state(mgid, g));
-	EXPECT_PREFIX(&a, ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
+	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
+	expect_prefix(ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
+	if ((st = sa_join_state(mgid, g)) != 1)
+		fail("after two full joins the SA holds %d", st);
+	expect_prefix(ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
+	if ((st = sa_join_state(mgid, g)) != 9)
+		fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)", st);
+	expect_prefix(ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
 	if ((st = sa_join_state_becomes(mgid, g, 1, 5000)) != 1)
 		fail("after the send-only leave the SA holds 0x%x", st);
-	EXPECT_PREFIX(&a, ask(&a, "leave 0 %s", grp), "ok", "leave one full");
+	expect_prefix(ask(&a, "leave 0 %s", grp), "ok", "leave one full");
 	if ((st = sa_join_state(mgid, g)) != 1)
 		fail("one full join left: the SA holds 0x%x", st);
-	EXPECT_PREFIX(&a, ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
+	expect_prefix(ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
 	if (sa_join_state_becomes(mgid, g, 0, 5000) != 0)
 		fail("after the last leave the SA still has the group");
 	agent_stop(&a);
@@ -841,11 +841,11 @@ static void scenario_mgid0(void)
 	ask(&a, "open udp");
 	ask(&a, "open udp");
 	r = ask(&a, "join 0 0.0.0.0 full");
-	EXPECT_PREFIX(&a, r, "ok JOIN 0 0 ", "wildcard join 1");
+	expect_prefix(r, "ok JOIN 0 0 ", "wildcard join 1");
 	reply_dgid(r, d1);
 	m1 = reply_hex(r, "dlid 0x");
 	r = ask(&a, "join 1 0.0.0.0 full");
-	EXPECT_PREFIX(&a, r, "ok JOIN 0 1 ", "wildcard join 2");
+	expect_prefix(r, "ok JOIN 0 1 ", "wildcard join 2");
 	reply_dgid(r, d2);
 	if (strncmp(d1, "ff12:a01b:", 10) || strncmp(d2, "ff12:a01b:", 10))
 		fail("SA-assigned MGIDs %s %s, expected ff12:a01b:...", d1, d2);
@@ -872,7 +872,7 @@ static void scenario_ipoib(void)
 	if (!strstr(r, "qkey 0xb1b"))
 		fail("RDMA_PS_IPOIB QP Q_Key: %s, expected the broadcast group's 0xb1b", r);
 	r = ask(&a, "join 0 %s full", grp);
-	EXPECT_PREFIX(&a, r, "ok JOIN 0 0 ", "IPoIB-space join");
+	expect_prefix(r, "ok JOIN 0 0 ", "IPoIB-space join");
 	reply_dgid(r, d);
 	if (strncmp(d, "ff12:401b:ffff::", 16) || reply_hex(r, "qkey 0x") != 0xb1b)
 		fail("IPoIB join: %s", r);
@@ -898,7 +898,7 @@ static void scenario_lease(void)
 	udp_mgid(grp, mgid);
 	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
-	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
+	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
 		fail("the SA does not hold the join");
 	kill(a.pid, SIGKILL);
@@ -927,7 +927,7 @@ static void scenario_exit(void)
 	udp_mgid(grp, mgid);
 	agent_start(&a);
 	reply_gid(ask(&a, "open udp"), g);
-	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
+	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
 		fail("the SA does not hold the join");
 	if (write(a.cmd, "exit\n", 5) != 5)
@@ -967,8 +967,8 @@ static void scenario_restart(void)
 	for (int i = 0; i < NPROC; i++) {
 		agent_start(&a[i]);
 		for (int j = 0; j < NIDS; j++) {
-			EXPECT_PREFIX(&a[i], ask(&a[i], "open udp"), "ok", "open");
-			EXPECT_PREFIX(&a[i], ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
+			expect_prefix(ask(&a[i], "open udp"), "ok", "open");
+			expect_prefix(ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
 				      "join before the restart");
 		}
 	}
@@ -1003,8 +1003,8 @@ static void scenario_restart(void)
 	}
 	/* Leave and join again: works at the new SM. */
 	for (int i = 0; i < NPROC; i++) {
-		EXPECT_PREFIX(&a[i], ask(&a[i], "leave 0 %s", grp[0]), "ok", "leave after reset");
-		EXPECT_PREFIX(&a[i], ask(&a[i], "join 0 %s full", grp[0]), "ok JOIN 0 0 ",
+		expect_prefix(ask(&a[i], "leave 0 %s", grp[0]), "ok", "leave after reset");
+		expect_prefix(ask(&a[i], "join 0 %s full", grp[0]), "ok JOIN 0 0 ",
 			      "join after the restart");
 	}
 	for (int i = 0; i < NPROC; i++)
@@ -1025,10 +1025,10 @@ static void scenario_timeout(void)
 		exit(2);
 	scenario_group(grp, 5);
 	agent_start(&a);
-	EXPECT_PREFIX(&a, ask(&a, "open udp"), "ok", "open");
+	expect_prefix(ask(&a, "open udp"), "ok", "open");
 	kill(sm.pid, SIGSTOP);
 	t0 = now_ms();
-	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
+	expect_prefix(ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
 	dt = now_ms() - t0;
 	if (dt < 2500 || dt > 9000)
 		fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
@@ -1069,23 +1069,23 @@ static void scenario_unicast(void)
 	if (!strstr(r, "state 4 ") || !strstr(r, "sm_lid 1 link 1 gids 1 past -1/22"))
 		fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
 	/* Local (LRH only): no GRH at the receiver. */
-	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
+	expect_prefix(ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", alid, aqpn);
-	EXPECT_PREFIX(&b, ask(&b, "urecv 0 5 reply"), want, "local unicast receive");
+	expect_prefix(ask(&b, "urecv 0 5 reply"), want, "local unicast receive");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", blid, bqpn);
-	EXPECT_PREFIX(&a, ask(&a, "urecv 0 5 quiet"), want, "the replies");
+	expect_prefix(ask(&a, "urecv 0 5 quiet"), want, "the replies");
 	/* Global (LRH + GRH): the GRH reaches the receiver and the reply uses it. */
-	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u %s 3", blid, bqpn, bgid), "ok",
+	expect_prefix(ask(&a, "usend 0 %u %u %s 3", blid, bqpn, bgid), "ok",
 		      "global unicast send");
 	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", alid, aqpn);
-	EXPECT_PREFIX(&b, ask(&b, "urecv 0 3 reply"), want, "global unicast receive");
+	expect_prefix(ask(&b, "urecv 0 3 reply"), want, "global unicast receive");
 	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", blid, bqpn);
-	EXPECT_PREFIX(&a, ask(&a, "urecv 0 3 quiet"), want, "the global replies");
+	expect_prefix(ask(&a, "urecv 0 3 quiet"), want, "the global replies");
 	r = ask(&c, "urecv 0 1 quiet");
-	EXPECT_PREFIX(&c, r, "ok 0 ", "the bystander");
+	expect_prefix(r, "ok 0 ", "the bystander");
 	/* A QPN nobody on that port has: sent, dropped and counted (rx_no_qp). */
-	EXPECT_PREFIX(&a, ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
-	EXPECT_PREFIX(&b, ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
+	expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
+	expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
 	agent_stop(&a);
 	agent_stop(&b);
 	agent_stop(&c);
@@ -1104,12 +1104,12 @@ static void scenario_nosm(void)
 	setenv("UMC_SM", "127.0.0.3:9", 1);
 	scenario_group(grp, 6);
 	agent_start(&a);
-	EXPECT_PREFIX(&a, ask(&a, "open udp"), "ok", "open without an SM");
+	expect_prefix(ask(&a, "open udp"), "ok", "open without an SM");
 	r = ask(&a, "port");
 	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1") ||
 	    !strstr(r, "gids 1 past -1/22"))
 		fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
-	EXPECT_PREFIX(&a, ask(&a, "join 0 %s full", grp), "fail join errno 99",
+	expect_prefix(ask(&a, "join 0 %s full", grp), "fail join errno 99",
 		      "join without an SM (EADDRNOTAVAIL)");
 	agent_stop(&a);
 }
