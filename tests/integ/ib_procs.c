@@ -436,6 +436,14 @@ static void agent_port(void)
 	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
 }
 
+/* cnt: the port's drop counter rx_no_qp (a unicast DestQP it does not have). */
+static void agent_cnt(void)
+{
+	if (!ag.nids)
+		return reply("fail no port");
+	reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt.rx_no_qp));
+}
+
 static void agent_loop(int cmd, int rep)
 {
 	char line[512];
@@ -474,6 +482,8 @@ static void agent_loop(int cmd, int rep)
 			agent_event(i1);
 		else if (!strcmp(line, "port"))
 			agent_port();
+		else if (!strcmp(line, "cnt"))
+			agent_cnt();
 		else if (!strcmp(line, "quit"))
 			_exit(0);
 		else if (!strcmp(line, "exit"))
@@ -571,6 +581,15 @@ static void expect_prefix(const char *r, const char *prefix, const char *what)
 {
 	if (strncmp(r, prefix, strlen(prefix)))
 		fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
+}
+
+/* Agent @a's port's rx_no_qp counter. */
+static unsigned long count_no_qp(struct agent *a)
+{
+	const char *r = ask(a, "cnt");
+
+	expect_prefix(r, "ok ", "rx_no_qp counter");
+	return strtoul(r + 3, NULL, 10);
 }
 
 /* The SA observer: a port of the orchestrator's own. */
@@ -1084,8 +1103,12 @@ static void scenario_unicast(void)
 	r = ask(&c, "urecv 0 1 quiet");
 	expect_prefix(r, "ok 0 ", "the bystander");
 	/* A QPN nobody on that port has: sent, dropped and counted (rx_no_qp). */
+	unsigned long no_qp = count_no_qp(&b);
+
 	expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
 	expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
+	if (count_no_qp(&b) != no_qp + 1)
+		fail("stray datagram: rx_no_qp did not go up by one from %lu", no_qp);
 	agent_stop(&a);
 	agent_stop(&b);
 	agent_stop(&c);
