@@ -179,9 +179,7 @@ static void rig_up(struct rig *r, const char *name)
 	r->ah = ibv_create_ah(r->pd, &aa);
 	assert_non_null(r->ah);
 	if (!ib) {
-		aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
-		inet_pton(AF_INET, "127.0.0.1", aa.grh.dgid.raw + 12);
-		r->uc_ah = ibv_create_ah(r->pd, &aa);
+		r->uc_ah = t_ipv4_ah(r->pd, INADDR_LOOPBACK);
 		assert_non_null(r->uc_ah);
 	}
 }

@@ -180,8 +180,8 @@ static inline void t_qp_free(struct t_qp *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* An AH to IPv4 group @ip (host order) from GID 0, as the CM builds it. */
-static inline struct ibv_ah *t_group_ah(struct ibv_pd *pd, uint32_t ip)
+/* An AH to IPv4 address @ip (host order; a group or a host) from GID 0, as the CM builds it. */
+static inline struct ibv_ah *t_ipv4_ah(struct ibv_pd *pd, uint32_t ip)
 {
 	struct ibv_ah_attr a = {
 		.grh = {.dgid = t_gid_v4(ip), .sgid_index = 0, .hop_limit = 64},
@@ -216,7 +216,7 @@ static inline void t_env_open(struct t_env *e, uint32_t gip, bool with_ah)
 	e->gip = gip;
 	e->mgid = t_gid_v4(gip);
 	if (with_ah)
-		e->ah = t_group_ah(e->pd, gip);
+		e->ah = t_ipv4_ah(e->pd, gip);
 }
 
 static inline void t_env_close(struct t_env *e)

@@ -109,7 +109,7 @@ static int setup(void **state)
 	} else {
 		e->gip = t_group_ip(180 + n);
 		e->mgid = t_gid_v4(e->gip);
-		e->ah = t_group_ah(e->pd, e->gip);
+		e->ah = t_ipv4_ah(e->pd, e->gip);
 		if (umc_dev_member(e->dev, &e->mgid, +1))
 			return -1;
 	}

@@ -58,7 +58,7 @@ static void test_dealloc_pd_busy(void **state)
 	assert_non_null(qp);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(mr);
-	ah = t_group_ah(pd, t_group_ip(77));
+	ah = t_ipv4_ah(pd, t_group_ip(77));
 	assert_non_null(ah);
 
 	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
