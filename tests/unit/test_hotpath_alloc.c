@@ -135,14 +135,10 @@ static struct ibv_qp *make_qp(struct rig *r)
 
 static void rig_up(struct rig *r, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	bool ib = strcmp(name, "umc_lo") != 0;
 
 	memset(r, 0, sizeof(*r));
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			r->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	r->ctx = t_open_dev(name);
 	assert_non_null(r->ctx);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 4 * BATCH, NULL, NULL, 0);
@@ -153,20 +149,9 @@ static void rig_up(struct rig *r, const char *name)
 	r->mr = ibv_reg_mr(r->pd, r->buf, (BATCH + 1) * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(r->mr);
 	if (ib) {
-		struct ibv_port_attr pa = {0};
-
-		/* The port is ACTIVE once umc-sm registered it. */
-		for (uint64_t end = t_now_ms() + T_WAIT_MS; t_now_ms() < end; poll(NULL, 0, 10))
-			if (!ibv_query_port(r->ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE)
-				break;
-		assert_int_equal(pa.state, IBV_PORT_ACTIVE);
+		assert_true(t_ib_port_active(r->ctx));
 		/* ff12:401b::3:1 on MLID 0xC301. */
-		r->mgid.raw[0] = 0xff;
-		r->mgid.raw[1] = 0x12;
-		r->mgid.raw[2] = 0x40;
-		r->mgid.raw[3] = 0x1b;
-		r->mgid.raw[13] = 3;
-		r->mgid.raw[15] = 1;
+		r->mgid = t_ib_mgid(3, 1);
 		r->mlid = 0xC301;
 	} else {
 		r->mgid.raw[10] = r->mgid.raw[11] = 0xff;
@@ -335,7 +320,6 @@ int main(void)
 		return 1;
 	}
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	kill(sm_pid, SIGTERM);
-	waitpid(sm_pid, NULL, 0);
+	t_stop_sm(sm_pid);
 	return rc;
 }

@@ -94,16 +94,24 @@ static inline union ibv_gid t_group_gid(unsigned n)
 /* ------------------------------------------------------------------------- */
 /* Device, PD, buffers.                                                      */
 
-static inline struct ibv_context *t_open_lo(void)
+/* The device named @name, opened; NULL when there is none. */
+static inline struct ibv_context *t_open_dev(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 
 	assert_non_null(list);
 	for (int i = 0; list[i]; i++)
-		if (strcmp(ibv_get_device_name(list[i]), "umc_lo") == 0)
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
+	return ctx;
+}
+
+static inline struct ibv_context *t_open_lo(void)
+{
+	struct ibv_context *ctx = t_open_dev("umc_lo");
+
 	assert_non_null(ctx);
 	return ctx;
 }
@@ -456,6 +464,13 @@ static inline ssize_t t_sniff_recv(int fd, uint8_t *buf, size_t cap, int ms)
  * ephemeral port, and point the library at it (UMC_SM); its pid in @pid.
  * Call before any device opens.  Returns false if it did not come up.
  */
+/* Stop the umc-sm of t_start_sm() (SIGTERM) and reap it. */
+static inline void t_stop_sm(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
 static inline bool t_start_sm(pid_t *pid)
 {
 	const char *bin = getenv("UMC_BIN");
@@ -474,20 +489,45 @@ static inline bool t_start_sm(pid_t *pid)
 		_exit(127);
 	}
 	close(pfd[1]);
-	if (*pid < 0 || !t_read_full(pfd[0], line, 1, T_WAIT_MS))
+	if (*pid < 0) {
+		close(pfd[0]);
 		return false;
-	n = read(pfd[0], line + 1, sizeof(line) - 2);
+	}
+	n = t_read_full(pfd[0], line, 1, T_WAIT_MS) ? read(pfd[0], line + 1, sizeof(line) - 2) : -1;
 	close(pfd[0]);
 	char *at = strstr(line, "ready on "), *end;
 
-	if (n < 0 || !at)
+	if (n < 0 || !at) {
+		t_stop_sm(*pid);
 		return false;
+	}
 	at += strlen("ready on ");
 	end = strchr(at, ' ');
 	if (end)
 		*end = 0;
 	setenv("UMC_SM", at, 1);
 	return true;
+}
+
+/* Wait (bounded) until umc_ib0's port @ctx is ACTIVE: umc-sm registered it. */
+static inline bool t_ib_port_active(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	for (uint64_t end = t_now_ms() + T_WAIT_MS; t_now_ms() < end; poll(NULL, 0, 10))
+		if (!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE)
+			return true;
+	return false;
+}
+
+/* A test group's MGID on umc_ib0: ff12:401b::@hi:@lo (IPv4-style, link-local scope). */
+static inline union ibv_gid t_ib_mgid(uint8_t hi, uint8_t lo)
+{
+	union ibv_gid g = {.raw = {0xff, 0x12, 0x40, 0x1b}};
+
+	g.raw[13] = hi;
+	g.raw[15] = lo;
+	return g;
 }
 
 /* RFC 1071 over an IPv4 header including its checksum: 0 when valid. */

@@ -59,46 +59,21 @@ static struct link_env roce_env = {.name = "umc_lo"};
 static unsigned group_seq;
 static pid_t sm_pid;
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	assert_non_null(list);
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 static int setup(void **state)
 {
 	struct link_env *e = *state;
 	unsigned n = ++group_seq;
 
-	e->ctx = open_dev(e->name);
+	e->ctx = t_open_dev(e->name);
 	if (!e->ctx)
 		return -1;
 	e->dev = ctx_dev(e->ctx);
 	e->pd = ibv_alloc_pd(e->ctx);
 	if (e->ib) {
-		struct ibv_port_attr pa;
-
-		/* The port is ACTIVE once umc-sm registered it. */
-		for (uint64_t end = t_now_ms() + T_WAIT_MS; t_now_ms() < end; poll(NULL, 0, 10))
-			if (!ibv_query_port(e->ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE)
-				break;
-		if (pa.state != IBV_PORT_ACTIVE)
+		if (!t_ib_port_active(e->ctx))
 			return -1;
 		/* A group of its own per test: ff12:401b::1:n on MLID 0xC100 + n. */
-		memset(&e->mgid, 0, sizeof(e->mgid));
-		e->mgid.raw[0] = 0xff;
-		e->mgid.raw[1] = 0x12;
-		e->mgid.raw[2] = 0x40;
-		e->mgid.raw[3] = 0x1b;
-		e->mgid.raw[13] = 1;
-		e->mgid.raw[15] = (uint8_t)n;
+		e->mgid = t_ib_mgid(1, (uint8_t)n);
 		e->mlid = (uint16_t)(0xC100 + n);
 		struct ibv_ah_attr aa = {
 			.is_global = 1, .dlid = e->mlid, .port_num = 1,
@@ -657,7 +632,6 @@ int main(void)
 		return 1;
 	}
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	kill(sm_pid, SIGTERM);
-	waitpid(sm_pid, NULL, 0);
+	t_stop_sm(sm_pid);
 	return rc;
 }
