@@ -130,7 +130,7 @@ void umc_fd_close(int fd);
 	X(tx_errors)	     /* datagrams the kernel refused */                                    \
 	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
 	X(rx_packets)	     /* datagrams read from the group sockets */                           \
-	X(rx_delivered)	     /* receive completions generated */                                   \
+	X(rx_delivered)	     /* receive completions made (and those a full CQ drops) */            \
 	X(rx_in_place)	     /* ... whose payload the kernel wrote there: not copied */            \
 	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
 	X(rx_bad_icrc)	     /* ICRC wrong (RoCE: and no IPv4 ID explains it) */                  \

@@ -41,7 +41,9 @@
  *   - there is no sender exclusion, except for packets sent by a QP of this
  *     device that was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB.
  *
- * Every packet refused for one of these reasons is counted in dev->cnt.
+ * Every packet refused for one of these reasons is counted in dev->cnt,
+ * and every completion, before it is pushed: whoever polls a completion
+ * reads counters that already include it.
  * rx_lock serializes the engine; it is taken before dev->lock.
  *
  * A payload is copied at most once.  Before reading an endpoint that
@@ -455,7 +457,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	const struct umc_rx_lender *l = dev->rx_lender;
 	struct umc_rwqe *w;
 	uint64_t room = 0;
-	bool delivered, in_place;
+	bool in_place;
 	uint32_t idx;
 
 	if (umc_unlikely(!umc_qp_receiving(qp))) {
@@ -490,9 +492,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	for (int i = 0; i < w->num_sge; i++)
 		room += w->sge[i].length;
 	if (umc_unlikely(room < UMC_GRH_LEN + (uint64_t)pkt->len)) {
+		CNT(dev, rx_too_long);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_LEN_ERR);
 		pthread_spin_unlock(&qp->rq_lock);
-		CNT(dev, rx_too_long);
 		return;
 	}
 	/*
@@ -512,9 +514,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	in_place = pkt->land && l && l->qp == qp &&
 		   idx == l->head + (uint32_t)(pkt->land - l->lend.land);
 	if (umc_unlikely(!in_place && !umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
+		CNT(dev, rx_prot_err);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
 		pthread_spin_unlock(&qp->rq_lock);
-		CNT(dev, rx_prot_err);
 		return;
 	}
 	umc_scatter(w->sge, w->num_sge, 0, pkt->grh, sizeof(pkt->grh));
@@ -542,12 +544,11 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->hdr.imm_be;
 	}
-	delivered = umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
-	pthread_spin_unlock(&qp->rq_lock);
-	if (delivered)
-		CNT(dev, rx_delivered);
-	if (delivered && in_place)
+	CNT(dev, rx_delivered);
+	if (in_place)
 		CNT(dev, rx_in_place);
+	umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
+	pthread_spin_unlock(&qp->rq_lock);
 }
 
 /*
