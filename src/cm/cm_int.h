@@ -191,6 +191,23 @@ static inline bool umc_cm_id_forked(struct rdma_cm_id *id)
 	return true;
 }
 
+/*
+ * umc_cm_id_lock - the entry of an rdma_* call on @id: its umc_cm_id, with
+ * its lock taken; or NULL with errno EINVAL (@id NULL or @args_ok false)
+ * or EIO (umc_cm_id_forked).
+ */
+static inline struct umc_cm_id *umc_cm_id_lock(struct rdma_cm_id *id, bool args_ok)
+{
+	if (!id || !args_ok) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (umc_cm_id_forked(id))
+		return NULL;
+	pthread_mutex_lock(&to_cmid(id)->lock);
+	return to_cmid(id);
+}
+
 void umc_cm_id_get(struct umc_cm_id *idp);
 void umc_cm_id_put(struct umc_cm_id *idp);
 int umc_cm_complete(struct umc_cm_id *idp);

@@ -190,14 +190,9 @@ UMC_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	struct umc_cm_id *idp;
 	struct umc_cm_mc *mc;
 
-	if (!id) {
-		errno = EINVAL;
+	idp = umc_cm_id_lock(id, true);
+	if (!idp)
 		return -1;
-	}
-	if (umc_cm_id_forked(id))
-		return -1;
-	idp = to_cmid(id);
-	pthread_mutex_lock(&idp->lock);
 	idp->state = UMC_CM_DESTROYING;
 	while ((mc = idp->mc_list)) {
 		idp->mc_list = mc->next;
@@ -283,14 +278,9 @@ UMC_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	struct umc_cm_id *idp;
 	int ret = 0;
 
-	if (!id || !len) {
-		errno = EINVAL;
+	idp = umc_cm_id_lock(id, len != 0);
+	if (!idp)
 		return -1;
-	}
-	if (umc_cm_id_forked(id))
-		return -1;
-	idp = to_cmid(id);
-	pthread_mutex_lock(&idp->lock);
 	if (idp->state != UMC_CM_IDLE) {
 		ret = -EINVAL;
 	} else if (!umc_cm_any_addr(addr)) {

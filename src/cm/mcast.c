@@ -283,14 +283,9 @@ UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
 	struct umc_cm_mc **pp, *mc;
 	struct umc_cm_id *idp;
 
-	if (!id || !addrlen) {
-		errno = EINVAL;
+	idp = umc_cm_id_lock(id, addrlen != 0);
+	if (!idp)
 		return -1;
-	}
-	if (umc_cm_id_forked(id))
-		return -1;
-	idp = to_cmid(id);
-	pthread_mutex_lock(&idp->lock);
 	for (pp = &idp->mc_list; (mc = *pp); pp = &mc->next)
 		if (!memcmp(&mc->addr, addr, addrlen))
 			break;

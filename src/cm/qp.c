@@ -150,14 +150,9 @@ UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	struct ibv_qp *qp;
 	int ret = 0;
 
-	if (!id || !attr) {
-		errno = EINVAL;
+	idp = umc_cm_id_lock(id, attr != NULL);
+	if (!idp)
 		return -1;
-	}
-	if (umc_cm_id_forked(id))
-		return -1;
-	idp = to_cmid(id);
-	pthread_mutex_lock(&idp->lock);
 	if (id->qp || !id->verbs) {
 		ret = EINVAL;
 		goto out;
