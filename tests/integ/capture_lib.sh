@@ -8,7 +8,8 @@
 # filter always lets through, shows when the capture is live.  Every wait
 # is bounded; tshark is stopped by its PID.
 #
-# The caller provides $WORK (a private directory) and fail().
+# The caller sources test_mckey_lib.sh first: $WORK (a private directory),
+# fail(), and PIDS, the processes killed on exit (tshark is added).
 
 CAP_PID=
 CAP_PROBE_PORT=$((40000 + $$ % 20000))
@@ -23,6 +24,7 @@ capture_start() {
 		-f "udp and (($filter) or (dst host 127.0.0.1 and dst port $CAP_PROBE_PORT))" \
 		>"$WORK/live" 2>"$WORK/tshark.err" &
 	CAP_PID=$!
+	PIDS+=("$CAP_PID")
 	exec 3<"$WORK/live"
 	for _ in $(seq 100); do
 		printf 'probe' 2>/dev/null >"/dev/udp/127.0.0.1/$CAP_PROBE_PORT"

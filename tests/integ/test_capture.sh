@@ -31,24 +31,10 @@ for b in "$SENDER" "$CHECK"; do
 	[ -x "$b" ] || { echo "FAIL: $b not built"; exit 1; }
 done
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-capture.XXXXXX")
-FAILS=0
+# shellcheck source=test_mckey_lib.sh
+. "$here/test_mckey_lib.sh"
 # shellcheck source=capture_lib.sh
 . "$here/capture_lib.sh"
-cleanup() {
-	[ -n "$CAP_PID" ] && kill "$CAP_PID" 2>/dev/null
-	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
-		rm -rf "$WORK"
-	else
-		echo "# capture and outputs kept in $WORK"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
 
 # QPN 0x11 means UDP source port 0xdf94, which a send socket binds
 # exclusively: two capture tests on one host (say a plain and a sanitizer

@@ -48,37 +48,10 @@ for b in "$MCKEY" "$SMBIN" "$CHECK" "$CONV"; do
 	[ -e "$b" ] || { echo "FAIL: $b not found"; exit 1; }
 done
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-ib-capture.XXXXXX")
-FAILS=0
-SM_PID= R_PID=
+# shellcheck source=test_mckey_lib.sh
+. "$here/test_mckey_lib.sh"
 # shellcheck source=capture_lib.sh
 . "$here/capture_lib.sh"
-cleanup() {
-	local p
-	for p in $R_PID $CAP_PID $SM_PID; do kill "$p" 2>/dev/null; done
-	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
-		rm -rf "$WORK"
-	else
-		echo "# capture and outputs kept in $WORK"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-ok() { echo "ok: $*"; }
-# wait_for FILE REGEX SECS PID : FILE has a line matching REGEX (bounded).
-wait_for() {
-	local end=$((SECONDS + $3))
-	while [ $SECONDS -le $end ]; do
-		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$4" 2>/dev/null || { grep -Eq -- "$2" "$1" 2>/dev/null; return; }
-		sleep 0.02	# polling an output file, bounded by $end
-	done
-	return 1
-}
 
 # A /18 of multicast addresses for this run's MLIDs (umc-sm --mcast-base;
 # aligned, so that tshark can filter on it), and an IPv4 group to join.
@@ -90,9 +63,8 @@ print(ipaddress.ip_address("ff12:4001:ffff::%x:%x" % (0x0f00 | int(sys.argv[1]),
 	"$GA" "$GB" "$GC")
 
 # 1. The subnet manager, on a port the kernel chooses.
-"$SMBIN" -v --listen 127.0.0.1:0 --mcast-base "$BASE" >"$WORK/sm.out" 2>"$WORK/sm.err" &
-SM_PID=$!
-wait_for "$WORK/sm.out" '^umc-sm: ready on ' 30 $SM_PID || { cat "$WORK/sm.err"; echo "FAIL: umc-sm did not start"; exit 1; }
+start sm 120 "$SMBIN" -v --listen 127.0.0.1:0 --mcast-base "$BASE"
+wait_line sm '^umc-sm: ready on ' 30 || { show sm; exit 1; }
 SM_ADDR=$(sed -n 's/^umc-sm: ready on \([0-9.]*:[0-9]*\) .*/\1/p' "$WORK/sm.out")
 export UMC_SM=$SM_ADDR
 unset UMC_IB_ADDR UMC_QPN_BASE
@@ -105,10 +77,8 @@ rc=$?
 [ $rc -eq 0 ] || exit $rc
 
 # A receiver (every payload checked: -P), then the send-only sender.
-timeout -k 2 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 30000 \
-	>"$WORK/r.out" 2>"$WORK/r.err" &
-R_PID=$!
-wait_for "$WORK/r.out" '^mckey: joined dgid:' 30 $R_PID || fail "the receiver did not join"
+start r 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 30000
+wait_line r '^mckey: joined dgid:' 30
 regs=$(grep -c ' registered from ' "$WORK/sm.err")
 UMC_QPN_BASE=$QPN timeout -k 2 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -s -o -C $N -S $SIZE -w 0 \
 	>"$WORK/s.out" 2>&1
@@ -134,18 +104,16 @@ echo "# sender: LID $LID, GID $SGID, QPN $QPN; group $MGID, MLID $MLID"
 # filter lets through nothing else but probes).
 capture_wait $N
 capture_stop
-wait $R_PID
-rc=$?
-R_PID=
-[ $rc -eq 0 ] || fail "the receiver exited $rc"
-grep -qx "mckey: received $N messages" "$WORK/r.out" || { fail "receiver:"; cat "$WORK/r.out"; }
+finish r
+expect_rc r 0
+expect_line r "mckey: received $N messages"
 
 # 2. The IP datagrams: the MLID's group on the data port, TTL 1.
 IPGRP=$(python3 -c 'import ipaddress, sys
 print(ipaddress.ip_address(sys.argv[1]) + int(sys.argv[2], 0) - 0xc000)' "$BASE" "$MLID")
 ipok=$(tshark -n -r "$PCAP" -Y "udp.dstport == $DATA_PORT" -T fields -e ip.dst -e udp.dstport -e ip.ttl 2>/dev/null |
 	grep -cx "$IPGRP	$DATA_PORT	1")
-[ "$ipok" -eq $N ] && ok "$N datagrams to $IPGRP:$DATA_PORT (MLID $MLID), TTL 1" ||
+[ "$ipok" -eq $N ] && pass "$N datagrams to $IPGRP:$DATA_PORT (MLID $MLID), TTL 1" ||
 	fail "$ipok of $N datagrams to $IPGRP:$DATA_PORT with TTL 1"
 
 # 3. To ERF type 21.
@@ -159,7 +127,7 @@ TS=(tshark -n -r "$ERF")
 total=$("${TS[@]}" 2>/dev/null | wc -l)
 ibn=$("${TS[@]}" -Y 'infiniband.lrh && infiniband.grh && infiniband.bth && infiniband.deth && infiniband.immdt' 2>/dev/null | wc -l)
 [ "$total" -eq $N ] || fail "$total frames in the ERF file, expected $N"
-[ "$ibn" -eq $N ] && ok "$N frames decode as InfiniBand LRH+GRH+BTH+DETH+ImmDt" ||
+[ "$ibn" -eq $N ] && pass "$N frames decode as InfiniBand LRH+GRH+BTH+DETH+ImmDt" ||
 	fail "$ibn of $total frames decode as InfiniBand LRH+GRH+BTH+DETH+ImmDt"
 bad=$("${TS[@]}" -Y '_ws.malformed || _ws.expert' 2>/dev/null)
 [ -z "$bad" ] || fail "tshark reports problems: $bad"
@@ -185,7 +153,7 @@ while IFS='|' read -r _ _ _ _ _ lnh dlid _ slid _ _ _ _ _ _ sgid dgid op _ _ _ _
 	got="lnh=$lnh dlid=$dlid slid=$slid sgid=$sgid dgid=$dgid op=$op pkey=$pkey destqp=$dqp psn=$psn qkey=$qkey srcqp=$sqp imm=$imm"
 	want="lnh=0x03 dlid=$((MLID)) slid=$LID sgid=$SGID dgid=$MGID op=101 pkey=65535 destqp=0xffffff psn=$i qkey=0x0000000001234567 srcqp=0x00000011 imm=00000011"
 	if [ "$got" = "$want" ]; then
-		ok "packet $i: $got"
+		pass "packet $i: $got"
 	else
 		fail "packet $i fields"
 		echo "  got:  $got"
@@ -198,7 +166,7 @@ done <"$WORK/fields.txt"
 # 5. The same fields as the encoders' packets, and the same bytes.
 "$CHECK" "$ERF" $N $SIZE "$MLID" "$LID" "$SGID" "$MGID" $QPN >"$WORK/want.txt" || fail "ib_capture_check"
 if diff -u "$WORK/want.txt" "$WORK/fields.txt"; then
-	ok "tshark's fields of every packet ($(wc -w <<<"${FIELDS[*]}") each) equal the encoders' packets"
+	pass "tshark's fields of every packet ($(wc -w <<<"${FIELDS[*]}") each) equal the encoders' packets"
 else
 	fail "tshark's fields (+) differ from the encoders' packets (-)"
 fi

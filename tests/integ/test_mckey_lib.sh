@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# test_mckey_lib.sh - helpers shared by test_mckey.sh and
-# test_mckey_compat.sh (sourced, not a test by itself).
+# test_mckey_lib.sh - helpers shared by the integration tests that run
+# programs in the background: test_mckey.sh, test_mckey_compat.sh,
+# test_ib_mckey.sh, test_foreign_sender.sh and the capture tests (sourced,
+# not a test by itself).
 #
 # Processes run in the background with stdout and stderr in files under
 # $WORK; readiness is a line in that output, polled with a bound
@@ -9,7 +11,7 @@
 
 set -u
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-mckey-test.XXXXXX")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-$(basename "$0" .sh).XXXXXX")
 PIDS=()
 FAILS=0
 
@@ -25,6 +27,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP	# so that cleanup runs then too
 
 # A group in 239.0.0.0/8 unlikely to be used by a concurrent test.
 random_group() {
