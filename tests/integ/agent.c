@@ -3,6 +3,9 @@
  * agent.c - the orchestrator/agent harness of the multi-process
  * integration tests (agent.h).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,9 +36,11 @@ bool agent_read_line(int fd, char *line, size_t cap, int ms)
 
 	while (n + 1 < cap) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int64_t left = (int64_t)(deadline - agent_now_ms());
+		int64_t left = ms < 0 ? -1 : (int64_t)(deadline - agent_now_ms());
 
-		if (left <= 0 || poll(&p, 1, (int)left) != 1 || read(fd, line + n, 1) != 1)
+		if (ms >= 0 && left <= 0)
+			return false;
+		if (poll(&p, 1, (int)left) != 1 || read(fd, line + n, 1) != 1)
 			return false;
 		if (line[n] == '\n')
 			break;
@@ -61,31 +66,107 @@ void agent_reply(const char *fmt, ...)
 		_exit(3);
 }
 
-void agent_spawn(struct agent *a, const char *name, int (*fn)(void *arg, int cmd), void *arg)
+/*
+ * The two pipes of a new agent: @down carries commands, @up replies.
+ * @flags: 0 or O_CLOEXEC.
+ */
+static void agent_pipes(int down[2], int up[2], int flags)
 {
-	int down[2], up[2];
-
-	if (pipe(down) || pipe(up)) {
+	if (pipe2(down, flags) || pipe2(up, flags)) {
 		perror("pipe");
 		exit(1);
 	}
-	fflush(stdout);
+}
+
+/* Fork agent @name; in the parent, keep the orchestrator's ends. */
+static pid_t agent_fork(struct agent *a, const char *name, const int down[2], const int up[2])
+{
 	a->name = name;
+	fflush(stdout); /* nothing buffered twice */
 	a->pid = fork();
 	if (a->pid < 0) {
 		perror("fork");
 		exit(1);
 	}
-	if (a->pid == 0) {
+	if (a->pid > 0) {
+		close(down[0]);
+		close(up[1]);
+		a->cmd = down[1];
+		a->rep = up[0];
+	}
+	return a->pid;
+}
+
+void agent_spawn(struct agent *a, const char *name, int (*fn)(void *arg, int cmd), void *arg)
+{
+	int down[2], up[2];
+
+	agent_pipes(down, up, 0);
+	if (agent_fork(a, name, down, up) == 0) {
 		close(down[1]);
 		close(up[0]);
 		agent_rep_fd = up[1];
 		_exit(fn(arg, down[0]));
 	}
-	close(down[0]);
-	close(up[1]);
-	a->cmd = down[1];
-	a->rep = up[0];
+}
+
+void agent_spawn_exec(struct agent *a, const char *name, const char *prog_name)
+{
+	char cmd_fd[16], rep_fd[16];
+	char *argv[] = {(char *)prog_name, "agent", cmd_fd, rep_fd, NULL};
+	int down[2], up[2];
+
+	/* Close-on-exec: other agents and programs started later do not hold them. */
+	agent_pipes(down, up, O_CLOEXEC);
+	snprintf(cmd_fd, sizeof(cmd_fd), "%d", down[0]);
+	snprintf(rep_fd, sizeof(rep_fd), "%d", up[1]);
+	if (agent_fork(a, name, down, up) == 0) {
+		/* Async-signal-safe only: fcntl, execv, _exit. */
+		if (fcntl(down[0], F_SETFD, 0) == 0 && fcntl(up[1], F_SETFD, 0) == 0)
+			execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+}
+
+/* A file descriptor named by @s, open in this process; -1 otherwise. */
+static int agent_fd_arg(const char *s)
+{
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(s, &end, 10);
+	if (errno || end == s || *end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+		return -1;
+	return (int)fd;
+}
+
+bool agent_exec_fds(int argc, char **argv, int *cmd)
+{
+	int c, r;
+
+	if (argc != 4 || strcmp(argv[1], "agent"))
+		return false;
+	c = agent_fd_arg(argv[2]);
+	r = agent_fd_arg(argv[3]);
+	if (c < 0 || r < 0)
+		return false;
+	agent_rep_fd = r;
+	*cmd = c;
+	return true;
+}
+
+void agent_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	agent_failures++;
 }
 
 bool agent_get_reply(struct agent *a)
@@ -108,8 +189,7 @@ static bool agent_vsend(struct agent *a, const char *fmt, va_list ap)
 	printf("%s <- %s\n", a->name, line);
 	line[n++] = '\n';
 	if (write(a->cmd, line, (size_t)n) != n) {
-		printf("FAIL: cannot write to %s\n", a->name);
-		agent_failures++;
+		agent_fail("cannot write to %s", a->name);
 		return false;
 	}
 	return true;
@@ -137,8 +217,7 @@ bool agent_cmd(struct agent *a, const char *fmt, ...)
 	if (!ok)
 		return false;
 	if (!agent_get_reply(a)) {
-		printf("FAIL: %s: %s\n", a->name, a->last);
-		agent_failures++;
+		agent_fail("%s: %s", a->name, a->last);
 		return false;
 	}
 	return true;
@@ -148,8 +227,7 @@ bool agent_ready(struct agent *a)
 {
 	if (agent_get_reply(a))
 		return true;
-	printf("FAIL: %s did not start: %s\n", a->name, a->last);
-	agent_failures++;
+	agent_fail("%s did not start: %s", a->name, a->last);
 	return false;
 }
 
@@ -167,16 +245,14 @@ void agent_expect_eq(const char *what, unsigned long got, unsigned long want)
 {
 	if (got == want)
 		return;
-	printf("FAIL: %s = %lu, expected %lu\n", what, got, want);
-	agent_failures++;
+	agent_fail("%s = %lu, expected %lu", what, got, want);
 }
 
-void agent_finish(struct agent *a)
+bool agent_reap(struct agent *a)
 {
 	uint64_t deadline;
 	int st = 0;
 
-	agent_cmd(a, "quit");
 	close(a->cmd);
 	close(a->rep);
 	deadline = agent_now_ms() + AGENT_CMD_MS;
@@ -189,9 +265,16 @@ void agent_finish(struct agent *a)
 		poll(NULL, 0, 5);
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		printf("FAIL: %s exited with status 0x%x\n", a->name, st);
-		agent_failures++;
+		agent_fail("%s exited with status 0x%x", a->name, st);
+		return false;
 	}
+	return true;
+}
+
+void agent_finish(struct agent *a)
+{
+	agent_cmd(a, "quit");
+	agent_reap(a);
 }
 
 void agent_kill(struct agent *a)

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent.h - the orchestrator/agent harness of the multi-process
- * integration tests (mc_procs, uc_procs).
+ * integration tests (mc_procs, uc_procs, ib_procs).
  *
- * The orchestrator never calls umcast itself: it forks one agent per
- * simulated application process before any umcast state exists and drives
- * it over a pair of pipes with one-line commands and one-line replies
- * ("ok ..." / "fail ...").  Readiness is a reply, never a sleep; every
- * wait has a deadline.
+ * The orchestrator drives one agent per simulated application process over
+ * a pair of pipes with one-line commands and one-line replies ("ok ..." /
+ * "fail ...").  Readiness is a reply, never a sleep; every wait has a
+ * deadline.
+ *
+ * An agent is either a fork of the orchestrator running a function
+ * (agent_spawn(): the orchestrator never calls umcast itself and forks
+ * before any umcast state exists), or the test program executed again
+ * (agent_spawn_exec(), agent_exec_fds()): for an orchestrator that may
+ * have threads when it starts an agent, since a forked child of a
+ * threaded process may only call async-signal-safe functions until it
+ * executes a program (POSIX fork()).
  */
 #ifndef TEST_INTEG_AGENT_H
 #define TEST_INTEG_AGENT_H
@@ -34,7 +41,11 @@ extern int agent_failures;
 
 uint64_t agent_now_ms(void);
 
-/* Read one line (bounded, without the newline) within @ms; false on EOF/timeout. */
+/*
+ * Read one line (at most @cap - 1 bytes, without the newline) within @ms,
+ * or without a deadline if @ms < 0; false on EOF/timeout.  Reads byte by
+ * byte, so nothing after the newline is taken from @fd.
+ */
 bool agent_read_line(int fd, char *line, size_t cap, int ms);
 
 /* In an agent: write one reply line to the orchestrator. */
@@ -45,6 +56,22 @@ void agent_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the agent's exit status.  Replies go through agent_reply().
  */
 void agent_spawn(struct agent *a, const char *name, int (*fn)(void *arg, int cmd), void *arg);
+
+/*
+ * Start agent @name as this program executed again, with argv {@prog_name,
+ * "agent", CMD_FD, REP_FD}; its main() hands argv to agent_exec_fds().
+ * Between fork and exec the child only makes async-signal-safe calls, and
+ * the agent inherits no pipe but its own two.
+ */
+void agent_spawn_exec(struct agent *a, const char *name, const char *prog_name);
+
+/*
+ * In main() of a program started by agent_spawn_exec(): if @argv is
+ * {prog, "agent", CMD_FD, REP_FD}, replies go to REP_FD through
+ * agent_reply() and *@cmd is CMD_FD, the fd to read commands from with
+ * agent_read_line().  False (nothing set) for any other @argv.
+ */
+bool agent_exec_fds(int argc, char **argv, int *cmd);
 
 /* One reply within AGENT_CMD_MS into a->last; true if it starts with "ok". */
 bool agent_get_reply(struct agent *a);
@@ -61,10 +88,19 @@ bool agent_ready(struct agent *a);
 /* "key=value" of the last reply, or (unsigned long)-1. */
 unsigned long agent_field(const struct agent *a, const char *key);
 
+/* Count a failure and print it as "FAIL: <message>". */
+void agent_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Count a failure unless @got == @want. */
 void agent_expect_eq(const char *what, unsigned long got, unsigned long want);
 
-/* "quit", then reap: a non-zero exit status is a failure. */
+/*
+ * Close the pipes and reap within AGENT_CMD_MS (then SIGKILL); true if it
+ * exited with status 0, otherwise a counted failure.
+ */
+bool agent_reap(struct agent *a);
+
+/* "quit" (an "ok" reply), then agent_reap(). */
 void agent_finish(struct agent *a);
 
 /* SIGKILL and reap. */
