@@ -40,14 +40,14 @@
  *                         nothing; a QPN nobody has is dropped
  *
  * As tests/integ/mc_procs.c, the orchestrator starts "agents" and drives
- * them over pipes with one-line commands; readiness is a reply, every wait
- * has a deadline.  An agent is this program executed again ("ib_procs
- * agent CMD_FD REP_FD"), not a bare fork: the orchestrator may already
- * have threads (its SA client's), and a forked child of a threaded process
- * may only call async-signal-safe functions until it executes a program
- * (POSIX fork(); a sanitizer's allocator lock held by another thread at
- * the fork stays held in the child forever).  The orchestrator
- * itself only talks to the SA, as a port of its own, to see what the SA
+ * them over pipes with one-line commands (agent.h); readiness is a reply,
+ * every wait has a deadline.  An agent is this program executed again
+ * ("ib_procs agent CMD_FD REP_FD", agent_spawn_exec()), not a bare fork:
+ * the orchestrator may already have threads (its SA client's), and a
+ * forked child of a threaded process may only call async-signal-safe
+ * functions until it executes a program (POSIX fork(); a sanitizer's
+ * allocator lock held by another thread at the fork stays held in the
+ * child forever).  The orchestrator itself only talks to the SA, as a port of its own, to see what the SA
  * holds (trusted SubnAdmGet, SM_Key 1).  Exit status 0 when every check
  * passed.
  */
@@ -60,12 +60,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "agent.h"
 #include "sa/sa_client.h"
 #include "sm_proc.h"
 #include "umc_int.h"
@@ -77,33 +77,10 @@ enum {
 	MAX_IDS = 8,
 	NRECV = 64,
 	SLOT = 2048,
-	CMD_MS = 30000, /* bound on any agent reply */
 	EV_MS = 10000,	/* bound on any CM event */
 	NMSG = 50,
 	LEASE_MS = 400, /* umc-sm --lease in the lease and restart scenarios */
 };
-
-static int fails;
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "FAIL: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	fails++;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ------------------------------------------------------------------------- */
 /* Agent: one application process on the IB port.                            */
@@ -121,24 +98,7 @@ static struct {
 	struct rdma_event_channel *ch;
 	struct node n[MAX_IDS];
 	int nids;
-	int rep;
 } ag;
-
-static void reply(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(ag.rep, line, (size_t)n) != n)
-		_exit(3);
-}
 
 static struct rdma_cm_event *cm_event(int ms)
 {
@@ -158,7 +118,7 @@ static void addr_parse(const char *text, struct sockaddr_in *sin)
 }
 
 /* open udp|ipoib: an id bound to the IPoIB address, its QP, receives posted. */
-static void agent_open(const char *ps)
+static void cmd_open(const char *ps)
 {
 	struct ibv_qp_init_attr qa = {
 		.cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
@@ -174,38 +134,38 @@ static void agent_open(const char *ps)
 
 	addr_parse("127.0.0.2", &src);
 	if (ag.nids == MAX_IDS)
-		return reply("fail too many ids");
+		return agent_reply("fail too many ids");
 	if (!ag.ch && !(ag.ch = rdma_create_event_channel()))
-		return reply("fail rdma_create_event_channel");
+		return agent_reply("fail rdma_create_event_channel");
 	if (rdma_create_id(ag.ch, &nd->id, nd, strcmp(ps, "ipoib") ? RDMA_PS_UDP : RDMA_PS_IPOIB))
-		return reply("fail rdma_create_id errno %d", errno);
+		return agent_reply("fail rdma_create_id errno %d", errno);
 	if (rdma_bind_addr(nd->id, (struct sockaddr *)&src))
-		return reply("fail rdma_bind_addr errno %d", errno);
+		return agent_reply("fail rdma_bind_addr errno %d", errno);
 	if (strcmp(ibv_get_device_name(nd->id->verbs->device), "umc_ib0"))
-		return reply("fail bound to %s", ibv_get_device_name(nd->id->verbs->device));
+		return agent_reply("fail bound to %s", ibv_get_device_name(nd->id->verbs->device));
 	if (rdma_create_qp(nd->id, NULL, &qa))
-		return reply("fail rdma_create_qp errno %d", errno);
+		return agent_reply("fail rdma_create_qp errno %d", errno);
 	nd->buf = calloc(NRECV, SLOT);
 	nd->mr = nd->buf ? ibv_reg_mr(nd->id->pd, nd->buf, (size_t)NRECV * SLOT,
 				      IBV_ACCESS_LOCAL_WRITE)
 			 : NULL;
 	if (!nd->mr)
-		return reply("fail ibv_reg_mr");
+		return agent_reply("fail ibv_reg_mr");
 	for (int k = 0; k < NRECV; k++) {
 		struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)k * SLOT, SLOT, nd->mr->lkey};
 		struct ibv_recv_wr wr = {.wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1},
 				   *badwr;
 
 		if (ibv_post_recv(nd->id->qp, &wr, &badwr))
-			return reply("fail ibv_post_recv");
+			return agent_reply("fail ibv_post_recv");
 	}
 	if (ibv_query_gid(nd->id->verbs, 1, 0, &gid) ||
 	    ibv_query_qp(nd->id->qp, &attr, IBV_QP_QKEY, &ia))
-		return reply("fail query");
+		return agent_reply("fail query");
 	char g[INET6_ADDRSTRLEN];
 
 	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
-	reply("ok %d %s qkey 0x%x", ag.nids++, g, attr.qkey);
+	agent_reply("ok %d %s qkey 0x%x", ag.nids++, g, attr.qkey);
 }
 
 static void event_reply(struct rdma_cm_event *ev)
@@ -216,17 +176,18 @@ static void event_reply(struct rdma_cm_event *ev)
 	char g[INET6_ADDRSTRLEN];
 
 	inet_ntop(AF_INET6, ah->grh.dgid.raw, g, sizeof(g));
-	reply("ok %s %d %d %s dlid 0x%x sl %d rate %d fl 0x%x tc %d hop %d global %d qpn 0x%x qkey 0x%x",
-	      ev->event == RDMA_CM_EVENT_MULTICAST_JOIN	   ? "JOIN"
-	      : ev->event == RDMA_CM_EVENT_MULTICAST_ERROR ? "ERROR"
-							    : rdma_event_str(ev->event),
-	      ev->status, (int)(nd - ag.n), g, ah->dlid, ah->sl, ah->static_rate,
-	      ah->grh.flow_label, ah->grh.traffic_class, ah->grh.hop_limit, ah->is_global,
-	      ud->qp_num, ud->qkey);
+	agent_reply("ok %s %d %d %s dlid 0x%x sl %d rate %d fl 0x%x tc %d hop %d global %d qpn "
+		    "0x%x qkey 0x%x",
+		    ev->event == RDMA_CM_EVENT_MULTICAST_JOIN	 ? "JOIN"
+		    : ev->event == RDMA_CM_EVENT_MULTICAST_ERROR ? "ERROR"
+								 : rdma_event_str(ev->event),
+		    ev->status, (int)(nd - ag.n), g, ah->dlid, ah->sl, ah->static_rate,
+		    ah->grh.flow_label, ah->grh.traffic_class, ah->grh.hop_limit, ah->is_global,
+		    ud->qp_num, ud->qkey);
 }
 
 /* join IDX ADDR full|sendonly: the join and its event. */
-static void agent_join(int idx, const char *addr, const char *how)
+static void cmd_join(int idx, const char *addr, const char *how)
 {
 	static struct sockaddr_in grp[MAX_IDS];
 	struct rdma_cm_join_mc_attr_ex ja = {
@@ -240,10 +201,10 @@ static void agent_join(int idx, const char *addr, const char *how)
 
 	addr_parse(addr, &grp[idx]);
 	if (rdma_join_multicast_ex(nd->id, &ja, nd))
-		return reply("fail join errno %d", errno);
+		return agent_reply("fail join errno %d", errno);
 	ev = cm_event(EV_MS);
 	if (!ev)
-		return reply("fail no event");
+		return agent_reply("fail no event");
 	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
 		if (nd->ah)
 			ibv_destroy_ah(nd->ah);
@@ -255,30 +216,30 @@ static void agent_join(int idx, const char *addr, const char *how)
 	rdma_ack_cm_event(ev);
 }
 
-static void agent_leave(int idx, const char *addr)
+static void cmd_leave(int idx, const char *addr)
 {
 	struct sockaddr_in grp;
 
 	addr_parse(addr, &grp);
 	if (rdma_leave_multicast(ag.n[idx].id, (struct sockaddr *)&grp))
-		return reply("fail leave errno %d", errno);
-	reply("ok");
+		return agent_reply("fail leave errno %d", errno);
+	agent_reply("ok");
 }
 
 /* send IDX N: N messages to the AH of IDX's last JOIN. */
-static void agent_send(int idx, int n)
+static void cmd_send(int idx, int n)
 {
 	struct node *nd = &ag.n[idx];
 	struct ibv_wc wc;
 
 	if (!nd->ah)
-		return reply("fail no AH");
+		return agent_reply("fail no AH");
 	for (int i = 0; i < n; i++) {
 		uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT;
 		struct ibv_sge sge = {(uintptr_t)p, 100, nd->mr->lkey};
 		struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
 					 .opcode = IBV_WR_SEND}, *bad;
-		uint64_t end = now_ms() + EV_MS;
+		uint64_t end = agent_now_ms() + EV_MS;
 		int got = 0;
 
 		memset(p, i, 100);
@@ -286,34 +247,34 @@ static void agent_send(int idx, int n)
 		wr.wr.ud.remote_qpn = nd->rqpn;
 		wr.wr.ud.remote_qkey = nd->rqkey;
 		if (ibv_post_send(nd->id->qp, &wr, &bad))
-			return reply("fail post_send");
-		while (!got && now_ms() < end)
+			return agent_reply("fail post_send");
+		while (!got && agent_now_ms() < end)
 			got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
 		if (got != 1 || wc.status != IBV_WC_SUCCESS)
-			return reply("fail send completion");
+			return agent_reply("fail send completion");
 	}
-	reply("ok");
+	agent_reply("ok");
 }
 
 /*
  * recv IDX N MS: wait up to MS ms for N messages; reply the count, and
  * whether every completion had a GRH whose DGID is the group's MGID.
  */
-static void agent_recv(int idx, int n, int ms, const char *mgid_text)
+static void cmd_recv(int idx, int n, int ms, const char *mgid_text)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t end = now_ms() + (uint64_t)ms;
+	uint64_t end = agent_now_ms() + (uint64_t)ms;
 	struct in6_addr mgid;
 	int bad_grh = 0;
 
 	inet_pton(AF_INET6, mgid_text, &mgid);
-	while ((int)nd->received < n && now_ms() < end) {
+	while ((int)nd->received < n && agent_now_ms() < end) {
 		struct ibv_wc wc;
 
 		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
 			continue;
 		if (wc.status != IBV_WC_SUCCESS)
-			return reply("fail recv status %s", ibv_wc_status_str(wc.status));
+			return agent_reply("fail recv status %s", ibv_wc_status_str(wc.status));
 		const uint8_t *grh = nd->buf + wc.wr_id * SLOT;
 
 		/* The packet's real GRH: IPVer 6, NxtHdr 0x1B, DGID the MGID. */
@@ -322,22 +283,22 @@ static void agent_recv(int idx, int n, int ms, const char *mgid_text)
 			bad_grh++;
 		nd->received++;
 	}
-	reply("ok %u badgrh %d", nd->received, bad_grh);
+	agent_reply("ok %u badgrh %d", nd->received, bad_grh);
 }
 
 /* event MS: the next CM event within MS ms, or "none". */
-static void agent_event(int ms)
+static void cmd_event(int ms)
 {
 	struct rdma_cm_event *ev = cm_event(ms);
 
 	if (!ev)
-		return reply("ok none");
+		return agent_reply("ok none");
 	event_reply(ev);
 	rdma_ack_cm_event(ev);
 }
 
 /* info IDX: the port's LID, the QP number and GID 0, for a unicast peer. */
-static void agent_info(int idx)
+static void cmd_info(int idx)
 {
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
@@ -345,13 +306,13 @@ static void agent_info(int idx)
 
 	if (ibv_query_port(ag.n[idx].id->verbs, 1, &pa) ||
 	    ibv_query_gid(ag.n[idx].id->verbs, 1, 0, &gid))
-		return reply("fail query");
+		return agent_reply("fail query");
 	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
-	reply("ok lid %u qpn %u gid %s", pa.lid, ag.n[idx].id->qp->qp_num, g);
+	agent_reply("ok lid %u qpn %u gid %s", pa.lid, ag.n[idx].id->qp->qp_num, g);
 }
 
 /* usend IDX LID QPN GID|- N: N unicast SENDs to a QP by LID (with a GRH to GID). */
-static void agent_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int n)
+static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int n)
 {
 	struct node *nd = &ag.n[idx];
 	struct ibv_ah_attr attr = {.dlid = (uint16_t)lid, .port_num = 1};
@@ -365,10 +326,10 @@ static void agent_usend(int idx, unsigned lid, unsigned qpn, const char *gid, in
 		ibv_destroy_ah(nd->ah);
 	nd->ah = ibv_create_ah(nd->id->pd, &attr);
 	if (!nd->ah)
-		return reply("fail ibv_create_ah errno %d", errno);
+		return agent_reply("fail ibv_create_ah errno %d", errno);
 	nd->rqpn = qpn;
 	nd->rqkey = RDMA_UDP_QKEY;
-	agent_send(idx, n);
+	cmd_send(idx, n);
 }
 
 /*
@@ -376,18 +337,18 @@ static void agent_usend(int idx, unsigned lid, unsigned qpn, const char *gid, in
  * answer each with an AH made by ibv_create_ah_from_wc.  Replies the
  * count, the last SLID and source QPN, and whether a GRH came.
  */
-static void agent_urecv(int idx, int n, bool answer)
+static void cmd_urecv(int idx, int n, bool answer)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t end = now_ms() + 5000;
+	uint64_t end = agent_now_ms() + 5000;
 	struct ibv_wc wc = {0};
 	int got = 0, grh = 0;
 
-	while (got < n && now_ms() < end) {
+	while (got < n && agent_now_ms() < end) {
 		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
 			continue;
 		if (wc.status != IBV_WC_SUCCESS)
-			return reply("fail recv status %s", ibv_wc_status_str(wc.status));
+			return agent_reply("fail recv status %s", ibv_wc_status_str(wc.status));
 		got++;
 		grh += !!(wc.wc_flags & IBV_WC_GRH);
 		if (answer) {
@@ -395,7 +356,7 @@ static void agent_urecv(int idx, int n, bool answer)
 				nd->id->pd, &wc, (struct ibv_grh *)(nd->buf + wc.wr_id * SLOT), 1);
 
 			if (!ah)
-				return reply("fail ibv_create_ah_from_wc errno %d", errno);
+				return agent_reply("fail ibv_create_ah_from_wc errno %d", errno);
 			if (nd->ah)
 				ibv_destroy_ah(nd->ah);
 			nd->ah = ah;
@@ -406,181 +367,120 @@ static void agent_urecv(int idx, int n, bool answer)
 			struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
 						 .opcode = IBV_WR_SEND}, *bad;
 			struct ibv_wc swc;
-			uint64_t send_end = now_ms() + EV_MS;
+			uint64_t send_end = agent_now_ms() + EV_MS;
 			int done = 0;
 
 			wr.wr.ud.ah = ah;
 			wr.wr.ud.remote_qpn = wc.src_qp;
 			wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 			if (ibv_post_send(nd->id->qp, &wr, &bad))
-				return reply("fail post_send");
-			while (!done && now_ms() < send_end)
+				return agent_reply("fail post_send");
+			while (!done && agent_now_ms() < send_end)
 				done = ibv_poll_cq(nd->id->send_cq, 1, &swc);
 		}
 	}
-	reply("ok %d slid %u srcqp %u grh %d", got, wc.slid, wc.src_qp, grh);
+	agent_reply("ok %d slid %u srcqp %u grh %d", got, wc.slid, wc.src_qp, grh);
 }
 
-static void agent_port(void)
+static void cmd_port(void)
 {
 	struct ibv_port_attr pa;
 
 	union ibv_gid gid;
 
 	if (!ag.nids || ibv_query_port(ag.n[0].id->verbs, 1, &pa))
-		return reply("fail query_port");
+		return agent_reply("fail query_port");
 	errno = 0;
 	int past = ibv_query_gid(ag.n[0].id->verbs, 1, pa.gid_tbl_len, &gid);
 
-	reply("ok state %d lid %u sm_lid %u link %d gids %d past %d/%d", pa.state, pa.lid,
+	agent_reply("ok state %d lid %u sm_lid %u link %d gids %d past %d/%d", pa.state, pa.lid,
 	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
 }
 
 /* cnt: the port's drop counter rx_no_qp (a unicast DestQP it does not have). */
-static void agent_cnt(void)
+static void cmd_cnt(void)
 {
 	if (!ag.nids)
-		return reply("fail no port");
-	reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt.rx_no_qp));
+		return agent_reply("fail no port");
+	agent_reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt.rx_no_qp));
 }
 
-static void agent_loop(int cmd, int rep)
+/* The agent's command loop, from its "ok ready" on; EOF ends it with _exit(0). */
+static void agent_main(int cmd)
 {
 	char line[512];
-	size_t len = 0;
 
-	ag.rep = rep;
-	for (;;) {
-		ssize_t r = read(cmd, line + len, 1);
+	agent_reply("ok ready pid=%d", (int)getpid());
+	while (agent_read_line(cmd, line, sizeof(line), -1)) {
 		char a[64], b[128];
 		int i1, i2;
 		unsigned u1, u2;
 
-		if (r <= 0)
-			_exit(0);
-		if (line[len] != '\n' && ++len < sizeof(line) - 1)
-			continue;
-		line[len] = '\0';
-		len = 0;
 		if (sscanf(line, "open %63s", a) == 1)
-			agent_open(a);
+			cmd_open(a);
 		else if (sscanf(line, "join %d %63s %127s", &i1, a, b) == 3)
-			agent_join(i1, a, b);
+			cmd_join(i1, a, b);
 		else if (sscanf(line, "leave %d %63s", &i1, a) == 2)
-			agent_leave(i1, a);
+			cmd_leave(i1, a);
 		else if (sscanf(line, "send %d %d", &i1, &i2) == 2)
-			agent_send(i1, i2);
+			cmd_send(i1, i2);
 		else if (sscanf(line, "recv %d %d %127s", &i1, &i2, b) == 3)
-			agent_recv(i1, i2, 3000, b);
+			cmd_recv(i1, i2, 3000, b);
 		else if (sscanf(line, "info %d", &i1) == 1)
-			agent_info(i1);
+			cmd_info(i1);
 		else if (sscanf(line, "usend %d %u %u %127s %d", &i1, &u1, &u2, b, &i2) == 5)
-			agent_usend(i1, u1, u2, b, i2);
+			cmd_usend(i1, u1, u2, b, i2);
 		else if (sscanf(line, "urecv %d %d %63s", &i1, &i2, a) == 3)
-			agent_urecv(i1, i2, !strcmp(a, "reply"));
+			cmd_urecv(i1, i2, !strcmp(a, "reply"));
 		else if (sscanf(line, "event %d", &i1) == 1)
-			agent_event(i1);
+			cmd_event(i1);
 		else if (!strcmp(line, "port"))
-			agent_port();
+			cmd_port();
 		else if (!strcmp(line, "cnt"))
-			agent_cnt();
-		else if (!strcmp(line, "quit"))
-			_exit(0);
-		else if (!strcmp(line, "exit"))
+			cmd_cnt();
+		else if (!strcmp(line, "quit")) {
+			agent_reply("ok bye");
+			_exit(0); /* no atexit handlers: the port stays registered */
+		} else if (!strcmp(line, "exit")) {
+			agent_reply("ok bye");
 			exit(0); /* with the atexit handlers: the port unregisters */
-		else
-			reply("fail unknown command %s", line);
+		} else
+			agent_reply("fail unknown command %s", line);
 	}
+	_exit(0);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Orchestrator.                                                             */
 
-struct agent {
-	pid_t pid;
-	int cmd, rep;
-	char last[512];
-};
-
-static void agent_start(struct agent *a)
+/* Start agent @name, this program executed again, and wait for its "ok ready". */
+static void start(struct agent *a, const char *name)
 {
-	int c[2], r[2];
-
-	if (pipe(c) || pipe(r))
-		exit(2);
-	a->pid = fork();
-	if (a->pid < 0)
-		exit(2);
-	if (a->pid == 0) {
-		char cmd[16], rep[16];
-
-		close(c[1]);
-		close(r[0]);
-		snprintf(cmd, sizeof(cmd), "%d", c[0]);
-		snprintf(rep, sizeof(rep), "%d", r[1]);
-		execl("/proc/self/exe", "ib_procs", "agent", cmd, rep, (char *)NULL);
-		_exit(127);
-	}
-	close(c[0]);
-	close(r[1]);
-	a->cmd = c[1];
-	a->rep = r[0];
+	agent_spawn_exec(a, name, "ib_procs");
+	agent_ready(a);
 }
 
-/* Send a command, wait (bounded) for its reply line; returns it (in a->last). */
+/* Send a command and wait (bounded) for its reply; returns it, "ok ..." or "fail ...". */
 static const char *ask(struct agent *a, const char *fmt, ...)
 {
-	char line[512];
-	size_t len = 0;
+	char line[256];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	line[n++] = '\n';
-	if (write(a->cmd, line, (size_t)n) != n) {
-		snprintf(a->last, sizeof(a->last), "fail agent gone");
-		return a->last;
-	}
-	uint64_t end = now_ms() + CMD_MS;
-
-	while (len < sizeof(a->last) - 1) {
-		struct pollfd p = {.fd = a->rep, .events = POLLIN};
-		int left = (int)(end - now_ms());
-
-		if (left <= 0 || poll(&p, 1, left) != 1 || read(a->rep, a->last + len, 1) != 1) {
-			snprintf(a->last, sizeof(a->last), "fail no reply to %.*s", n - 1, line);
-			return a->last;
-		}
-		if (a->last[len] == '\n')
-			break;
-		len++;
-	}
-	a->last[len] = '\0';
+	if (agent_send(a, "%s", line))
+		agent_get_reply(a);
+	else
+		snprintf(a->last, sizeof(a->last), "fail cannot send %s", line);
 	return a->last;
-}
-
-static void agent_stop(struct agent *a)
-{
-	int st;
-
-	if (a->pid <= 0)
-		return;
-	close(a->cmd);
-	close(a->rep);
-	for (int i = 0; i < 100 && waitpid(a->pid, &st, WNOHANG) == 0; i++)
-		usleep(20000); /* bounded reap of an agent told to quit */
-	kill(a->pid, SIGKILL);
-	waitpid(a->pid, &st, 0);
-	a->pid = 0;
 }
 
 /* Fail unless agent reply @r starts with @prefix; @what names the step. */
 static void expect_prefix(const char *r, const char *prefix, const char *what)
 {
 	if (strncmp(r, prefix, strlen(prefix)))
-		fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
+		agent_fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
 }
 
 /* Agent @a's port's rx_no_qp counter. */
@@ -647,10 +547,10 @@ static int sa_join_state(const char *mgid, const char *port_gid)
  */
 static int sa_join_state_becomes(const char *mgid, const char *port_gid, int want, int ms)
 {
-	uint64_t end = now_ms() + (uint64_t)ms;
+	uint64_t end = agent_now_ms() + (uint64_t)ms;
 	int st;
 
-	while ((st = sa_join_state(mgid, port_gid)) != want && now_ms() < end)
+	while ((st = sa_join_state(mgid, port_gid)) != want && agent_now_ms() < end)
 		usleep(10000); /* polling the SA, bounded by end */
 	return st;
 }
@@ -739,13 +639,13 @@ static void scenario_sendonly(bool support)
 	long cap2 = sa_cap_mask2();
 
 	if (cap2 < 0 || !!(cap2 & UMC_SA_CAP2_SENDONLY_FULL) != support)
-		fail("ClassPortInfo CapabilityMask2 0x%lx: bit 12 should be %s", cap2,
-		     support ? "set" : "clear");
+		agent_fail("ClassPortInfo CapabilityMask2 0x%lx: bit 12 should be %s", cap2,
+			   support ? "set" : "clear");
 	scenario_group(grp, 1);
 	udp_mgid(grp, mgid);
-	agent_start(&r1);
-	agent_start(&r2);
-	agent_start(&s);
+	start(&r1, "R1");
+	start(&r2, "R2");
+	start(&s, "S");
 	reply_gid(ask(&r1, "open udp"), g1);
 	reply_gid(ask(&r2, "open udp"), g2);
 	reply_gid(ask(&s, "open udp"), gs);
@@ -753,31 +653,31 @@ static void scenario_sendonly(bool support)
 	expect_prefix(r, "ok JOIN 0 0 ", "receiver 1 join");
 	reply_dgid(r, dgid);
 	if (strcmp(dgid, mgid))
-		fail("JOIN dgid %s, expected %s", dgid, mgid);
+		agent_fail("JOIN dgid %s, expected %s", dgid, mgid);
 	unsigned mlid = reply_hex(r, "dlid 0x");
 
 	if (mlid < 0xc001 || mlid > 0xfffe)
-		fail("JOIN dlid 0x%x is no MLID", mlid);
+		agent_fail("JOIN dlid 0x%x is no MLID", mlid);
 	if (reply_hex(r, "qpn 0x") != 0xffffff || reply_hex(r, "qkey 0x") != 0x01234567 ||
 	    !strstr(r, "global 1"))
-		fail("JOIN ud fields: %s", r);
+		agent_fail("JOIN ud fields: %s", r);
 	/* The record the IPoIB broadcast group gave: SL 0, rate 3 (10 Gb/s). */
 	if (!strstr(r, " sl 0 rate 3 "))
-		fail("JOIN SL/rate: %s", r);
+		agent_fail("JOIN SL/rate: %s", r);
 	r = ask(&r2, "join 0 %s full", grp);
 	expect_prefix(r, "ok JOIN 0 0 ", "receiver 2 join");
 	if (reply_hex(r, "dlid 0x") != mlid)
-		fail("second receiver's MLID 0x%x, first's 0x%x", reply_hex(r, "dlid 0x"), mlid);
+		agent_fail("second receiver's MLID 0x%x, first's 0x%x", reply_hex(r, "dlid 0x"), mlid);
 	r = ask(&s, "join 0 %s sendonly", grp);
 	if (support) {
 		expect_prefix(r, "ok JOIN 0 0 ", "send-only join");
 		if (reply_hex(r, "dlid 0x") != mlid)
-			fail("send-only MLID: %s", r);
+			agent_fail("send-only MLID: %s", r);
 		int st1 = sa_join_state(mgid, g1), st2 = sa_join_state(mgid, g2),
 		    sts = sa_join_state(mgid, gs);
 
 		if (st1 != 1 || st2 != 1 || sts != 8)
-			fail("SA JoinStates %d %d %d, expected 1 1 8", st1, st2, sts);
+			agent_fail("SA JoinStates %d %d %d, expected 1 1 8", st1, st2, sts);
 		expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
 		char want[64];
 
@@ -790,16 +690,16 @@ static void scenario_sendonly(bool support)
 		/* "requires SM support, otherwise joining will fail" */
 		expect_prefix(r, "ok ERROR -22 ", "send-only join without SM support");
 		if (sa_join_state(mgid, gs) != 0)
-			fail("the SA holds the refused send-only member");
+			agent_fail("the SA holds the refused send-only member");
 		if (sa_join_state(mgid, g1) != 1)
-			fail("the receivers' membership was disturbed");
+			agent_fail("the receivers' membership was disturbed");
 	}
-	agent_stop(&r1);
-	agent_stop(&r2);
-	agent_stop(&s);
+	agent_finish(&r1);
+	agent_finish(&r2);
+	agent_finish(&s);
 	umc_sa_close(observer);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -815,34 +715,34 @@ static void scenario_aggregate(void)
 	observer_open(&sm);
 	scenario_group(grp, 2);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
+	start(&a, "A");
 	reply_gid(ask(&a, "open udp"), g);
-	ask(&a, "open udp");
-	ask(&a, "open udp");
+	agent_cmd(&a, "open udp");
+	agent_cmd(&a, "open udp");
 	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
 	expect_prefix(ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
 	if ((st = sa_join_state(mgid, g)) != 1)
-		fail("after two full joins the SA holds %d", st);
+		agent_fail("after two full joins the SA holds %d", st);
 	expect_prefix(ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
 	if ((st = sa_join_state(mgid, g)) != 9)
-		fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)", st);
+		agent_fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)", st);
 	expect_prefix(ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
 	if ((st = sa_join_state_becomes(mgid, g, 1, 5000)) != 1)
-		fail("after the send-only leave the SA holds 0x%x", st);
+		agent_fail("after the send-only leave the SA holds 0x%x", st);
 	expect_prefix(ask(&a, "leave 0 %s", grp), "ok", "leave one full");
 	if ((st = sa_join_state(mgid, g)) != 1)
-		fail("one full join left: the SA holds 0x%x", st);
+		agent_fail("one full join left: the SA holds 0x%x", st);
 	expect_prefix(ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
 	if (sa_join_state_becomes(mgid, g, 0, 5000) != 0)
-		fail("after the last leave the SA still has the group");
-	agent_stop(&a);
+		agent_fail("after the last leave the SA still has the group");
+	agent_finish(&a);
 	umc_sa_close(observer);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	/* One Set per bit (0x1, 0x8), one Delete per bit: nothing for the second full join. */
 	if (test_sm_counter(&sm, "joins") != 2 || test_sm_counter(&sm, "leaves") != 2)
-		fail("SA Sets %ld, Deletes %ld; expected 2 and 2", test_sm_counter(&sm, "joins"),
-		     test_sm_counter(&sm, "leaves"));
+		agent_fail("SA Sets %ld, Deletes %ld; expected 2 and 2",
+			   test_sm_counter(&sm, "joins"), test_sm_counter(&sm, "leaves"));
 	test_sm_free(&sm);
 }
 
@@ -856,9 +756,9 @@ static void scenario_mgid0(void)
 
 	if (start_sm(&sm, NULL))
 		exit(2);
-	agent_start(&a);
-	ask(&a, "open udp");
-	ask(&a, "open udp");
+	start(&a, "A");
+	agent_cmd(&a, "open udp");
+	agent_cmd(&a, "open udp");
 	r = ask(&a, "join 0 0.0.0.0 full");
 	expect_prefix(r, "ok JOIN 0 0 ", "wildcard join 1");
 	reply_dgid(r, d1);
@@ -867,12 +767,12 @@ static void scenario_mgid0(void)
 	expect_prefix(r, "ok JOIN 0 1 ", "wildcard join 2");
 	reply_dgid(r, d2);
 	if (strncmp(d1, "ff12:a01b:", 10) || strncmp(d2, "ff12:a01b:", 10))
-		fail("SA-assigned MGIDs %s %s, expected ff12:a01b:...", d1, d2);
+		agent_fail("SA-assigned MGIDs %s %s, expected ff12:a01b:...", d1, d2);
 	if (!strcmp(d1, d2) || m1 == reply_hex(r, "dlid 0x"))
-		fail("two wildcard joins share MGID %s / MLID 0x%x", d1, m1);
-	agent_stop(&a);
+		agent_fail("two wildcard joins share MGID %s / MLID 0x%x", d1, m1);
+	agent_finish(&a);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -886,18 +786,18 @@ static void scenario_ipoib(void)
 	if (start_sm(&sm, NULL))
 		exit(2);
 	scenario_group(grp, 3);
-	agent_start(&a);
+	start(&a, "A");
 	r = ask(&a, "open ipoib");
 	if (!strstr(r, "qkey 0xb1b"))
-		fail("RDMA_PS_IPOIB QP Q_Key: %s, expected the broadcast group's 0xb1b", r);
+		agent_fail("RDMA_PS_IPOIB QP Q_Key: %s, expected the broadcast group's 0xb1b", r);
 	r = ask(&a, "join 0 %s full", grp);
 	expect_prefix(r, "ok JOIN 0 0 ", "IPoIB-space join");
 	reply_dgid(r, d);
 	if (strncmp(d, "ff12:401b:ffff::", 16) || reply_hex(r, "qkey 0x") != 0xb1b)
-		fail("IPoIB join: %s", r);
-	agent_stop(&a);
+		agent_fail("IPoIB join: %s", r);
+	agent_finish(&a);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -915,20 +815,19 @@ static void scenario_lease(void)
 	observer_open(&sm);
 	scenario_group(grp, 4);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
+	start(&a, "A");
 	reply_gid(ask(&a, "open udp"), g);
 	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
-		fail("the SA does not hold the join");
-	kill(a.pid, SIGKILL);
-	agent_stop(&a);
+		agent_fail("the SA does not hold the join");
+	agent_kill(&a); /* SIGKILL: no leave, no unregister */
 	if (sa_join_state_becomes(mgid, g, 0, 10 * LEASE_MS) != 0)
-		fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
+		agent_fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
 	umc_sa_close(observer);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	if (test_sm_counter(&sm, "lease_expired") < 1)
-		fail("no lease expired");
+		agent_fail("no lease expired");
 	test_sm_free(&sm);
 }
 
@@ -944,29 +843,22 @@ static void scenario_exit(void)
 	observer_open(&sm);
 	scenario_group(grp, 7);
 	udp_mgid(grp, mgid);
-	agent_start(&a);
+	start(&a, "A");
 	reply_gid(ask(&a, "open udp"), g);
 	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
-		fail("the SA does not hold the join");
-	if (write(a.cmd, "exit\n", 5) != 5)
-		fail("exit");
-	int st;
-
-	waitpid(a.pid, &st, 0);
-	a.pid = 0;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		fail("the agent's exit status 0x%x", st);
+		agent_fail("the SA does not hold the join");
+	/* exit(0), not _exit(0): its atexit handlers run; reaped with status 0. */
+	agent_cmd(&a, "exit");
+	agent_reap(&a);
 	if (sa_join_state_becomes(mgid, g, 0, 2000) != 0) /* far less than the lease */
-		fail("an exited process is still a member");
-	close(a.cmd);
-	close(a.rep);
+		agent_fail("an exited process is still a member");
 	umc_sa_close(observer);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	/* The agent's port at its exit, then the observer's. */
 	if (test_sm_counter(&sm, "unregister") != 2)
-		fail("%ld UNREGISTERs, expected 2", test_sm_counter(&sm, "unregister"));
+		agent_fail("%ld UNREGISTERs, expected 2", test_sm_counter(&sm, "unregister"));
 	test_sm_free(&sm);
 }
 
@@ -974,6 +866,7 @@ static void scenario_restart(void)
 {
 	enum { NPROC = 4, NIDS = 5 };
 	struct test_sm sm;
+	static const char *const names[NPROC] = {"P0", "P1", "P2", "P3"};
 	struct agent a[NPROC];
 	char grp[NIDS][32];
 	uint16_t port;
@@ -984,7 +877,7 @@ static void scenario_restart(void)
 	for (int j = 0; j < NIDS; j++)
 		scenario_group(grp[j], 10 + j);
 	for (int i = 0; i < NPROC; i++) {
-		agent_start(&a[i]);
+		start(&a[i], names[i]);
 		for (int j = 0; j < NIDS; j++) {
 			expect_prefix(ask(&a[i], "open udp"), "ok", "open");
 			expect_prefix(ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
@@ -1016,9 +909,9 @@ static void scenario_restart(void)
 			other++;
 		for (int j = 0; j < NIDS; j++)
 			if (resets[j] != 1)
-				fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
+				agent_fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
 		if (other)
-			fail("process %d: %d other events", i, other);
+			agent_fail("process %d: %d other events", i, other);
 	}
 	/* Leave and join again: works at the new SM. */
 	for (int i = 0; i < NPROC; i++) {
@@ -1027,9 +920,9 @@ static void scenario_restart(void)
 			      "join after the restart");
 	}
 	for (int i = 0; i < NPROC; i++)
-		agent_stop(&a[i]);
+		agent_finish(&a[i]);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -1043,18 +936,18 @@ static void scenario_timeout(void)
 	if (start_sm(&sm, NULL))
 		exit(2);
 	scenario_group(grp, 5);
-	agent_start(&a);
+	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open");
 	kill(sm.pid, SIGSTOP);
-	t0 = now_ms();
+	t0 = agent_now_ms();
 	expect_prefix(ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
-	dt = now_ms() - t0;
+	dt = agent_now_ms() - t0;
 	if (dt < 2500 || dt > 9000)
-		fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
+		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
 	kill(sm.pid, SIGCONT);
-	agent_stop(&a);
+	agent_finish(&a);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -1073,20 +966,20 @@ static void scenario_unicast(void)
 
 	if (start_sm(&sm, NULL))
 		exit(2);
-	agent_start(&a);
-	agent_start(&b);
-	agent_start(&c);
-	ask(&a, "open udp");
-	ask(&b, "open udp");
-	ask(&c, "open udp");
+	start(&a, "A");
+	start(&b, "B");
+	start(&c, "C");
+	agent_cmd(&a, "open udp");
+	agent_cmd(&b, "open udp");
+	agent_cmd(&c, "open udp");
 	if (sscanf(ask(&a, "info 0"), "ok lid %u qpn %u gid %63s", &alid, &aqpn, agid) != 3 ||
 	    sscanf(ask(&b, "info 0"), "ok lid %u qpn %u gid %63s", &blid, &bqpn, bgid) != 3)
-		fail("info");
+		agent_fail("info");
 	if (alid == blid || alid < 2 || blid < 2)
-		fail("LIDs %u and %u", alid, blid);
+		agent_fail("LIDs %u and %u", alid, blid);
 	r = ask(&a, "port");
 	if (!strstr(r, "state 4 ") || !strstr(r, "sm_lid 1 link 1 gids 1 past -1/22"))
-		fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
+		agent_fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
 	/* Local (LRH only): no GRH at the receiver. */
 	expect_prefix(ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", alid, aqpn);
@@ -1108,12 +1001,12 @@ static void scenario_unicast(void)
 	expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
 	expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
 	if (count_no_qp(&b) != no_qp + 1)
-		fail("stray datagram: rx_no_qp did not go up by one from %lu", no_qp);
-	agent_stop(&a);
-	agent_stop(&b);
-	agent_stop(&c);
+		agent_fail("stray datagram: rx_no_qp did not go up by one from %lu", no_qp);
+	agent_finish(&a);
+	agent_finish(&b);
+	agent_finish(&c);
 	if (test_sm_stop(&sm))
-		fail("umc-sm exit status");
+		agent_fail("umc-sm exit status");
 	test_sm_free(&sm);
 }
 
@@ -1126,15 +1019,15 @@ static void scenario_nosm(void)
 	/* A port nothing listens on (umc-sm's own, on an address of lo not used). */
 	setenv("UMC_SM", "127.0.0.3:9", 1);
 	scenario_group(grp, 6);
-	agent_start(&a);
+	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open without an SM");
 	r = ask(&a, "port");
 	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1") ||
 	    !strstr(r, "gids 1 past -1/22"))
-		fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
+		agent_fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
 	expect_prefix(ask(&a, "join 0 %s full", grp), "fail join errno 99",
 		      "join without an SM (EADDRNOTAVAIL)");
-	agent_stop(&a);
+	agent_finish(&a);
 }
 
 static void scenario_sendonly_supported(void)
@@ -1167,10 +1060,11 @@ static const struct {
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
+	int cmd;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (argc == 4 && !strcmp(s, "agent"))
-		agent_loop(atoi(argv[2]), atoi(argv[3])); /* never returns */
+	if (agent_exec_fds(argc, argv, &cmd))
+		agent_main(cmd); /* never returns */
 	unsetenv("UMC_IB_ADDR");
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
 		if (!strcmp(s, scenarios[i].name)) {
@@ -1182,9 +1076,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (fails)
-		fprintf(stderr, "%s: %d failure(s)\n", s, fails);
+	if (agent_failures)
+		printf("FAIL: %s (%d failure(s))\n", s, agent_failures);
 	else
 		printf("%s: ok\n", s);
-	return fails ? 1 : 0;
+	return agent_failures ? 1 : 0;
 }

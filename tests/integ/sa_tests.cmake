@@ -19,7 +19,7 @@ endif()
 
 # CM joins over the simulated InfiniBand link, several processes against
 # umc-sm (ib_procs.c).
-add_executable(ib_procs ib_procs.c sm_proc.c)
+add_executable(ib_procs ib_procs.c agent.c sm_proc.c)
 target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
 target_link_libraries(ib_procs umcast_static)
 add_dependencies(ib_procs umc-sm)
