@@ -606,6 +606,13 @@ static int start_sm(struct test_sm *sm, const char *const *args)
 	return 0;
 }
 
+/* Stop umc-sm: an exit status other than 0 is a failure; its counters stay readable. */
+static void stop_sm(struct test_sm *sm)
+{
+	if (test_sm_stop(sm))
+		agent_fail("umc-sm exit status");
+}
+
 /* Group of the scenario: 239.252.P1.P2 (P = pid), so parallel runs never share one. */
 static void scenario_group(char *addr, int salt)
 {
@@ -698,8 +705,7 @@ static void scenario_sendonly(bool support)
 	agent_finish(&r2);
 	agent_finish(&s);
 	umc_sa_close(observer);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -737,8 +743,7 @@ static void scenario_aggregate(void)
 		agent_fail("after the last leave the SA still has the group");
 	agent_finish(&a);
 	umc_sa_close(observer);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	/* One Set per bit (0x1, 0x8), one Delete per bit: nothing for the second full join. */
 	if (test_sm_counter(&sm, "joins") != 2 || test_sm_counter(&sm, "leaves") != 2)
 		agent_fail("SA Sets %ld, Deletes %ld; expected 2 and 2",
@@ -771,8 +776,7 @@ static void scenario_mgid0(void)
 	if (!strcmp(d1, d2) || m1 == reply_hex(r, "dlid 0x"))
 		agent_fail("two wildcard joins share MGID %s / MLID 0x%x", d1, m1);
 	agent_finish(&a);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -796,8 +800,7 @@ static void scenario_ipoib(void)
 	if (strncmp(d, "ff12:401b:ffff::", 16) || reply_hex(r, "qkey 0x") != 0xb1b)
 		agent_fail("IPoIB join: %s", r);
 	agent_finish(&a);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -824,8 +827,7 @@ static void scenario_lease(void)
 	if (sa_join_state_becomes(mgid, g, 0, 10 * LEASE_MS) != 0)
 		agent_fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
 	umc_sa_close(observer);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	if (test_sm_counter(&sm, "lease_expired") < 1)
 		agent_fail("no lease expired");
 	test_sm_free(&sm);
@@ -854,8 +856,7 @@ static void scenario_exit(void)
 	if (sa_join_state_becomes(mgid, g, 0, 2000) != 0) /* far less than the lease */
 		agent_fail("an exited process is still a member");
 	umc_sa_close(observer);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	/* The agent's port at its exit, then the observer's. */
 	if (test_sm_counter(&sm, "unregister") != 2)
 		agent_fail("%ld UNREGISTERs, expected 2", test_sm_counter(&sm, "unregister"));
@@ -921,8 +922,7 @@ static void scenario_restart(void)
 	}
 	for (int i = 0; i < NPROC; i++)
 		agent_finish(&a[i]);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -946,8 +946,7 @@ static void scenario_timeout(void)
 		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
 	kill(sm.pid, SIGCONT);
 	agent_finish(&a);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -1005,8 +1004,7 @@ static void scenario_unicast(void)
 	agent_finish(&a);
 	agent_finish(&b);
 	agent_finish(&c);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
