@@ -927,8 +927,7 @@ static bool ping_start(struct peer *from, int fq, struct peer *to, int tq, unsig
 static bool ping_done(struct peer *from, unsigned n, bool exact)
 {
 	if (!agent_get_reply(&from->ag)) {
-		printf("FAIL: %s: %s\n", from->name, from->ag.last);
-		agent_failures++;
+		agent_fail("%s: %s", from->name, from->ag.last);
 		return false;
 	}
 	agent_expect_eq("pinged", agent_field(&from->ag, "pinged"), n);
@@ -1125,8 +1124,7 @@ static void scenario_kill(void)
 	agent_expect_eq("B and C see one demultiplexer", lb, lc);
 	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid &&
 	    lb != (unsigned long)f.pid) {
-		printf("FAIL: the new demultiplexer %lu is none of the survivors B, C, F\n", lb);
-		agent_failures++;
+		agent_fail("the new demultiplexer %lu is none of the survivors B, C, F", lb);
 	}
 	/* Everything works again, for the survivors and for a newcomer. */
 	ping_start(&b, 0, &c, 1, N, 0);
@@ -1454,10 +1452,8 @@ static void scenario_rxe(char **argv)
 				IBV_WC_GRH | IBV_WC_WITH_IMM);
 		strip_flags(h.ag.last);
 		if (strcmp(after_ok(&h.ag), want)) {
-			printf(
-			    "FAIL: reception %d differs from rxe's packet:\n  got  %s\n  want %s\n",
-			    k, after_ok(&h.ag), want);
-			agent_failures++;
+			agent_fail("reception %d differs from rxe's packet:\n  got  %s\n  want %s", k,
+				   after_ok(&h.ag), want);
 		}
 	}
 	/* rxe's IDs are not 0: every one was solved from the ICRC, none was refused. */
