@@ -595,15 +595,17 @@ static unsigned reply_hex(const char *r, const char *key)
 	return p ? (unsigned)strtoul(p + strlen(key), NULL, 16) : ~0u;
 }
 
-static int start_sm(struct test_sm *sm, const char *const *args)
+/* Start umc-sm (@args: NULL-terminated, or NULL) as the agents' UMC_SM; exit 2 if it cannot. */
+static void start_sm(struct test_sm *sm, const char *const *args)
 {
-	if (test_sm_start(sm, 0, args))
-		return -1;
 	char env[32];
 
+	if (test_sm_start(sm, 0, args)) {
+		fprintf(stderr, "umc-sm does not start\n");
+		exit(2);
+	}
 	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
 	setenv("UMC_SM", env, 1);
-	return 0;
 }
 
 /* Stop umc-sm: an exit status other than 0 is a failure; its counters stay readable. */
@@ -640,8 +642,7 @@ static void scenario_sendonly(bool support)
 	char grp[32], mgid[64], g1[64], g2[64], gs[64], dgid[64];
 	const char *r;
 
-	if (start_sm(&sm, support ? NULL : noso))
-		exit(2);
+	start_sm(&sm, support ? NULL : noso);
 	observer_open(&sm);
 	long cap2 = sa_cap_mask2();
 
@@ -716,8 +717,7 @@ static void scenario_aggregate(void)
 	char grp[32], mgid[64], g[64];
 	int st;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	observer_open(&sm);
 	scenario_group(grp, 2);
 	udp_mgid(grp, mgid);
@@ -759,8 +759,7 @@ static void scenario_mgid0(void)
 	const char *r;
 	unsigned m1;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	start(&a, "A");
 	agent_cmd(&a, "open udp");
 	agent_cmd(&a, "open udp");
@@ -787,8 +786,7 @@ static void scenario_ipoib(void)
 	char grp[32], d[64];
 	const char *r;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	scenario_group(grp, 3);
 	start(&a, "A");
 	r = ask(&a, "open ipoib");
@@ -813,8 +811,7 @@ static void scenario_lease(void)
 	char grp[32], mgid[64], g[64];
 
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
-	if (start_sm(&sm, args))
-		exit(2);
+	start_sm(&sm, args);
 	observer_open(&sm);
 	scenario_group(grp, 4);
 	udp_mgid(grp, mgid);
@@ -840,8 +837,7 @@ static void scenario_exit(void)
 	struct agent a;
 	char grp[32], mgid[64], g[64];
 
-	if (start_sm(&sm, NULL)) /* the default lease: 10 s */
-		exit(2);
+	start_sm(&sm, NULL); /* the default lease: 10 s */
 	observer_open(&sm);
 	scenario_group(grp, 7);
 	udp_mgid(grp, mgid);
@@ -872,8 +868,7 @@ static void scenario_restart(void)
 	char grp[NIDS][32];
 	uint16_t port;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	port = sm.port;
 	for (int j = 0; j < NIDS; j++)
 		scenario_group(grp[j], 10 + j);
@@ -933,8 +928,7 @@ static void scenario_timeout(void)
 	char grp[32];
 	uint64_t t0, dt;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	scenario_group(grp, 5);
 	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open");
@@ -963,8 +957,7 @@ static void scenario_unicast(void)
 	char agid[64], bgid[64], want[96];
 	const char *r;
 
-	if (start_sm(&sm, NULL))
-		exit(2);
+	start_sm(&sm, NULL);
 	start(&a, "A");
 	start(&b, "B");
 	start(&c, "C");
