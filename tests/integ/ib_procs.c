@@ -47,9 +47,9 @@
  * forked child of a threaded process may only call async-signal-safe
  * functions until it executes a program (POSIX fork(); a sanitizer's
  * allocator lock held by another thread at the fork stays held in the
- * child forever).  The orchestrator itself only talks to the SA, as a port of its own, to see what the SA
- * holds (trusted SubnAdmGet, SM_Key 1).  Exit status 0 when every check
- * passed.
+ * child forever).  The orchestrator itself only talks to the SA, as a
+ * port of its own, to see what the SA holds (trusted SubnAdmGet, SM_Key
+ * 1).  Exit status 0 when every check passed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,7 +59,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
