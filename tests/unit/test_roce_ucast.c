@@ -193,13 +193,16 @@ static void assert_group_socket(int fd)
 	assert_int_equal(sa.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 }
 
-/* Self-unicast still works: the demultiplexer is unharmed. */
-static void assert_self_unicast(struct rig *r, uint64_t wr_id)
+/*
+ * A unicast SEND over @ah to our own QP, received: returns the IPv4 TTL it
+ * arrived with (the GRH area's IPv4 header, bytes 20..39).
+ */
+static uint8_t self_unicast(struct rig *r, struct ibv_ah *ah, uint64_t wr_id)
 {
 	struct ibv_sge sge = {(uintptr_t)(r->q.buf + T_BUF / 2), 4, r->q.mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
-				 .wr.ud = {.ah = r->ah, .remote_qpn = r->q.qp->qp_num,
+				 .wr.ud = {.ah = ah, .remote_qpn = r->q.qp->qp_num,
 					   .remote_qkey = T_QKEY}},
 			   *bad;
 	bool sent = false, got = false;
@@ -220,8 +223,17 @@ static void assert_self_unicast(struct rig *r, uint64_t wr_id)
 		assert_int_equal(wc.opcode, IBV_WC_RECV);
 		assert_int_equal(wc.src_qp, r->q.qp->qp_num);
 		assert_int_equal(wc.byte_len, 44);
+		assert_memory_equal(r->q.buf + 40, "self", 4);
 		got = true;
 	}
+	assert_int_equal(r->q.buf[20] >> 4, 4);
+	return r->q.buf[20 + 8];
+}
+
+/* Self-unicast still works: the demultiplexer is unharmed. */
+static void assert_self_unicast(struct rig *r, uint64_t wr_id)
+{
+	self_unicast(r, r->ah, wr_id);
 }
 
 static void test_nonsense_ends_that_connection_only(void **state)
@@ -548,6 +560,44 @@ static void test_ctl_outside_the_group_dropped(void **state)
 	rig_down(&r);
 }
 
+/* Write @value to the file @path (a sysctl of this test's namespace). */
+static void write_sysctl(const char *path, int value)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_true(fprintf(f, "%d\n", value) > 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * A unicast datagram leaves with the route's TTL whatever hop limit its AH
+ * was given, as the kernel's AH creation sets a RoCE unicast AH's hop limit
+ * from the route (ib_resolve_unicast_gid_dmac); ibv_ud_pingpong's AH says
+ * 1.  Shown with the namespace's default TTL set to 77.
+ */
+static void test_unicast_ttl_is_the_routes(void **state)
+{
+	const char *ttl = "/proc/sys/net/ipv4/ip_default_ttl";
+	struct ibv_ah_attr a = {.grh = {.dgid = t_gid_v4(INADDR_LOOPBACK), .hop_limit = 1},
+				.is_global = 1,
+				.port_num = 1};
+	struct ibv_ah *ah1;
+	struct rig r;
+
+	(void)state;
+	rig_up(&r); /* skips unless in a namespace of our own: its sysctl is ours */
+	ah1 = ibv_create_ah(r.e.pd, &a);
+	assert_non_null(ah1);
+	write_sysctl(ttl, 77);
+	assert_int_equal(self_unicast(&r, ah1, 21), 77);
+	assert_int_equal(self_unicast(&r, r.ah, 22), 77); /* the AH said 64 */
+	write_sysctl(ttl, 64);
+	assert_int_equal(self_unicast(&r, ah1, 23), 64);
+	ibv_destroy_ah(ah1);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +608,7 @@ int main(void)
 	    cmocka_unit_test(test_claims),
 	    cmocka_unit_test(test_registered_receives),
 	    cmocka_unit_test(test_old_group_let_go),
+	    cmocka_unit_test(test_unicast_ttl_is_the_routes),
 	};
 
 	isolated = t_isolate_netns();

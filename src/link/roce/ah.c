@@ -43,7 +43,7 @@ int roce_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct 
 	ip->df = v4;
 	ip->dport = UMC_ROCEV2_UDP_PORT;
 	ip->tclass = grh->traffic_class;
-	ip->hop_limit = grh->hop_limit;
+	ip->hop_limit = grh->hop_limit; /* a multicast TTL: unicast takes the route's (tx.c) */
 	ah->dst_len = umc_gid_to_sockaddr(&grh->dgid, UMC_ROCEV2_UDP_PORT, &ah->dst);
 	if (!v4) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ah->dst;

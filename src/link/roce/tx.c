@@ -111,7 +111,14 @@ static struct roce_tx *roce_tx_get(struct roce_qp *qp)
 	return tx;
 }
 
-/* TTL/hop limit and TOS/traffic class come from the AH (rocev2-wire 1.2, 1.3). */
+/*
+ * TOS/traffic class come from the AH, and so does a multicast datagram's
+ * TTL/hop limit (rocev2-wire 1.2, 1.3).  A unicast datagram's is the
+ * route's, whatever the AH says: Linux replaces a RoCE unicast AH's hop
+ * limit with its route's when the AH is created
+ * (ib_resolve_unicast_gid_dmac), and the socket's default (IP_TTL and
+ * IPV6_UNICAST_HOPS left unset) is that same route hop limit.
+ */
 static int roce_tx_set_ip(struct roce_tx_sock *ts, const struct roce_ah *ah)
 {
 	bool v4 = ah->ip.family == 4;
@@ -120,9 +127,6 @@ static int roce_tx_set_ip(struct roce_tx_sock *ts, const struct roce_ah *ah)
 	if (ts->hop_limit != ah->ip.hop_limit) {
 		ret = v4 ? roce_setopt(ts->fd, IPPROTO_IP, IP_MULTICAST_TTL, ah->ip.hop_limit)
 			 : roce_setopt(ts->fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, ah->ip.hop_limit);
-		ret = ret ?: v4 ? roce_setopt(ts->fd, IPPROTO_IP, IP_TTL, ah->ip.hop_limit ?: 1)
-				: roce_setopt(ts->fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS,
-					      ah->ip.hop_limit ?: 1);
 		if (!ret)
 			ts->hop_limit = ah->ip.hop_limit;
 	}
