@@ -438,19 +438,6 @@ void umc_sa_close(struct umc_sa_client *c)
 	client_free(c);
 }
 
-void umc_sa_forget(struct umc_sa_client *c)
-{
-	/*
-	 * The mutex may be held by a thread the child does not have, and the
-	 * descriptors were closed by the library's fork handling: free the
-	 * memory only.
-	 */
-	if (c) {
-		umc_sa_txn_free_all(c);
-		free(c);
-	}
-}
-
 int umc_sa_query_port(struct umc_sa_client *c, struct umc_sa_port_attr *attr)
 {
 	pthread_mutex_lock(&c->lock);

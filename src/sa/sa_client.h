@@ -37,8 +37,8 @@
  *
  * fork().  A child must not use its parent's port: umc-sm knows the port by
  * the parent's socket, and the client thread does not exist in the child.
- * The child calls umc_sa_forget() to drop the state (no UNREGISTER, no
- * thread join, no lock taken) and opens its own client if it needs one.
+ * The child leaves the parent's client alone (the library's fork handling
+ * keeps it, as it keeps the parent's other objects) and opens its own.
  */
 #ifndef UMC_SA_CLIENT_H
 #define UMC_SA_CLIENT_H
@@ -112,16 +112,6 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
  * Context: not from a callback; blocks briefly.
  */
 void umc_sa_close(struct umc_sa_client *c);
-
-/**
- * umc_sa_forget - drop a client inherited over fork(), in the child.
- * @c: the parent's client; NULL is a no-op
- *
- * Frees the memory (the library's fork handling already closed the child's
- * copies of the sockets); sends nothing, joins no thread, takes no lock.
- * The parent's port is unaffected.
- */
-void umc_sa_forget(struct umc_sa_client *c);
 
 /**
  * umc_sa_query_port - the port's current attributes.
