@@ -578,6 +578,12 @@ static inline struct umc_qp *to_uqp(struct ibv_qp *q)
 	return container_of(q, struct umc_qp, ibqp);
 }
 
+/* The receive WQE in slot @idx (a free-running ring index) of @qp's queue.  rq_lock held. */
+static inline struct umc_rwqe *umc_rwqe_at(const struct umc_qp *qp, uint32_t idx)
+{
+	return (struct umc_rwqe *)(qp->rq + (idx & qp->rq_mask) * qp->rq_stride);
+}
+
 /*
  * Move a QP to the error state, flushing its receives (at once, or when
  * the burst that has them lent ends: rq_lent); caller holds rq_lock.

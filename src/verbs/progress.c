@@ -252,22 +252,27 @@ struct umc_rx_lender {
 	struct ibv_sge sge[UMC_RX_BATCH][UMC_MAX_SGE];
 };
 
+/* Do the @an bytes at @a and the @bn bytes at @b share one? */
+static bool umc_bytes_overlap(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
+{
+	return an && bn && a < b + bn && b < a + an;
+}
+
 /* Do SGE lists @x (@nx) and @y (@ny) share a byte? */
 static bool umc_sges_overlap(const struct ibv_sge *x, int nx, const struct ibv_sge *y, int ny)
 {
 	for (int i = 0; i < nx; i++)
 		for (int j = 0; j < ny; j++)
-			if (x[i].length && y[j].length && x[i].addr < y[j].addr + y[j].length &&
-			    y[j].addr < x[i].addr + x[i].length)
+			if (umc_bytes_overlap(x[i].addr, x[i].length, y[j].addr, y[j].length))
 				return true;
 	return false;
 }
 
-/* Does SGE list @sge (@n) reach into the span of the receives lent so far? */
+/* Does SGE list @sge (@n) reach into the span of the @k receives lent so far? */
 static bool umc_rx_in_span(const struct umc_rx_lender *l, int k, const struct ibv_sge *sge, int n)
 {
 	for (int i = 0; k && i < n; i++)
-		if (sge[i].length && sge[i].addr < l->hi && l->lo < sge[i].addr + sge[i].length)
+		if (umc_bytes_overlap(sge[i].addr, sge[i].length, l->lo, l->hi - l->lo))
 			return true;
 	return false;
 }
@@ -319,9 +324,7 @@ static bool umc_rx_lend_shared(const struct umc_rx_lender *l, const struct umc_m
 								  : (uint32_t)k;
 
 		for (uint32_t j = 0; j < n && !shared; j++) {
-			const struct umc_rwqe *w =
-			    (const struct umc_rwqe *)(o->rq + ((o->rq_head + j) & o->rq_mask) *
-								  o->rq_stride);
+			const struct umc_rwqe *w = umc_rwqe_at(o, o->rq_head + j);
 
 			shared = umc_rx_in_span(l, k, w->sge, w->num_sge);
 		}
@@ -368,9 +371,9 @@ static void umc_rx_unlend(struct umc_device *dev)
  * before it (umc_rx_lendable); none at all when a receive of another QP of
  * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
  * two atomic operations per SGE even when nothing arrives, so a burst lends
- * twice what the endpoint's last one brought, plus one, and a
- * busy-polling program's empty polls soon lend one.  Returns the lend for the link (n may be 0).
- * Context: dev->rx_lock held.
+ * twice what the endpoint's last one brought, plus one, and a busy-polling
+ * program's empty polls soon lend one.  Returns the lend for the link (n
+ * may be 0).  Context: dev->rx_lock held.
  */
 static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
 					     int max)
@@ -396,9 +399,7 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	pthread_spin_lock(&qp->rq_lock);
 	l->head = qp->rq_head;
 	for (uint32_t posted = qp->rq_tail - qp->rq_head; k < max && (uint32_t)k < posted; k++) {
-		const struct umc_rwqe *w = (const struct umc_rwqe *)(qp->rq + ((l->head + k) &
-									     qp->rq_mask) *
-									    qp->rq_stride);
+		const struct umc_rwqe *w = umc_rwqe_at(qp, l->head + (uint32_t)k);
 		struct umc_rx_land *land = &l->lend.land[k];
 		size_t skip = UMC_GRH_LEN;
 
@@ -482,7 +483,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		return;
 	}
 	idx = qp->rq_head++;
-	w = (struct umc_rwqe *)(qp->rq + (idx & qp->rq_mask) * qp->rq_stride);
+	w = umc_rwqe_at(qp, idx);
 	struct ibv_wc wc = {
 		.wr_id = w->wr_id,
 		.opcode = IBV_WC_RECV,

@@ -347,8 +347,7 @@ static void __umc_qp_flush_rq(struct umc_qp *qp)
 	}
 
 	while (qp->rq_head != qp->rq_tail) {
-		struct umc_rwqe *w =
-			(struct umc_rwqe *)(qp->rq + (qp->rq_head++ & qp->rq_mask) * qp->rq_stride);
+		struct umc_rwqe *w = umc_rwqe_at(qp, qp->rq_head++);
 		struct ibv_wc wc = {
 			.wr_id = w->wr_id,
 			.status = IBV_WC_WR_FLUSH_ERR,
@@ -539,8 +538,7 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 			ret = ENOMEM;
 			break;
 		}
-		struct umc_rwqe *w =
-			(struct umc_rwqe *)(qp->rq + (qp->rq_tail++ & qp->rq_mask) * qp->rq_stride);
+		struct umc_rwqe *w = umc_rwqe_at(qp, qp->rq_tail++);
 
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
