@@ -579,15 +579,12 @@ static void write_sysctl(const char *path, int value)
 static void test_unicast_ttl_is_the_routes(void **state)
 {
 	const char *ttl = "/proc/sys/net/ipv4/ip_default_ttl";
-	struct ibv_ah_attr a = {.grh = {.dgid = t_gid_v4(INADDR_LOOPBACK), .hop_limit = 1},
-				.is_global = 1,
-				.port_num = 1};
 	struct ibv_ah *ah1;
 	struct rig r;
 
 	(void)state;
 	rig_up(&r); /* skips unless in a namespace of our own: its sysctl is ours */
-	ah1 = ibv_create_ah(r.e.pd, &a);
+	ah1 = t_ipv4_ah_hops(r.e.pd, INADDR_LOOPBACK, 1);
 	assert_non_null(ah1);
 	write_sysctl(ttl, 77);
 	assert_int_equal(self_unicast(&r, ah1, 21), 77);

@@ -188,16 +188,22 @@ static inline void t_qp_free(struct t_qp *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* An AH to IPv4 address @ip (host order; a group or a host) from GID 0, as the CM builds it. */
-static inline struct ibv_ah *t_ipv4_ah(struct ibv_pd *pd, uint32_t ip)
+/* An AH to IPv4 address @ip (host order; a group or a host) from GID 0, hop limit @hops. */
+static inline struct ibv_ah *t_ipv4_ah_hops(struct ibv_pd *pd, uint32_t ip, uint8_t hops)
 {
 	struct ibv_ah_attr a = {
-		.grh = {.dgid = t_gid_v4(ip), .sgid_index = 0, .hop_limit = 64},
+		.grh = {.dgid = t_gid_v4(ip), .sgid_index = 0, .hop_limit = hops},
 		.is_global = 1,
 		.port_num = 1,
 	};
 
 	return ibv_create_ah(pd, &a);
+}
+
+/* t_ipv4_ah_hops with hop limit 64, as the CM builds a group's AH. */
+static inline struct ibv_ah *t_ipv4_ah(struct ibv_pd *pd, uint32_t ip)
+{
+	return t_ipv4_ah_hops(pd, ip, 64);
 }
 
 /*
@@ -459,11 +465,6 @@ static inline ssize_t t_sniff_recv(int fd, uint8_t *buf, size_t cap, int ms)
 	return recv(fd, buf, cap, MSG_DONTWAIT);
 }
 
-/*
- * Start umc-sm ($UMC_BIN/umc-sm) for the simulated InfiniBand subnet, on an
- * ephemeral port, and point the library at it (UMC_SM); its pid in @pid.
- * Call before any device opens.  Returns false if it did not come up.
- */
 /* Stop the umc-sm of t_start_sm() (SIGTERM) and reap it. */
 static inline void t_stop_sm(pid_t pid)
 {
@@ -471,6 +472,11 @@ static inline void t_stop_sm(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * Start umc-sm ($UMC_BIN/umc-sm) for the simulated InfiniBand subnet, on an
+ * ephemeral port, and point the library at it (UMC_SM); its pid in @pid.
+ * Call before any device opens.  Returns false if it did not come up.
+ */
 static inline bool t_start_sm(pid_t *pid)
 {
 	const char *bin = getenv("UMC_BIN");
