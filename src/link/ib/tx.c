@@ -37,7 +37,8 @@ static int ib_tx_socket(struct ib_port *port)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = port->data_addr};
 	struct ip_mreqn mr = {.imr_address = port->data_addr, .imr_ifindex = (int)port->ifindex};
-	int fd = umc_link_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC), ttl = IB_MCAST_TTL, loop = 1, ret = 0;
+	int fd = umc_link_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
+	int ttl = IB_MCAST_TTL, loop = 1, ret = 0;
 
 	if (fd < 0)
 		return fd;

@@ -47,9 +47,9 @@
  *
  * Claims at QP creation and releases at its destruction wait for the
  * answer (UMC_UC_REPLY_MS at most); registrations after a hand-over are not
- * waited for.  A demultiplexer that
- * finds no owner for a DestQP first reads every pending connection and
- * claim, so a claim sent before a peer could have learnt the QPN is seen.
+ * waited for.  A demultiplexer that finds no owner for a DestQP first reads
+ * every pending connection and claim, so a claim sent before a peer could
+ * have learnt the QPN is seen.
  * docs/design.md "Unicast" weighs the alternatives and gives the costs.
  *
  * Threads and locks: one agent thread per process (for every port and
