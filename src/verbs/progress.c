@@ -672,8 +672,20 @@ int umc_progress(struct umc_device *dev, bool wait)
 	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
 	if (wait)
 		pthread_mutex_lock(&dev->rx_lock);
-	else if (pthread_mutex_trylock(&dev->rx_lock))
-		return 0;
+	else if (pthread_mutex_trylock(&dev->rx_lock)) {
+		/*
+		 * Another thread runs the engine.  An application thread's pass
+		 * serves us too: its completions are there to pop.  The
+		 * background thread is not waited out by spinning: on a CPU
+		 * that receivers share it may be preempted holding the lock,
+		 * and a poller spinning here for its time slice keeps it from
+		 * running while the sockets fill and drop.  It stops after its
+		 * pass, seeing rx_app_gen moved, so sleep on the lock.
+		 */
+		if (!atomic_load_explicit(&dev->rx_thread_in, memory_order_relaxed))
+			return 0;
+		pthread_mutex_lock(&dev->rx_lock);
+	}
 	n = umc_progress_pass(dev, wait ? UMC_PASS_ALL : UMC_PASS_BUSY, NULL);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return n;
@@ -713,7 +725,9 @@ static void umc_rx_drain_away(struct umc_device *dev)
 		int n;
 
 		pthread_mutex_lock(&dev->rx_lock);
+		atomic_store_explicit(&dev->rx_thread_in, true, memory_order_relaxed);
 		n = __umc_progress(dev);
+		atomic_store_explicit(&dev->rx_thread_in, false, memory_order_relaxed);
 		pthread_mutex_unlock(&dev->rx_lock);
 		if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
 			return;
