@@ -187,12 +187,19 @@ struct umc_device {
 
 	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	atomic_int cq_armed; /* CQs armed: their waiters sleep on sockets themselves (cq.c) */
+	/*
+	 * The completion channels (cq.c), and which of them hold every
+	 * receive endpoint's fd in their epoll set.  Innermost: taken under
+	 * rx_lock (umc_rx_add/del) or a channel's lock, takes no other lock.
+	 */
+	pthread_mutex_t watch_lock;
+	struct umc_comp_channel *chans; /* linked by ->dev_next */
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
-	int rx_epfd;		    /* epoll of every receive endpoint; nested in comp channels */
+	int rx_epfd;		    /* epoll of every receive endpoint */
 	int rx_nep;		    /* endpoints the link registered */
-	struct umc_rx_ep **rx_eps; /* those endpoints, for the progress loop */
+	struct umc_rx_ep **rx_eps; /* those endpoints: written under rx_lock and watch_lock */
 	int rx_cap;
 	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
 	unsigned long rx_got;	    /* packets the endpoints delivered, under rx_lock */
@@ -484,14 +491,16 @@ void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 struct umc_comp_channel {
 	struct ibv_comp_channel ch; /* ch.fd = epfd */
 	int notify[2];		   /* socketpair: notify[0] readable iff @byte */
-	int epfd;		   /* epoll(notify[0], dev->rx_epfd while @watching) */
+	int epfd;		   /* epoll(notify[0], every receive endpoint while @watched) */
 	pthread_mutex_t lock;	   /* @pending, @takers, @byte, changes of @watching */
 	struct umc_cq *pending, **pending_tail;
 	int takers;	     /* ibv_get_cq_event calls running the engine: they take what it raises */
 	bool byte;	     /* notify[0] holds its byte: pending and no taker */
 	atomic_int armed;    /* CQs of this channel armed */
-	atomic_bool watching; /* dev->rx_epfd is in epfd with EPOLLIN */
+	atomic_bool watching; /* the channel watches the endpoints (lazily switched off) */
+	bool watched;	      /* epfd holds the endpoints' fds (dev->watch_lock) */
 	struct umc_device *dev;
+	struct umc_comp_channel *dev_next; /* dev->chans (dev->watch_lock) */
 };
 
 static inline struct umc_comp_channel *to_uchan(struct ibv_comp_channel *c)
@@ -654,9 +663,18 @@ int umc_progress_hot(struct umc_device *dev, bool *skipped);
 /*
  * umc_rx_add / umc_rx_del - register / unregister a link's receive
  * endpoint with the engine (the first one starts the background receive
- * thread).  Context: dev->rx_lock held.  umc_rx_add returns 0 or -errno.
+ * thread) and with every completion channel that watches the device.
+ * Context: dev->rx_lock held; takes dev->watch_lock.  umc_rx_add returns 0
+ * or -errno.
  */
 int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep);
 void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep);
+
+/*
+ * umc_chan_watch_fd - add (@op EPOLL_CTL_ADD) or remove (EPOLL_CTL_DEL)
+ * receive endpoint @fd in the epoll set of every channel of @dev that
+ * watches the endpoints (cq.c).  Context: dev->watch_lock held.
+ */
+void umc_chan_watch_fd(struct umc_device *dev, int fd, int op);
 
 #endif /* UMC_INT_H */

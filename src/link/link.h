@@ -20,7 +20,8 @@
  *
  * Conventions: ops return 0 or a negative errno; "Context" says which
  * locks the caller holds.  Lock order (docs/design.md): dev->rx_lock, then
- * dev->lock, then a QP's sq_lock / rq_lock, then a CQ's lock.
+ * dev->lock, then a QP's sq_lock / rq_lock, then a CQ's lock;
+ * dev->watch_lock is innermost.
  */
 #ifndef UMC_LINK_H
 #define UMC_LINK_H

@@ -14,13 +14,17 @@
  * it (the byte is written when the queue becomes non-empty and read when it
  * becomes empty), so poll(2) on the fd says what libibverbs' does, an event
  * is ready, for any number of events.  The other is the device's receive
- * epoll, while the channel watches it: from the first ibv_req_notify_cq on
- * one of its CQs until an ibv_get_cq_event finds no event with none of them
- * armed.  A program asleep in poll(2) on the fd, or in ibv_get_cq_event
- * (which waits on the same set and runs the receive engine when it wakes),
- * is therefore woken by the arriving datagram itself, in the kernel, with
- * no other thread or timer in the path; ibv_get_cq_event receives the
- * datagram and returns the event it raised.  The price: a datagram that
+ * endpoints (its sockets), while the channel watches them: from the first
+ * ibv_req_notify_cq on one of its CQs until an ibv_get_cq_event finds no
+ * event with none of them armed.  They are in the set themselves, not
+ * behind the device's receive epoll: each level of nested epoll costs the
+ * woken program another scan and lock in the kernel before poll(2)
+ * returns; umc_rx_add/del keep every watching channel's set in step with
+ * the endpoints.  A program asleep in poll(2) on the fd, or in
+ * ibv_get_cq_event (which waits on the same set and runs the receive
+ * engine when it wakes), is therefore woken by the arriving datagram
+ * itself, in the kernel, with no other thread or timer in the path;
+ * ibv_get_cq_event receives the datagram and returns the event it raised.  The price: a datagram that
  * raises no event on the channel (its CQ armed for solicited events only,
  * a CQ of another channel, a drop) may wake the fd spuriously; a
  * non-blocking ibv_get_cq_event then says EAGAIN, a blocking one waits for
@@ -70,11 +74,6 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	ev.data.fd = ch->notify[0];
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
 		goto err;
-	/* The receive epoll is in the set from the start, but reports nothing until watched. */
-	ev.events = 0;
-	ev.data.fd = dev->rx_epfd;
-	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, dev->rx_epfd, &ev))
-		goto err;
 	umc_fd_own(ch->epfd, true);
 	umc_fd_own(ch->notify[0], false);
 	umc_fd_own(ch->notify[1], false);
@@ -83,6 +82,10 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	ch->dev = dev;
 	ch->pending_tail = &ch->pending;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_mutex_lock(&dev->watch_lock);
+	ch->dev_next = dev->chans;
+	dev->chans = ch;
+	pthread_mutex_unlock(&dev->watch_lock);
 	return &ch->ch;
 err:
 	saved = errno ? errno : ENOMEM;
@@ -106,6 +109,14 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EIO;
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	pthread_mutex_lock(&ch->dev->watch_lock);
+	for (struct umc_comp_channel **p = &ch->dev->chans; *p; p = &(*p)->dev_next) {
+		if (*p == ch) {
+			*p = ch->dev_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ch->dev->watch_lock);
 	umc_fd_close(ch->epfd);
 	umc_fd_close(ch->notify[0]);
 	umc_fd_close(ch->notify[1]);
@@ -151,12 +162,36 @@ static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 	pthread_mutex_unlock(&ch->lock);
 }
 
-/* The channel's epoll set reports the device's receive epoll (@on) or not. */
+/*
+ * A failed add (ENOMEM) is left so, here and below: that endpoint's
+ * datagrams then wake no waiter, but the background thread still delivers
+ * them, raising the event, within its idle period.
+ */
+void umc_chan_watch_fd(struct umc_device *dev, int fd, int op)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	for (struct umc_comp_channel *ch = dev->chans; ch; ch = ch->dev_next)
+		if (ch->watched)
+			(void)epoll_ctl(ch->epfd, op, fd, &ev);
+}
+
+/* Put the device's receive endpoints in @ch's epoll set (@on) or take them out. */
 static void __umc_chan_watch_set(struct umc_comp_channel *ch, bool on)
 {
-	struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.fd = ch->dev->rx_epfd};
+	struct umc_device *dev = ch->dev;
+	struct epoll_event ev = {.events = EPOLLIN};
 
-	(void)epoll_ctl(ch->epfd, EPOLL_CTL_MOD, ch->dev->rx_epfd, &ev);
+	pthread_mutex_lock(&dev->watch_lock);
+	if (ch->watched != on) {
+		for (int i = 0; i < dev->rx_nep; i++) {
+			ev.data.fd = dev->rx_eps[i]->fd;
+			(void)epoll_ctl(ch->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+					dev->rx_eps[i]->fd, &ev);
+		}
+		ch->watched = on;
+	}
+	pthread_mutex_unlock(&dev->watch_lock);
 }
 
 /*

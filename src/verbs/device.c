@@ -51,6 +51,7 @@ int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 	dev->rx_epfd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->rx_lock, NULL);
+	pthread_mutex_init(&dev->watch_lock, NULL);
 	umc_devs[n] = dev;
 	atomic_store(&umc_ndevs, n + 1); /* published once complete */
 	return 0;

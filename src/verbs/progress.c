@@ -94,20 +94,32 @@ static void umc_rx_thread_start(struct umc_device *dev);
 int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
+	int ret = 0;
 
+	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, ep->fd, &ev))
+		return -errno;
+	pthread_mutex_lock(&dev->watch_lock);
 	if (dev->rx_nep == dev->rx_cap) {
 		int cap = dev->rx_cap ? 2 * dev->rx_cap : 8;
 		struct umc_rx_ep **grown = realloc(dev->rx_eps, cap * sizeof(*grown));
 
-		if (!grown)
-			return -ENOMEM;
-		dev->rx_eps = grown;
-		dev->rx_cap = cap;
+		if (grown) {
+			dev->rx_eps = grown;
+			dev->rx_cap = cap;
+		} else {
+			ret = -ENOMEM;
+		}
 	}
-	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, ep->fd, &ev))
-		return -errno;
-	ep->seen = dev->rx_got; /* hot until the others deliver without it */
-	dev->rx_eps[dev->rx_nep++] = ep;
+	if (!ret) {
+		umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_ADD);
+		ep->seen = dev->rx_got; /* hot until the others deliver without it */
+		dev->rx_eps[dev->rx_nep++] = ep;
+	}
+	pthread_mutex_unlock(&dev->watch_lock);
+	if (ret) {
+		epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+		return ret;
+	}
 	if (!dev->rx_thread)
 		umc_rx_thread_start(dev);
 	return 0;
@@ -116,12 +128,15 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 {
 	epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+	pthread_mutex_lock(&dev->watch_lock);
+	umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_DEL);
 	for (int i = 0; i < dev->rx_nep; i++) {
 		if (dev->rx_eps[i] == ep) {
 			dev->rx_eps[i] = dev->rx_eps[--dev->rx_nep];
 			break;
 		}
 	}
+	pthread_mutex_unlock(&dev->watch_lock);
 }
 
 #define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)

@@ -13,6 +13,9 @@
  *     fd readable (once an ibv_get_cq_event found no event: the watch ends
  *     lazily); arming then does (the datagram's completion is made after
  *     the arm, so it raises the event);
+ *   - a group attached while the channel watches (its socket is new) wakes
+ *     the fd too, and the channel keeps working once it is detached, with
+ *     another channel of the device made and destroyed meanwhile;
  *   - the documented exception: a datagram that raises no event on the
  *     channel (its CQ armed for solicited events only) may wake the fd; a
  *     non-blocking ibv_get_cq_event then says EAGAIN, the completion is in
@@ -252,6 +255,45 @@ static void test_spurious_wake_is_eagain(void **state)
 	expect_wc(f, 31);
 }
 
+static void test_group_attached_while_armed(void **state)
+{
+	struct fx *f = *state;
+	uint32_t gip2 = t_group_ip(200 + group_seq);
+	union ibv_gid mgid2 = t_gid_v4(gip2);
+	struct ibv_ah *ah2 = t_ipv4_ah(f->e.pd, gip2);
+	struct ibv_comp_channel *other = ibv_create_comp_channel(f->e.ctx);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	uint8_t data[64];
+
+	assert_non_null(ah2);
+	assert_non_null(other);
+	set_nonblock(f->ch->fd);
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0); /* the channel watches from here */
+	assert_int_equal(umc_dev_member(f->e.dev, &mgid2, +1), 0);
+	assert_int_equal(ibv_attach_mcast(f->qp, &mgid2, 0), 0);
+	t_fill(data, 44, 11);
+	assert_int_equal(t_send(&f->s, ah2, data, 44, T_QKEY, false, 0, 0, 11), 0);
+	t_wait_send(f->s.cq, 11);
+	/* Nobody receives: only the new group's socket in the set can end this poll. */
+	assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
+	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, f->cq);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_wc(f, 44);
+
+	assert_int_equal(ibv_detach_mcast(f->qp, &mgid2, 0), 0);
+	assert_int_equal(umc_dev_member(f->e.dev, &mgid2, -1), 0);
+	assert_int_equal(ibv_destroy_comp_channel(other), 0);
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
+	send_one(f, 45, 12, 0);
+	assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
+	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_wc(f, 45);
+	assert_int_equal(ibv_destroy_ah(ah2), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +302,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fd_quiet_until_armed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spurious_wake_is_eagain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_attached_while_armed, setup, teardown),
 	};
 
 	/* Before any device opens: no background receive thread in this process. */
