@@ -386,8 +386,8 @@ static void umc_rx_unlend(struct umc_device *dev)
  * before it (umc_rx_lendable); none at all when a receive of another QP of
  * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
  * two atomic operations per SGE even when nothing arrives, so a burst lends
- * twice what the endpoint's last one brought, plus one, and a busy-polling
- * program's empty polls soon lend one.  Returns the lend for the link (n
+ * what the endpoint's last one brought, plus one (a datagram beyond the
+ * lend is copied), and a busy-polling program's empty polls soon lend one.  Returns the lend for the link (n
  * may be 0).  Context: dev->rx_lock held.
  */
 static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
@@ -409,8 +409,8 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	l->qp = qp = umc_rx_landing_qp(ep->mcg);
 	if (!qp)
 		return &l->lend;
-	if (max > 2 * ep->lend_hint + 1)
-		max = 2 * ep->lend_hint + 1;
+	if (max > ep->lend_hint + 1)
+		max = ep->lend_hint + 1;
 	pthread_spin_lock(&qp->rq_lock);
 	l->head = qp->rq_head;
 	for (uint32_t posted = qp->rq_tail - qp->rq_head; k < max && (uint32_t)k < posted; k++) {
