@@ -202,6 +202,7 @@ struct umc_device {
 	struct umc_rx_ep **rx_eps; /* those endpoints: written under rx_lock and watch_lock */
 	int rx_cap;
 	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
+	atomic_int rx_app_tid;	    /* the thread (gettid) that last did so */
 	unsigned long rx_got;	    /* packets the endpoints delivered, under rx_lock */
 	unsigned rx_pass;	    /* busy-poll passes, under rx_lock: cold endpoints' turn */
 	bool rx_thread;		    /* the background receive thread is running */

@@ -114,6 +114,13 @@ enum umc_param {
 #define UMC_RX_IDLE_MAX_US 10000
 #endif
 /*
+ * ... unless the application thread is only waiting for a CPU: runnable,
+ * with under a tenth of this long (microseconds) more on one (progress.c).
+ */
+#ifndef UMC_RX_PROBE_US
+#define UMC_RX_PROBE_US 1000
+#endif
+/*
  * A busy-polling application reads an endpoint that has delivered nothing
  * while the device's other endpoints delivered UMC_RX_COLD_AFTER packets
  * only every UMC_RX_COLD_STRIDE-th poll (progress.c "Cold endpoints").

@@ -11,12 +11,14 @@
  * has run it for a while: UMC_RX_IDLE_US at first, growing to
  * UMC_RX_IDLE_MAX_US once the application has been seen receiving (a
  * receiver that shares its CPU with others looks idle for whole time
- * slices).  While the application is receiving, the thread does not wait
- * on the sockets at all, so it never wakes up per datagram on a
- * busy-polling program's CPU.  Nor does it while a CQ is armed: whoever
- * waits for that CQ's event, in ibv_get_cq_event or in poll(2) on the
- * channel's fd, sleeps on the sockets itself (cq.c) and is woken by the
- * datagram; the thread only drains, once per idle period, what nobody took.
+ * slices), and not at all while the application's thread is only waiting
+ * for a CPU (umc_app_waiting).  While the application is receiving, the
+ * thread does not wait on the sockets at all, so it never wakes up per
+ * datagram on a busy-polling program's CPU.  Nor does it while a CQ is
+ * armed: whoever waits for that CQ's event, in ibv_get_cq_event or in
+ * poll(2) on the channel's fd, sleeps on the sockets itself (cq.c) and is
+ * woken by the datagram; the thread only drains, once per idle period,
+ * what nobody took.
  * UMC_RX_THREAD=0 in the environment disables it.
  *
  * The engine reads the receive endpoints the link registered in batches
@@ -82,10 +84,14 @@
  * UMC_RX_COLD_STRIDE - 1 busy polls longer; none is lost.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "umc_int.h"
 
@@ -674,6 +680,24 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	return total;
 }
 
+/*
+ * Tell the background thread that an application thread, this one, is
+ * receiving.  The thread's ID is looked up once per thread and fork (a
+ * child's thread inherits its parent's copy).
+ */
+static void umc_app_mark(struct umc_device *dev)
+{
+	static __thread unsigned tid_gen;
+	static __thread int tid;
+
+	if (umc_unlikely(!tid || tid_gen != umc_fork_gen)) {
+		tid = (int)syscall(SYS_gettid);
+		tid_gen = umc_fork_gen;
+	}
+	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&dev->rx_app_tid, tid, memory_order_relaxed);
+}
+
 int __umc_progress(struct umc_device *dev)
 {
 	return umc_progress_pass(dev, UMC_PASS_ALL, NULL);
@@ -683,8 +707,7 @@ int umc_progress(struct umc_device *dev, bool wait)
 {
 	int n;
 
-	/* Tell the background thread an application thread is receiving. */
-	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
+	umc_app_mark(dev);
 	if (wait)
 		pthread_mutex_lock(&dev->rx_lock);
 	else if (pthread_mutex_trylock(&dev->rx_lock)) {
@@ -711,7 +734,7 @@ int umc_progress_hot(struct umc_device *dev, bool *skipped)
 	int n;
 
 	*skipped = false;
-	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
+	umc_app_mark(dev);
 	pthread_mutex_lock(&dev->rx_lock);
 	n = umc_progress_pass(dev, UMC_PASS_HOT, skipped);
 	pthread_mutex_unlock(&dev->rx_lock);
@@ -730,6 +753,78 @@ static bool umc_app_receiving(struct umc_device *dev, long us)
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 	return atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen;
+}
+
+/*
+ * The scheduler's state letter of this process's thread @tid (proc(5),
+ * /proc/self/task/TID/stat: R running or runnable, S asleep, ...); 0 if it
+ * cannot be read (no /proc, the thread is gone).
+ */
+static char umc_task_state(int tid)
+{
+	char path[64], buf[512];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	p = strrchr(buf, ')'); /* the name before it may hold anything */
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/*
+ * The CPU time of this process's thread @tid so far (ns), counted up to
+ * now even while it runs; false if the thread is gone.  The clock is the
+ * one pthread_getcpuclockid(3) gives for it, made from the thread ID as
+ * glibc makes it (Linux: ~tid << 3, per-thread, scheduler clock), so a
+ * thread that has exited is an error, not a dangling pthread_t.
+ */
+static bool umc_task_cputime(int tid, uint64_t *ns)
+{
+	enum { CPUCLOCK_PERTHREAD = 4, CPUCLOCK_SCHED = 2 };
+	clockid_t clk = (clockid_t)(~(unsigned)tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED);
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts))
+		return false;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return true;
+}
+
+/*
+ * Is the application thread that last ran the engine only waiting for its
+ * turn on a CPU?  Called when it has not run the engine for a whole idle
+ * period: a busy poller that got a CPU at all would have.  It is if it is
+ * runnable and, during UMC_RX_PROBE_US more, either runs the engine (its
+ * turn came) or gets less than a tenth of that on a CPU.  Busy receivers
+ * that share a CPU wait so for their turns; a stand-in that ran meanwhile
+ * would join the CPU's rotation and make every other receiver's turn come
+ * later, past what its socket buffer holds (bench/README.md, "Fan-out and
+ * the background receive thread").  An application asleep, or computing
+ * (CPU time without the engine), is away, and so is one whose thread
+ * cannot be seen.
+ */
+static bool umc_app_waiting(struct umc_device *dev)
+{
+	unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
+	int tid = atomic_load_explicit(&dev->rx_app_tid, memory_order_relaxed);
+	struct timespec ts = {0, UMC_RX_PROBE_US * 1000L};
+	uint64_t t0, t1;
+
+	if (!tid || umc_task_state(tid) != 'R' || !umc_task_cputime(tid, &t0))
+		return false;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	if (atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
+		return true;
+	return umc_task_cputime(tid, &t1) && t1 - t0 < UMC_RX_PROBE_US * 100u &&
+	       umc_task_state(tid) == 'R';
 }
 
 /* Deliver for as long as data comes and the application stays away. */
@@ -774,8 +869,11 @@ static void *umc_rx_thread(void *arg)
 		/*
 		 * idle stays where it is: an application that received before
 		 * may only be descheduled (receivers sharing a CPU look idle
-		 * for whole time slices), so keep giving it long windows.
+		 * for whole time slices), so keep giving it long windows, and
+		 * none of its time while it waits for a CPU.
 		 */
+		if (umc_app_waiting(dev))
+			continue;
 		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
 			umc_rx_drain_away(dev);
 			continue;

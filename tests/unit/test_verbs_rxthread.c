@@ -13,6 +13,12 @@
  * no datagram is lost to the socket buffer however slow the machine is
  * (how fast the thread keeps up is the benchmark's business).  Then the
  * CQ must hold all 16000, each sequence number once.
+ *
+ * Twice: once asleep, once computing (the receiver spins on the counter
+ * instead of sleeping, so it is runnable and on a CPU all along).  The
+ * thread stands in for both; it holds back only while the application
+ * thread waits for a CPU without getting one, as busy receivers sharing a
+ * CPU do (progress.c umc_app_waiting).
  */
 #include "test_verbs_common.h"
 
@@ -60,9 +66,21 @@ static int sender(int ready_fd, uint32_t gip)
 	return 0;
 }
 
-static void test_receives_fill_while_sleeping(void **state)
+/* Wait about 1 ms: asleep, or computing (spinning on the clock). */
+static void pause_1ms(bool spin)
 {
-	uint32_t gip = t_group_ip(200);
+	struct timespec ts = {0, 1000 * 1000};
+
+	if (!spin) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	for (uint64_t end = t_now_ms() + 1; t_now_ms() < end;)
+		;
+}
+
+static void receives_fill_while_away(bool spin, uint32_t gip)
+{
 	int pipefd[2];
 	pid_t pid;
 
@@ -103,6 +121,13 @@ static void test_receives_fill_while_sleeping(void **state)
 	}
 	assert_int_equal(umc_dev_member(e.dev, &e.mgid, +1), 0);
 	assert_int_equal(ibv_attach_mcast(qp, &e.mgid, 0), 0);
+	/*
+	 * One poll, as a program makes before it turns to other work: the
+	 * thread now knows this thread as the one receiving, and watches it.
+	 */
+	struct ibv_wc wc0;
+
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc0), 0);
 	/* Plain loads: T_CNT would run the engine, i.e. receive. */
 	atomic_ulong *delivered = &e.dev->cnt.rx_delivered;
 	unsigned long delivered0 = atomic_load(delivered);
@@ -110,28 +135,24 @@ static void test_receives_fill_while_sleeping(void **state)
 	/* Burst by burst: the sender blasts while this process does not touch the verbs. */
 	for (unsigned long sent = 0; sent < N; sent += BURST) {
 		for (int ms = 0; ms < 10000 && atomic_load(delivered) - delivered0 < sent;
-		     ms += 1) {
-			struct timespec ts = {0, 1000 * 1000};
-
-			nanosleep(&ts, NULL); /* not receiving: only the thread may deliver */
-		}
+		     ms += 1)
+			pause_1ms(spin); /* not receiving: only the thread may deliver */
 		if (atomic_load(delivered) - delivered0 < sent)
 			break;
 		assert_int_equal(write(pipefd[1], "g", 1), 1);
 	}
-	for (int ms = 0; ms < 10000 && atomic_load(delivered) - delivered0 < N; ms += 1) {
-		struct timespec ts = {0, 1000 * 1000};
-
-		nanosleep(&ts, NULL);
-	}
+	for (int ms = 0; ms < 10000 && atomic_load(delivered) - delivered0 < N; ms += 1)
+		pause_1ms(spin);
 	close(pipefd[1]);
-	print_message("delivered by the background thread: %lu of %d\n",
-		      atomic_load(delivered) - delivered0, N);
+	print_message("delivered by the background thread, the program %s: %lu of %d\n",
+		      spin ? "computing" : "asleep", atomic_load(delivered) - delivered0, N);
 	assert_int_equal(atomic_load(delivered) - delivered0, N);
 	assert_int_equal(t_reap(pid, 30000), 0);
 
 	/* Every message once, with its payload. */
 	static uint8_t seen[N];
+
+	memset(seen, 0, sizeof(seen));
 	struct ibv_wc wc[64];
 	int total = 0;
 
@@ -162,10 +183,23 @@ static void test_receives_fill_while_sleeping(void **state)
 	t_env_close(&e);
 }
 
+static void test_receives_fill_while_sleeping(void **state)
+{
+	(void)state;
+	receives_fill_while_away(false, t_group_ip(200));
+}
+
+static void test_receives_fill_while_computing(void **state)
+{
+	(void)state;
+	receives_fill_while_away(true, t_group_ip(201));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_receives_fill_while_sleeping),
+		cmocka_unit_test(test_receives_fill_while_computing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
