@@ -118,6 +118,21 @@ static void expect_wc(struct fx *f, uint32_t len)
 	assert_int_equal(ibv_poll_cq(f->cq, 1, &wc), 0);
 }
 
+/* Arm the CQ, send @len bytes: the fd wakes, the CQ's event is there, then the completion. */
+static void arm_send_expect_event(struct fx *f, uint32_t len, unsigned seed)
+{
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx;
+
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
+	send_one(f, len, seed, 0);
+	assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
+	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, f->cq);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_wc(f, len);
+}
+
 static void test_poll_on_fd_woken_by_datagram(void **state)
 {
 	struct fx *f = *state;
@@ -139,12 +154,7 @@ static void test_poll_on_fd_woken_by_datagram(void **state)
 
 	/* Again, re-armed: every event of a loop of arm / poll / get. */
 	for (unsigned i = 0; i < 3; i++) {
-		assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-		send_one(f, 40 + i, 2 + i, 0);
-		assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
-		assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
-		ibv_ack_cq_events(ev_cq, 1);
-		expect_wc(f, 40 + i);
+		arm_send_expect_event(f, 40 + i, 2 + i);
 		/* Its buffer takes a receive again. */
 		struct ibv_sge sge = {(uintptr_t)f->buf, 2048, f->mr->lkey};
 		struct ibv_recv_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1}, *bad;
@@ -202,12 +212,7 @@ static void test_fd_quiet_until_armed(void **state)
 
 	set_nonblock(f->ch->fd);
 	/* Armed once and fired: the channel has been watching the sockets. */
-	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-	send_one(f, 20, 6, 0);
-	assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
-	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
-	ibv_ack_cq_events(ev_cq, 1);
-	expect_wc(f, 20);
+	arm_send_expect_event(f, 20, 6);
 	/*
 	 * Not armed any more, but still watching (the watch ends lazily): a
 	 * datagram may wake the fd once; the non-blocking get that finds no
@@ -285,12 +290,7 @@ static void test_group_attached_while_armed(void **state)
 	assert_int_equal(ibv_detach_mcast(f->qp, &mgid2, 0), 0);
 	assert_int_equal(umc_dev_member(f->e.dev, &mgid2, -1), 0);
 	assert_int_equal(ibv_destroy_comp_channel(other), 0);
-	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-	send_one(f, 45, 12, 0);
-	assert_int_equal(poll_in(f->ch->fd, T_WAIT_MS), 1);
-	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
-	ibv_ack_cq_events(ev_cq, 1);
-	expect_wc(f, 45);
+	arm_send_expect_event(f, 45, 12);
 	assert_int_equal(ibv_destroy_ah(ah2), 0);
 }
 
