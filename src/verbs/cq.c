@@ -24,11 +24,12 @@
  * ibv_get_cq_event (which waits on the same set and runs the receive
  * engine when it wakes), is therefore woken by the arriving datagram
  * itself, in the kernel, with no other thread or timer in the path;
- * ibv_get_cq_event receives the datagram and returns the event it raised.  The price: a datagram that
- * raises no event on the channel (its CQ armed for solicited events only,
- * a CQ of another channel, a drop) may wake the fd spuriously; a
- * non-blocking ibv_get_cq_event then says EAGAIN, a blocking one waits for
- * the next event, as after a spurious wake-up of libibverbs (umcast(7)).
+ * ibv_get_cq_event receives the datagram and returns the event it raised.
+ * The price: a datagram that raises no event on the channel (its CQ armed
+ * for solicited events only, a CQ of another channel, a drop) may wake the
+ * fd spuriously; a non-blocking ibv_get_cq_event then says EAGAIN, a
+ * blocking one waits for the next event, as after a spurious wake-up of
+ * libibverbs (umcast(7)).
  *
  * Waking a sleeping program costs syscalls on its critical path, so the
  * path of an event is kept to what raw UDP needs: the socketpair's byte is

@@ -393,8 +393,8 @@ static void umc_rx_unlend(struct umc_device *dev)
  * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
  * two atomic operations per SGE even when nothing arrives, so a burst lends
  * what the endpoint's last one brought, plus one (a datagram beyond the
- * lend is copied), and a busy-polling program's empty polls soon lend one.  Returns the lend for the link (n
- * may be 0).  Context: dev->rx_lock held.
+ * lend is copied), and a busy-polling program's empty polls soon lend one.
+ * Returns the lend for the link (n may be 0).  Context: dev->rx_lock held.
  */
 static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
 					     int max)
