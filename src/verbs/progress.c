@@ -812,16 +812,12 @@ static bool umc_task_cputime(int tid, uint64_t *ns)
  */
 static bool umc_app_waiting(struct umc_device *dev)
 {
-	unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
 	int tid = atomic_load_explicit(&dev->rx_app_tid, memory_order_relaxed);
-	struct timespec ts = {0, UMC_RX_PROBE_US * 1000L};
 	uint64_t t0, t1;
 
 	if (!tid || umc_task_state(tid) != 'R' || !umc_task_cputime(tid, &t0))
 		return false;
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	if (atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
+	if (umc_app_receiving(dev, UMC_RX_PROBE_US))
 		return true;
 	return umc_task_cputime(tid, &t1) && t1 - t0 < UMC_RX_PROBE_US * 100u &&
 	       umc_task_state(tid) == 'R';
