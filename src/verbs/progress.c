@@ -683,19 +683,24 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 /*
  * Tell the background thread that an application thread, this one, is
  * receiving.  The thread's ID is looked up once per thread and fork (a
- * child's thread inherits its parent's copy).
+ * child's thread inherits its parent's copy).  Every poll comes here, so
+ * the cache is one initial-exec TLS variable: one %fs-relative access,
+ * where the shared library's default (global-dynamic) model costs two
+ * calls to __tls_get_addr.
  */
 static void umc_app_mark(struct umc_device *dev)
 {
-	static __thread unsigned tid_gen;
-	static __thread int tid;
+	static __thread __attribute__((tls_model("initial-exec"))) struct {
+		int tid;
+		unsigned gen; /* umc_fork_gen when tid was read */
+	} self;
 
-	if (umc_unlikely(!tid || tid_gen != umc_fork_gen)) {
-		tid = (int)syscall(SYS_gettid);
-		tid_gen = umc_fork_gen;
+	if (umc_unlikely(!self.tid || self.gen != umc_fork_gen)) {
+		self.tid = (int)syscall(SYS_gettid);
+		self.gen = umc_fork_gen;
 	}
 	atomic_fetch_add_explicit(&dev->rx_app_gen, 1, memory_order_relaxed);
-	atomic_store_explicit(&dev->rx_app_tid, tid, memory_order_relaxed);
+	atomic_store_explicit(&dev->rx_app_tid, self.tid, memory_order_relaxed);
 }
 
 int __umc_progress(struct umc_device *dev)
