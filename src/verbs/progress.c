@@ -695,7 +695,7 @@ static void umc_app_mark(struct umc_device *dev)
 		unsigned gen; /* umc_fork_gen when tid was read */
 	} self;
 
-	if (umc_unlikely(!self.tid || self.gen != umc_fork_gen)) {
+	if (umc_unlikely(!self.tid || umc_forked(self.gen))) {
 		self.tid = (int)syscall(SYS_gettid);
 		self.gen = umc_fork_gen;
 	}
