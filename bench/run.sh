@@ -22,7 +22,9 @@
 #     next to ISA-L's crc32 over the same bytes in the same run;
 #   - SA joins per second and 10 000 group creations, umc-sm against
 #     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
-#   - diagnostic: umcast again with UMC_RX_THREAD=0 (DIAG=0 skips it).
+#   - diagnostic: umcast again with UMC_RX_THREAD=0, and where a busy
+#     round trip's time goes, kernel and user space, per side
+#     (bench/critpath.c, x86-64; DIAG=0 skips both).
 #
 # Besides the table it writes $BUILD/bench-summary.txt, one line per
 # figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
@@ -73,6 +75,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
 			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
 		targets=(umc-perf udp-perf icrc-bench umc-sm)
+		[ "$(uname -m)" = x86_64 ] && targets+=(umc-critpath) # bench/critpath.c
 		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt),
 		# sa_client (sm-bench.sh's client) when libibumad-dev is.
 		grep -q '^LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(fi-perf)
@@ -312,6 +315,38 @@ for ((k = 0; k < REPS; k++)); do
 	isal+=("$(sed -n 's/.*isal_gbps=\([^ ]*\).*/\1/p' "$TMP/icrc.out")")
 done
 ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}"
+
+# Where a busy round trip goes (DIAG): both sides of a ping-pong of
+# CP_SIZE bytes under bench/critpath.c (LD_PRELOAD), umcast and raw UDP back
+# to back, REPS pairs.  CP[t,side,figure]: the repetitions' mean_us values.
+CP_SIZE=${CP_SIZE:-64}
+CP_LIB=$BUILD/lib/umc-critpath.so
+CP_FIGS="user_rx_to_tx send recv_data recv_empty poll_user epoll0"
+declare -A CP
+cp_once() {
+	local t=$1 tool=${TOOL[$1]} g=${GROUP[$1]} ppid side name count mean
+	start pong 1 env LD_PRELOAD="$CP_LIB" "$tool" -L pong -m "$g" -S "$CP_SIZE" -B "$BATCH" \
+		-I 3000 -T 20000 || return 0
+	ppid=$STARTED
+	# shellcheck disable=SC2046
+	timeout "$PROC_TIMEOUT" $(cpu 0) env LD_PRELOAD="$CP_LIB" "$tool" -L ping -m "$g" \
+		-S "$CP_SIZE" -B "$BATCH" -n "$LAT_N" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || true
+	wait "$ppid" || true
+	rm -f "$TMP"/*.ready
+	for side in pong ping; do
+		while read -r _ name count mean; do
+			CP[$t,$side,$name]+="${mean#mean_us=} "
+			CP[$t,$side,$name,n]+="${count#count=} "
+		done < <(grep '^critpath ' "$TMP/$side.err")
+	done
+	CP[$t,p50]+="$(field p50_us "$TMP/ping.out") "
+}
+if [ "$DIAG" = 1 ] && [ -f "$CP_LIB" ]; then
+	log "== where a busy $CP_SIZE-byte round trip goes (bench/critpath.c, $REPS pairs)"
+	for ((k = 0; k < REPS; k++)); do
+		if ((k % 2)); then cp_once udp; cp_once umcast; else cp_once umcast; cp_once udp; fi
+	done
+fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # umc-sm against OpenSM on ibsim: bench/sm-bench.sh, here in the namespace.
@@ -493,6 +528,23 @@ if [ "$DIAG" = 1 ]; then
 			"$(lat3 "${LA[umcast0,$size]:-}" "${LB[umcast0,$size]:-}" "${LC[umcast0,$size]:-}")" \
 			"$(fig "diag_p50_vs_udp_$size")" "$(fig "diag_fanout${MAXN}_vs_udp_$size")"
 	done
+	echo
+fi
+if [ -n "${CP[umcast,p50]:-}" ]; then
+	echo "Where a busy $CP_SIZE-byte round trip goes (bench/critpath.c): mean us per call,"
+	echo "medians of $REPS runs; calls per round trip in parentheses where not 1"
+	printf '%-14s | %-17s | %-17s | %-17s | %-17s\n' figure "umcast pong" "UDP pong" "umcast ping" "UDP ping"
+	for f in $CP_FIGS; do
+		row=$(printf '%-14s' "$f")
+		for c in umcast,pong udp,pong umcast,ping udp,ping; do
+			m=$(med <<<"${CP[$c,$f]:-}")
+			r=$(awk -v a="$(med <<<"${CP[$c,$f,n]:-}")" -v b="$(med <<<"${CP[$c,send,n]:-}")" \
+				'BEGIN {if (b > 0 && (a / b < 0.95 || a / b > 1.05)) printf "(%.2f)", a / b}')
+			row+=$(printf ' | %-17s' "$m $r")
+		done
+		echo "$row"
+	done
+	echo "round-trip p50: umcast $(med <<<"${CP[umcast,p50]}") us, UDP $(med <<<"${CP[udp,p50]}") us (both traced)"
 	echo
 fi
 echo "ICRC over 4096-byte messages, one core: $(med <<<"$ICRC_S") GB/s;" \
