@@ -197,7 +197,10 @@ struct umc_device {
 
 	/* Receive progress (progress.c). */
 	pthread_mutex_t rx_lock;
-	int rx_epfd;		    /* epoll of every receive endpoint */
+	int rx_epfd;		    /* epoll of the receive endpoints, while rx_epolled */
+	atomic_bool rx_epolled;	    /* rx_epfd holds them all (written under watch_lock) */
+	int rx_kick;		    /* eventfd in rx_epfd: a poller wakes the thread (-1: none) */
+	atomic_bool rx_kicked;	    /* ... and has, since the thread last filled the set */
 	int rx_nep;		    /* endpoints the link registered */
 	struct umc_rx_ep **rx_eps; /* those endpoints: written under rx_lock and watch_lock */
 	int rx_cap;

@@ -49,6 +49,7 @@ int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 	dev->ibdev.node_type = IBV_NODE_CA;
 	dev->ibdev.transport_type = dev->link->transport;
 	dev->rx_epfd = -1;
+	dev->rx_kick = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->rx_lock, NULL);
 	pthread_mutex_init(&dev->watch_lock, NULL);

@@ -14,7 +14,9 @@
  * slices), and not at all while the application's thread is only waiting
  * for a CPU (umc_app_waiting).  While the application is receiving, the
  * thread does not wait on the sockets at all, so it never wakes up per
- * datagram on a busy-polling program's CPU.  Nor does it while a CQ is
+ * datagram on a busy-polling program's CPU, and the sockets are in no
+ * epoll set, whose wake-up callback every datagram would run
+ * (__umc_rx_epoll).  Nor does it while a CQ is
  * armed: whoever waits for that CQ's event, in ibv_get_cq_event or in
  * poll(2) on the channel's fd, sleeps on the sockets itself (cq.c) and is
  * woken by the datagram; the thread only drains, once per idle period,
@@ -89,6 +91,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,13 +100,79 @@
 
 static void umc_rx_thread_start(struct umc_device *dev);
 
-int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
+/* More endpoints than this: a pass asks rx_epfd which of them are ready. */
+enum { UMC_RX_FEW = 4 };
+
+static bool umc_rx_epoll_ctl(struct umc_device *dev, struct umc_rx_ep *ep, int op)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ep};
+
+	return epoll_ctl(dev->rx_epfd, op, ep->fd, &ev) == 0;
+}
+
+/*
+ * Put every endpoint in rx_epfd (@on) or take them all out; with more than
+ * UMC_RX_FEW endpoints they stay in.  Only two readers need that set: a
+ * pass over many endpoints and the background thread about to sleep.  A
+ * socket in an epoll set makes every datagram that reaches it run the
+ * set's wake-up callback, in the softirq that queues it (on loopback, in
+ * the sender's sendmmsg), whether anyone waits on the set or not: with
+ * the receiver's socket in its set, a 64-byte ping-pong's sendmmsg took
+ * 0.13-0.15 us longer (bench/critpath.c), and a sender that fans out to
+ * four receivers pays it four times per datagram (bench/README.md, "Where
+ * the round trip goes").  So the sockets of a program that is receiving
+ * are in no set.  Returns whether they are all
+ * in it now.  The thread fills the set before it sleeps on it and empties
+ * it when it sees the program receiving; a program that polls while the
+ * thread sleeps on the set wakes it through rx_kick (umc_rx_kick), so its
+ * datagrams stop paying for the set at once.  Context: watch_lock held.
+ */
+static bool __umc_rx_epoll(struct umc_device *dev, bool on)
+{
+	on |= dev->rx_nep > UMC_RX_FEW;
+	if (atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed) == on)
+		return on;
+	for (int i = 0; i < dev->rx_nep; i++) {
+		if (!umc_rx_epoll_ctl(dev, dev->rx_eps[i], on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL) &&
+		    on) {
+			while (i--)
+				umc_rx_epoll_ctl(dev, dev->rx_eps[i], EPOLL_CTL_DEL);
+			return false;
+		}
+	}
+	atomic_store_explicit(&dev->rx_epolled, on, memory_order_relaxed);
+	return on;
+}
+
+static bool umc_rx_epoll(struct umc_device *dev, bool on)
+{
+	pthread_mutex_lock(&dev->watch_lock);
+	on = __umc_rx_epoll(dev, on);
+	pthread_mutex_unlock(&dev->watch_lock);
+	return on;
+}
+
+/*
+ * A poller found the set full, so the thread sleeps on it or is about to:
+ * wake it once, so that it sees the program receiving and empties the set.
+ * Context: rx_lock held (rx_nep).
+ */
+static void umc_rx_kick(struct umc_device *dev)
+{
+	uint64_t one = 1;
+
+	if (dev->rx_nep > UMC_RX_FEW || dev->rx_kick < 0 ||
+	    atomic_exchange_explicit(&dev->rx_kicked, true, memory_order_relaxed))
+		return;
+	if (write(dev->rx_kick, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, so the thread is woken anyway. */
+	}
+}
+
+int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
+{
 	int ret = 0;
 
-	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, ep->fd, &ev))
-		return -errno;
 	pthread_mutex_lock(&dev->watch_lock);
 	if (dev->rx_nep == dev->rx_cap) {
 		int cap = dev->rx_cap ? 2 * dev->rx_cap : 8;
@@ -116,16 +185,23 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 			ret = -ENOMEM;
 		}
 	}
+	if (!ret && atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed) &&
+	    !umc_rx_epoll_ctl(dev, ep, EPOLL_CTL_ADD))
+		ret = -errno;
 	if (!ret) {
-		umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_ADD);
 		ep->seen = dev->rx_got; /* hot until the others deliver without it */
 		dev->rx_eps[dev->rx_nep++] = ep;
+		/* One too many for the passes' one syscall each: into the set, all. */
+		if (dev->rx_nep == UMC_RX_FEW + 1 && !__umc_rx_epoll(dev, true)) {
+			ret = errno ? -errno : -ENOMEM;
+			dev->rx_nep--;
+		}
 	}
+	if (!ret)
+		umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_ADD);
 	pthread_mutex_unlock(&dev->watch_lock);
-	if (ret) {
-		epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+	if (ret)
 		return ret;
-	}
 	if (!dev->rx_thread)
 		umc_rx_thread_start(dev);
 	return 0;
@@ -133,8 +209,9 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 
 void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 {
-	epoll_ctl(dev->rx_epfd, EPOLL_CTL_DEL, ep->fd, NULL);
 	pthread_mutex_lock(&dev->watch_lock);
+	if (atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed))
+		umc_rx_epoll_ctl(dev, ep, EPOLL_CTL_DEL);
 	umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_DEL);
 	for (int i = 0; i < dev->rx_nep; i++) {
 		if (dev->rx_eps[i] == ep) {
@@ -662,7 +739,7 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	int total = 0, n;
 
 	/* Few endpoints: try each (one syscall each); many: ask epoll first. */
-	if (dev->rx_nep <= 4) {
+	if (dev->rx_nep <= UMC_RX_FEW) {
 		bool cold_turn = mode == UMC_PASS_ALL ||
 				 (mode == UMC_PASS_BUSY && dev->rx_pass++ % UMC_RX_COLD_STRIDE == 0);
 
@@ -676,7 +753,8 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	}
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
 	for (int i = 0; i < n; i++)
-		total += umc_ep_drain(dev, ev[i].data.ptr);
+		if (ev[i].data.ptr) /* not rx_kick: the thread reads that */
+			total += umc_ep_drain(dev, ev[i].data.ptr);
 	return total;
 }
 
@@ -729,6 +807,8 @@ int umc_progress(struct umc_device *dev, bool wait)
 			return 0;
 		pthread_mutex_lock(&dev->rx_lock);
 	}
+	if (umc_unlikely(atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed)))
+		umc_rx_kick(dev);
 	n = umc_progress_pass(dev, wait ? UMC_PASS_ALL : UMC_PASS_BUSY, NULL);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return n;
@@ -864,6 +944,8 @@ static void *umc_rx_thread(void *arg)
 
 	for (;;) {
 		if (umc_app_receiving(dev, idle)) {
+			if (dev->rx_kick >= 0) /* without it, nothing would wake a sleep on the set */
+				umc_rx_epoll(dev, false);
 			idle = idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
 			continue;
 		}
@@ -879,7 +961,23 @@ static void *umc_rx_thread(void *arg)
 			umc_rx_drain_away(dev);
 			continue;
 		}
-		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0 || umc_app_receiving(dev, idle))
+		/* Cleared before the set fills: a poller that sees it full kicks. */
+		atomic_store_explicit(&dev->rx_kicked, false, memory_order_relaxed);
+		if (!umc_rx_epoll(dev, true)) { /* no memory for the set: drain every period */
+			umc_rx_drain_away(dev);
+			continue;
+		}
+		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0)
+			continue;
+		if (!ev.data.ptr) { /* rx_kick: the program polls again */
+			uint64_t v;
+
+			if (read(dev->rx_kick, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wake-up read it; nothing is lost */
+			}
+			continue;
+		}
+		if (umc_app_receiving(dev, idle))
 			continue;
 		umc_rx_drain_away(dev);
 	}
@@ -895,6 +993,17 @@ static void umc_rx_thread_start(struct umc_device *dev)
 
 	if (env && *env == '0')
 		return;
+	/* Without its kick, the set is only ever emptied with nobody asleep on it. */
+	dev->rx_kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (dev->rx_kick >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+		umc_fd_own(dev->rx_kick, false);
+		if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, dev->rx_kick, &ev)) {
+			umc_fd_close(dev->rx_kick);
+			dev->rx_kick = -1;
+		}
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	dev->rx_thread = pthread_create(&tid, &attr, umc_rx_thread, dev) == 0;

@@ -323,11 +323,20 @@ static inline int t_fx_teardown(void **state)
 /* ------------------------------------------------------------------------- */
 /* Bounded waits.                                                            */
 
+/*
+ * Sleep up to @ms until a receive endpoint of @dev is readable.  Their own
+ * fds: rx_epfd holds them only while the background thread sleeps on it.
+ */
 static inline void t_poll_rx(struct umc_device *dev, int ms)
 {
-	struct pollfd p = {.fd = dev->rx_epfd, .events = POLLIN};
+	struct pollfd p[16];
+	int n = 0;
 
-	(void)poll(&p, 1, ms);
+	pthread_mutex_lock(&dev->watch_lock);
+	for (int i = 0; i < dev->rx_nep && n < 16; i++)
+		p[n++] = (struct pollfd){.fd = dev->rx_eps[i]->fd, .events = POLLIN};
+	pthread_mutex_unlock(&dev->watch_lock);
+	(void)poll(p, (nfds_t)n, ms);
 }
 
 /* Wait up to @ms for one completion on @cq.  Returns 1 or 0 (timeout). */
