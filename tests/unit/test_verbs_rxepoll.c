@@ -77,6 +77,17 @@ static int away_until_full(struct umc_device *dev)
 	return n;
 }
 
+/* Busy-poll until the set holds no endpoint (the thread empties it), at most T_WAIT_MS. */
+static void poll_until_empty(struct t_qp *q, struct umc_device *dev)
+{
+	bool on = true;
+
+	for (int ms = 0; ms < T_WAIT_MS && (set_size(dev, &on) || on); ms += 50)
+		busy_poll(q->cq, 50);
+	assert_int_equal(set_size(dev, &on), 0);
+	assert_false(on);
+}
+
 struct rig {
 	struct t_env e;
 	struct t_qp q; /* sends to the group and receives from it */
@@ -107,7 +118,6 @@ static void test_set_follows_the_program(void **state)
 {
 	struct umc_device *dev;
 	struct rig g;
-	bool on;
 
 	(void)state;
 	rig_up(&g);
@@ -118,10 +128,7 @@ static void test_set_follows_the_program(void **state)
 	 * set: polling kicks it awake, and it empties the set, with no
 	 * datagram needed.
 	 */
-	for (int ms = 0; ms < T_WAIT_MS && set_size(dev, &on); ms += 50)
-		busy_poll(g.q.cq, 50);
-	assert_int_equal(set_size(dev, &on), 0);
-	assert_false(on);
+	poll_until_empty(&g.q, dev);
 
 	/* Away: the thread waits on the set, with every endpoint in it. */
 	assert_int_equal(away_until_full(dev), dev->rx_nep);
@@ -137,16 +144,11 @@ static void test_set_follows_the_program(void **state)
 
 	/* Back: its completion, and the set empties again. */
 	assert_int_equal(busy_poll(g.q.cq, 100), 1);
-	for (int ms = 0; ms < T_WAIT_MS && set_size(dev, &on); ms += 50)
-		busy_poll(g.q.cq, 50);
-	assert_int_equal(set_size(dev, &on), 0);
-	assert_false(on);
+	poll_until_empty(&g.q, dev);
 
 	/* Away and back with nothing sent: the kick alone empties it. */
 	assert_int_equal(away_until_full(dev), dev->rx_nep);
-	for (int ms = 0; ms < T_WAIT_MS && set_size(dev, &on); ms += 50)
-		busy_poll(g.q.cq, 50);
-	assert_int_equal(set_size(dev, &on), 0);
+	poll_until_empty(&g.q, dev);
 
 	/* And what arrives while it polls is received. */
 	assert_int_equal(t_send(&g.q, g.e.ah, "here", 4, T_QKEY, false, 0, 0, 101), 0);
