@@ -487,7 +487,7 @@ void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 /*
  * A completion channel.  Its fd (ch.fd) is an epoll set of @notify[0],
  * which holds one byte while an event is queued, and of the device's
- * receive epoll (dev->rx_epfd) while the channel is watching: from the
+ * receive endpoints' fds while the channel is watching: from the
  * first ibv_req_notify_cq on one of its CQs until an ibv_get_cq_event
  * finds no event with none of them armed.  So poll(2) on the fd, and
  * ibv_get_cq_event, are woken by an arriving datagram itself (cq.c).

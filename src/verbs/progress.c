@@ -141,6 +141,13 @@ static bool __umc_rx_epoll(struct umc_device *dev, bool on)
 		}
 	}
 	atomic_store_explicit(&dev->rx_epolled, on, memory_order_relaxed);
+	if (!on && dev->rx_kick >= 0) {
+		uint64_t v;
+
+		if (read(dev->rx_kick, &v, sizeof(v)) < 0) {
+			/* EAGAIN: no kick was pending */
+		}
+	}
 	return on;
 }
 
@@ -219,6 +226,8 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 			break;
 		}
 	}
+	if (!dev->rx_thread) /* nobody sleeps on the set: few again, it empties */
+		__umc_rx_epoll(dev, false);
 	pthread_mutex_unlock(&dev->watch_lock);
 }
 
@@ -969,12 +978,8 @@ static void *umc_rx_thread(void *arg)
 		}
 		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0)
 			continue;
-		if (!ev.data.ptr) { /* rx_kick: the program polls again */
-			uint64_t v;
-
-			if (read(dev->rx_kick, &v, sizeof(v)) < 0) {
-				/* EAGAIN: another wake-up read it; nothing is lost */
-			}
+		if (!ev.data.ptr) { /* rx_kick: the program polls again (emptying reads it) */
+			umc_rx_epoll(dev, false);
 			continue;
 		}
 		if (umc_app_receiving(dev, idle))
@@ -982,6 +987,22 @@ static void *umc_rx_thread(void *arg)
 		umc_rx_drain_away(dev);
 	}
 	return NULL;
+}
+
+/* rx_kick, in rx_epfd with data.ptr NULL; stays -1 if either fails. */
+static void umc_rx_kick_open(struct umc_device *dev)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	umc_fd_own(fd, false);
+	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		umc_fd_close(fd);
+		return;
+	}
+	dev->rx_kick = fd;
 }
 
 /* Caller holds rx_lock. */
@@ -993,17 +1014,12 @@ static void umc_rx_thread_start(struct umc_device *dev)
 
 	if (env && *env == '0')
 		return;
-	/* Without its kick, the set is only ever emptied with nobody asleep on it. */
-	dev->rx_kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->rx_kick >= 0) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-
-		umc_fd_own(dev->rx_kick, false);
-		if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, dev->rx_kick, &ev)) {
-			umc_fd_close(dev->rx_kick);
-			dev->rx_kick = -1;
-		}
-	}
+	/*
+	 * Without its kick, the set is only ever emptied with nobody asleep
+	 * on it.  Made once: a failed pthread_create comes back here.
+	 */
+	if (dev->rx_kick < 0)
+		umc_rx_kick_open(dev);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	dev->rx_thread = pthread_create(&tid, &attr, umc_rx_thread, dev) == 0;
