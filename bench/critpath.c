@@ -28,7 +28,7 @@
  *
  * A datagram that arrives during a busy poll waits, on average, half a
  * loop iteration (recv_empty + poll_user + the epoll0 share) before it is
- * seen.  bench/critpath.sh runs both transports under it and prints the
+ * seen.  bench/run.sh runs both transports under it and prints the
  * split side by side (bench/README.md, "Where the round trip goes").
  *
  * Counting starts with the first send: the polls of a pong before its peer

@@ -218,17 +218,18 @@ rate_once() {
 }
 
 # lat_once TRANSPORT SIZE [-e] -> "p50 p99 p999" (us) or "- - -"; -e: both
-# ends sleep (event-driven round trips), otherwise both busy-poll.
+# ends sleep (event-driven round trips), otherwise both busy-poll.  LAT_ENV:
+# more environment for both ends (cp_once's LD_PRELOAD).
 lat_once() {
 	local t=$1 size=$2 ev=${3:-} tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid n=$LAT_N
 	[ -n "$ev" ] && n=$EV_N
 	# shellcheck disable=SC2086
-	if start pong 1 env ${ENVS[$t]} "$tool" ${ARGS[$t]} -L pong $ev -m "$g" -S "$size" -B "$BATCH" \
-		-I 3000 -T 20000; then
+	if start pong 1 env ${ENVS[$t]} ${LAT_ENV:-} "$tool" ${ARGS[$t]} -L pong $ev -m "$g" -S "$size" \
+		-B "$BATCH" -I 3000 -T 20000; then
 		ppid=$STARTED
 		# shellcheck disable=SC2086,SC2046
-		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" ${ARGS[$t]} -L ping $ev -m "$g" -S "$size" \
-			-B "$BATCH" -n "$n" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
+		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} ${LAT_ENV:-} "$tool" ${ARGS[$t]} -L ping $ev \
+			-m "$g" -S "$size" -B "$BATCH" -n "$n" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
 		wait "$ppid" || true
 		cat "$TMP/ping.out" >>"$RESULTS"
 	else
@@ -318,28 +319,23 @@ ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}"
 
 # Where a busy round trip goes (DIAG): both sides of a ping-pong of
 # CP_SIZE bytes under bench/critpath.c (LD_PRELOAD), umcast and raw UDP back
-# to back, REPS pairs.  CP[t,side,figure]: the repetitions' mean_us values.
+# to back, REPS pairs (their result lines, traced, go to $RESULTS too).
+# CP[t,side,figure]: the repetitions' mean_us values; CP[t,side,figure,n]:
+# their counts.
 CP_SIZE=${CP_SIZE:-64}
 CP_LIB=$BUILD/lib/umc-critpath.so
 CP_FIGS="user_rx_to_tx send recv_data recv_empty poll_user epoll0"
 declare -A CP
 cp_once() {
-	local t=$1 tool=${TOOL[$1]} g=${GROUP[$1]} ppid side name count mean
-	start pong 1 env LD_PRELOAD="$CP_LIB" "$tool" -L pong -m "$g" -S "$CP_SIZE" -B "$BATCH" \
-		-I 3000 -T 20000 || return 0
-	ppid=$STARTED
-	# shellcheck disable=SC2046
-	timeout "$PROC_TIMEOUT" $(cpu 0) env LD_PRELOAD="$CP_LIB" "$tool" -L ping -m "$g" \
-		-S "$CP_SIZE" -B "$BATCH" -n "$LAT_N" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || true
-	wait "$ppid" || true
-	rm -f "$TMP"/*.ready
+	local t=$1 side name count mean p50
+	read -r p50 _ < <(LAT_ENV="LD_PRELOAD=$CP_LIB" lat_once "$t" "$CP_SIZE")
 	for side in pong ping; do
 		while read -r _ name count mean; do
 			CP[$t,$side,$name]+="${mean#mean_us=} "
 			CP[$t,$side,$name,n]+="${count#count=} "
 		done < <(grep '^critpath ' "$TMP/$side.err")
 	done
-	CP[$t,p50]+="$(field p50_us "$TMP/ping.out") "
+	CP[$t,p50]+="$p50 "
 }
 if [ "$DIAG" = 1 ] && [ -f "$CP_LIB" ]; then
 	log "== where a busy $CP_SIZE-byte round trip goes (bench/critpath.c, $REPS pairs)"

@@ -713,8 +713,8 @@ static int epoll_fds(int epfd, int *fds, int max)
 /*
  * The parent's epoll set holds exactly its own receive endpoints (group
  * sockets), or none of them while it is receiving, and the background
- * thread's kick (progress.c __umc_rx_epoll): read under watch_lock, which the background thread
- * takes to fill or empty it.
+ * thread's kick (progress.c __umc_rx_epoll): read under watch_lock, which
+ * the thread takes to fill or empty it.
  */
 static void check_parent_epoll(const char *when)
 {
