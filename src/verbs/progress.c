@@ -918,9 +918,11 @@ static bool umc_app_waiting(struct umc_device *dev)
 	       umc_task_state(tid) == 'R';
 }
 
-/* Deliver for as long as data comes and the application stays away. */
-static void umc_rx_drain_away(struct umc_device *dev)
+/* Deliver for as long as data comes and the application stays away; returns how many. */
+static int umc_rx_drain_away(struct umc_device *dev)
 {
+	int total = 0;
+
 	for (;;) {
 		unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
 		int n;
@@ -930,9 +932,16 @@ static void umc_rx_drain_away(struct umc_device *dev)
 		n = __umc_progress(dev);
 		atomic_store_explicit(&dev->rx_thread_in, false, memory_order_relaxed);
 		pthread_mutex_unlock(&dev->rx_lock);
+		total += n;
 		if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
-			return;
+			return total;
 	}
+}
+
+/* The next idle period: twice @idle, at most UMC_RX_IDLE_MAX_US. */
+static long umc_rx_idle_grow(long idle)
+{
+	return idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
 }
 
 /*
@@ -941,10 +950,11 @@ static void umc_rx_drain_away(struct umc_device *dev)
  * never waits on the sockets, so it does not wake up (on the application's
  * CPU) for each datagram.  Once the application has been idle for a whole
  * period, it drains what waits if a CQ is armed (the waiter sleeps on the
- * sockets itself), and otherwise waits for data and delivers it unless the
- * application takes it within another period; then it keeps draining for
- * as long as data comes and the application stays away.  Lives as long as
- * the process.
+ * sockets itself; a drain that finds nothing doubles the period too, so a
+ * program asleep on an idle channel is not woken every 50 us), and
+ * otherwise waits for data and delivers it unless the application takes
+ * it within another period; then it keeps draining for as long as data
+ * comes and the application stays away.  Lives as long as the process.
  */
 static void *umc_rx_thread(void *arg)
 {
@@ -956,7 +966,7 @@ static void *umc_rx_thread(void *arg)
 		if (umc_app_receiving(dev, idle)) {
 			if (dev->rx_kick >= 0) /* without it, nothing would wake a sleep on the set */
 				umc_rx_epoll(dev, false);
-			idle = idle * 2 > UMC_RX_IDLE_MAX_US ? UMC_RX_IDLE_MAX_US : idle * 2;
+			idle = umc_rx_idle_grow(idle);
 			continue;
 		}
 		/*
@@ -968,7 +978,8 @@ static void *umc_rx_thread(void *arg)
 		if (umc_app_waiting(dev))
 			continue;
 		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
-			umc_rx_drain_away(dev);
+			if (!umc_rx_drain_away(dev))
+				idle = umc_rx_idle_grow(idle);
 			continue;
 		}
 		/* Cleared before the set fills: a poller that sees it full kicks. */

@@ -19,9 +19,19 @@
  * thread stands in for both; it holds back only while the application
  * thread waits for a CPU without getting one, as busy receivers sharing a
  * CPU do (progress.c umc_app_waiting).
+ *
+ * And a program asleep on a completion channel with a CQ armed and nothing
+ * arriving is not woken for it: the thread, which then only drains what
+ * the sleeper leaves, looks half as often after each drain that finds
+ * nothing, from 50 us to 10 ms.  Counted as the thread's voluntary context
+ * switches (proc(5)) while the program sleeps 300 ms in poll(2) on the
+ * channel's fd; about 30 are expected, thousands were made when it kept
+ * looking every 50 us.
  */
 #include "test_verbs_common.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -183,6 +193,88 @@ static void receives_fill_while_away(bool spin, uint32_t gip)
 	t_env_close(&e);
 }
 
+/* Voluntary context switches of this process's threads but the main one. */
+static long others_switches(void)
+{
+	char path[300], line[128];
+	long sum = 0, v;
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.' || atoi(d->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", d->d_name);
+		FILE *f = fopen(path, "r");
+
+		if (!f)
+			continue; /* gone meanwhile */
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				sum += v;
+		fclose(f);
+	}
+	closedir(dir);
+	return sum;
+}
+
+/*
+ * Sleep @ms in poll(2) on @ch's fd; 0, or -1 if an event came.  A wake-up
+ * without one is not an event: another test's datagram to this host's
+ * RoCE port may make the fd readable (umcast(7), "RECEIVING").
+ */
+static int sleep_on(struct ibv_comp_channel *ch, int ms)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	uint64_t end = t_now_ms() + (uint64_t)ms;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	for (uint64_t now; (now = t_now_ms()) < end;)
+		if (poll(&pfd, 1, (int)(end - now)) > 0 && ibv_get_cq_event(ch, &cq, &ctx) == 0)
+			return -1;
+	return 0;
+}
+
+/* In a child (its own device and thread): exit 0 if the thread kept quiet. */
+static int armed_idle_child(uint32_t gip)
+{
+	struct t_env e;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	long before, woke;
+
+	t_env_open(&e, gip, false);
+	ch = ibv_create_comp_channel(e.ctx);
+	cq = ch ? ibv_create_cq(e.ctx, 16, NULL, ch, 0) : NULL;
+	qp = cq ? t_create_qp(e.pd, cq, 0) : NULL;
+	if (!qp || t_qp_rts(qp, T_QKEY, 0) || ibv_attach_mcast(qp, &e.mgid, 0) ||
+	    ibv_req_notify_cq(cq, 0) || fcntl(ch->fd, F_SETFL, O_NONBLOCK))
+		return 2;
+	if (sleep_on(ch, 100)) /* the thread settles */
+		return 3;
+	before = others_switches();
+	if (sleep_on(ch, 300))
+		return 3;
+	woke = others_switches() - before;
+	fprintf(stderr, "background thread: %ld wake-ups in 300 ms armed and idle\n", woke);
+	return woke <= 60 ? 0 : 1;
+}
+
+static void test_armed_idle_channel_is_left_asleep(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(armed_idle_child(t_group_ip(202)));
+	assert_int_equal(t_reap(pid, 30000), 0);
+}
+
 static void test_receives_fill_while_sleeping(void **state)
 {
 	(void)state;
@@ -200,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_receives_fill_while_sleeping),
 		cmocka_unit_test(test_receives_fill_while_computing),
+		cmocka_unit_test(test_armed_idle_channel_is_left_asleep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
