@@ -56,6 +56,7 @@ struct umc_rx_ep {
 	/* The engine's, under rx_lock (progress.c "Cold endpoints"): */
 	unsigned long seen;  /* the device's rx_got when this endpoint last delivered */
 	unsigned long reads; /* reads of this endpoint (one syscall each) */
+	bool fresh;	     /* emptied by a woken thread's pass, not read since */
 };
 
 /*

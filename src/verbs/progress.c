@@ -84,6 +84,18 @@
  * awaited datagram is read.  Every other pass (the background thread,
  * detach) reads them all.  A packet on a cold endpoint waits at most
  * UMC_RX_COLD_STRIDE - 1 busy polls longer; none is lost.
+ *
+ * Woken drains.  A program that sleeps on a completion channel takes each
+ * event as ibv_get_cq_event(3) shows: the event, an ack, a re-arm, then
+ * ibv_poll_cq until it returns 0.  The thread woken in ibv_get_cq_event
+ * read the endpoints until they were empty a moment ago, so that last poll
+ * would pay a syscall per endpoint to find nothing: one more than raw UDP's
+ * poll, recvmmsg, sendmmsg per event.  So the first busy poll after such a
+ * pass does not read the endpoints it emptied (ep->fresh), and the next
+ * busy poll reads them again.  A datagram that arrived in between waits
+ * for that poll, or wakes the next ibv_get_cq_event at once (it sleeps on
+ * the sockets); none is lost, and a program that busy-polls after a
+ * woken pass sees it one poll later.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -708,7 +720,12 @@ static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 /* At most this many batches per endpoint per call, so no endpoint starves the rest. */
 enum { UMC_RX_BURSTS = 4 };
 
-static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
+/*
+ * Read @ep until it is empty, or for UMC_RX_BURSTS batches.  @woken: the
+ * pass of a thread that a datagram woke (umc_progress_hot); an endpoint it
+ * empties is marked fresh ("Woken drains" at the top of this file).
+ */
+static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep, bool woken)
 {
 	struct umc_rx_pkt pkts[UMC_RX_BATCH];
 	bool more = true;
@@ -726,6 +743,7 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep)
 		ep->reads++;
 		total += n;
 	}
+	ep->fresh = woken && !more;
 	if (total) {
 		dev->rx_got += (unsigned long)total;
 		ep->seen = dev->rx_got;
@@ -754,8 +772,12 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 				 (mode == UMC_PASS_BUSY && dev->rx_pass++ % UMC_RX_COLD_STRIDE == 0);
 
 		for (int i = 0; i < dev->rx_nep; i++) {
-			if (cold_turn || !umc_ep_cold(dev, dev->rx_eps[i]))
-				total += umc_ep_drain(dev, dev->rx_eps[i]);
+			struct umc_rx_ep *ep = dev->rx_eps[i];
+
+			if (mode == UMC_PASS_BUSY && ep->fresh)
+				ep->fresh = false; /* spared once */
+			else if (cold_turn || !umc_ep_cold(dev, ep))
+				total += umc_ep_drain(dev, ep, mode == UMC_PASS_HOT);
 			else if (skipped)
 				*skipped = true;
 		}
@@ -764,7 +786,7 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
 	for (int i = 0; i < n; i++)
 		if (ev[i].data.ptr) /* not rx_kick: the thread reads that */
-			total += umc_ep_drain(dev, ev[i].data.ptr);
+			total += umc_ep_drain(dev, ev[i].data.ptr, mode == UMC_PASS_HOT);
 	return total;
 }
 

@@ -16,9 +16,12 @@
  * (in a network namespace of the test's own, where this process is the
  * demultiplexer of 127.0.0.1; skipped without one).  A thread woken in
  * ibv_get_cq_event by a group datagram reads the group's socket only; a
- * unicast datagram to the cold input still raises its event.  The background
- * receive thread is off (UMC_RX_THREAD=0), so the test's thread makes
- * every read counted.
+ * unicast datagram to the cold input still raises its event.  The first
+ * busy poll after such a woken read spares the endpoint it emptied
+ * (progress.c "Woken drains"): a datagram that arrived meanwhile comes with
+ * the poll after it, and a thread that waits again is woken by it at once.
+ * The background receive thread is off (UMC_RX_THREAD=0), so the test's
+ * thread makes every read counted.
  */
 #include "test_verbs_common.h"
 
@@ -265,12 +268,71 @@ static void test_woken_reads_hot_endpoints_first(void **state)
 	rig_down(&g);
 }
 
+/* Send @len bytes of @msg to the group as @id and wait until the receiver's socket holds it. */
+static void send_group(struct rig *g, const char *msg, uint32_t len, uint64_t id)
+{
+	assert_int_equal(t_send(&g->s, g->e.ah, msg, len, T_QKEY, false, 0, 0, id), 0);
+	t_wait_send(g->s.cq, id);
+	wait_readable(g->grp->fd);
+}
+
+/* The next completion is the receive of a @len-byte datagram. */
+static void assert_recv(struct ibv_cq *cq, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 40 + len);
+}
+
+static void test_woken_drain_spares_one_poll(void **state)
+{
+	struct rig g;
+	struct ibv_wc wc;
+	unsigned long grp;
+
+	(void)state;
+	rig_up(&g, 73, true);
+	group_traffic(&g);
+	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+	send_group(&g, "first", 5, 300);
+	get_event(&g);
+	assert_recv(g.r.cq, 5);
+
+	/* Arrived after the woken read: the empty poll spares the socket, the next reads it. */
+	send_group(&g, "second", 6, 301);
+	grp = g.grp->reads;
+	assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 0);
+	assert_int_equal(g.grp->reads - grp, 0);
+	assert_recv(g.r.cq, 6);
+	assert_int_equal(g.grp->reads - grp, 1);
+	/* Only once: every busy poll reads it again. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 0);
+	assert_int_equal(g.grp->reads - grp, 4);
+
+	/* Spared, then waiting again: the datagram that came meanwhile is the event at once. */
+	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+	send_group(&g, "third", 5, 302);
+	get_event(&g);
+	assert_recv(g.r.cq, 5);
+	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+	send_group(&g, "fourth", 6, 303);
+	assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 0);
+	get_event(&g);
+	assert_recv(g.r.cq, 6);
+	rig_down(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold_input_read_in_its_turn),
 		cmocka_unit_test(test_cold_input_still_receives),
 		cmocka_unit_test(test_woken_reads_hot_endpoints_first),
+		cmocka_unit_test(test_woken_drain_spares_one_poll),
 	};
 
 	setenv("UMC_RX_THREAD", "0", 1);
