@@ -13,6 +13,25 @@
 #include "wire/roce.h"
 #include "wire/sg.h"
 
+/*
+ * The transport headers of @sg: in place when the bytes of its first piece
+ * hold all that the opcode has (as they do when the rest landed in a
+ * receive), else copied into @buf.  umc_ud_decode() reads no more than
+ * that, after checking that the datagram's length covers it.
+ */
+static const uint8_t *ud_headers(const struct umc_sg *sg, uint8_t buf[UMC_UD_HDR_MAX])
+{
+	size_t first = sg->n > 0 ? sg->iov[0].iov_len : 0;
+	const uint8_t *p = sg->n > 0 ? sg->iov[0].iov_base : NULL;
+
+	if (first > sg->len)
+		first = sg->len;
+	if (first >= UMC_BTH_LEN && first >= umc_ud_hdr_len(p[0]))
+		return p;
+	umc_sg_read(sg, 0, buf, UMC_UD_HDR_MAX);
+	return buf;
+}
+
 /**
  * umc_rocev2_rx_check_sg - decode and integrity-check one received UD
  * datagram that arrived in pieces (sg.h).
@@ -39,19 +58,18 @@ int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
 			   bool *id_solved)
 {
 	uint8_t hdr[UMC_UD_HDR_MAX], icrc[UMC_ICRC_LEN];
+	const uint8_t *hp = ud_headers(sg, hdr);
 	size_t len = sg->len;
 	uint32_t computed, received;
 	uint16_t id;
 	int ret;
 
 	*id_solved = false;
-	/* umc_ud_decode() reads the headers only, after checking @len covers them. */
-	umc_sg_read(sg, 0, hdr, sizeof(hdr));
-	ret = umc_ud_decode(hdr, len, h, payload_off, payload_len);
+	ret = umc_ud_decode(hp, len, h, payload_off, payload_len);
 	if (ret)
 		return ret;
 	/* The prefix ends with the headers: see umc_icrc_compute() on why. */
-	computed = umc_icrc_start(ip, len, hdr, *payload_off);
+	computed = umc_icrc_start(ip, len, hp, *payload_off);
 	computed = umc_icrc_final(umc_sg_icrc(computed, sg, *payload_off,
 					      len - *payload_off - UMC_ICRC_LEN));
 	umc_sg_read(sg, len - UMC_ICRC_LEN, icrc, UMC_ICRC_LEN);
