@@ -112,31 +112,33 @@ static void bth_decode(const uint8_t *p, struct umc_bth *b)
 int umc_ud_decode(const uint8_t *p, size_t len, struct umc_ud_hdr *h, size_t *payload_off,
 		  size_t *payload_len)
 {
-	struct umc_bth bth;
+	uint8_t opcode, pad_cnt;
 	size_t hdr_len, room;
 
 	if (len < UMC_BTH_LEN)
 		return -EBADMSG;
-	bth_decode(p, &bth);
-	if (bth.opcode != UMC_OP_UD_SEND_ONLY && bth.opcode != UMC_OP_UD_SEND_ONLY_IMM)
+	opcode = p[0];
+	if (opcode != UMC_OP_UD_SEND_ONLY && opcode != UMC_OP_UD_SEND_ONLY_IMM)
 		return -EPROTONOSUPPORT;
-	if (bth.tver != 0)
+	if (p[1] & BTH_TVER_MASK)
 		return -EPROTONOSUPPORT;
 
-	hdr_len = umc_ud_hdr_len(bth.opcode);
+	hdr_len = umc_ud_hdr_len(opcode);
 	if (len < hdr_len + UMC_ICRC_LEN || len % 4 != 0)
 		return -EBADMSG;
 	room = len - hdr_len - UMC_ICRC_LEN;
-	if (room < bth.pad_cnt)
+	pad_cnt = (p[1] & BTH_PAD_MASK) >> BTH_PAD_SHIFT;
+	if (room < pad_cnt)
 		return -EBADMSG;
 
-	h->bth = bth;
+	/* Field by field into @h: a struct copy would carry a local's padding. */
+	bth_decode(p, &h->bth);
 	h->deth.qkey = get_be32(p + UMC_BTH_LEN);
 	h->deth.src_qpn = get_be24(p + UMC_BTH_LEN + 5);
 	h->imm_be = 0;
-	if (op_has_imm(bth.opcode))
+	if (op_has_imm(opcode))
 		memcpy(&h->imm_be, p + UMC_BTH_LEN + UMC_DETH_LEN, UMC_IMMDT_LEN);
 	*payload_off = hdr_len;
-	*payload_len = room - bth.pad_cnt;
+	*payload_len = room - pad_cnt;
 	return 0;
 }
