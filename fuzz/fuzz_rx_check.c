@@ -10,7 +10,8 @@
  * (addresses, source port, TTL, TOS, flow label) or the receiver assumes
  * (IPv4 ID 0):
  *
- *   0      flags: bit 0 IPv6, bit 1 DF
+ *   0      flags: bit 0 IPv6, bit 1 DF; bits 2-7: where the payload is cut
+ *          into pieces (below)
  *   1-16   source address (IPv4: the first 4 bytes)
  *   17-32  destination address
  *   33-34  UDP source port
@@ -27,7 +28,12 @@
  *    ever has its ID solved;
  *  - refused for its ICRC: the ICRC under the given context differs;
  *  - the GRH is 20 zero bytes and an IPv4 header with a valid checksum, or
- *    an IPv6 header, carrying the context and the datagram's length.
+ *    an IPv6 header, carrying the context and the datagram's length;
+ *  - the same datagram in three pieces, cut after byte (flags >> 2) and
+ *    half-way through the rest, as the kernel scatters one over scratch
+ *    headers and a posted receive, gets the same answer from
+ *    umc_rocev2_rx_check_sg() (the headers read in place or copied
+ *    together, depending on the first cut).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -110,6 +116,40 @@ static bool ctx_equal(const struct umc_ip_ctx *a, const struct umc_ip_ctx *b)
 	       a->hop_limit == b->hop_limit && a->flow_label == b->flow_label;
 }
 
+static bool hdr_equal(const struct umc_ud_hdr *a, const struct umc_ud_hdr *b)
+{
+	return a->bth.opcode == b->bth.opcode && a->bth.se == b->bth.se &&
+	       a->bth.mig == b->bth.mig && a->bth.pad_cnt == b->bth.pad_cnt &&
+	       a->bth.tver == b->bth.tver && a->bth.pkey == b->bth.pkey &&
+	       a->bth.fecn == b->bth.fecn && a->bth.becn == b->bth.becn &&
+	       a->bth.dest_qpn == b->bth.dest_qpn && a->bth.ack_req == b->bth.ack_req &&
+	       a->bth.psn == b->bth.psn && a->deth.qkey == b->deth.qkey &&
+	       a->deth.src_qpn == b->deth.src_qpn && a->imm_be == b->imm_be;
+}
+
+/* The check of @p in three pieces agrees with @ret, @h, @off, @plen, @solved and @c. */
+static void check_pieces(const struct umc_ip_ctx *given, const uint8_t *p, size_t len,
+			 size_t cut, int ret, const struct umc_ud_hdr *h, size_t off,
+			 size_t plen, bool solved, const struct umc_ip_ctx *c)
+{
+	size_t cut2 = cut + (len - cut) / 2;
+	struct iovec iov[3] = {
+		{(void *)(uintptr_t)p, cut},
+		{(void *)(uintptr_t)(p + cut), cut2 - cut},
+		{(void *)(uintptr_t)(p + cut2), len - cut2},
+	};
+	struct umc_sg sg = {iov, 3, len};
+	struct umc_ip_ctx cs = *given;
+	struct umc_ud_hdr hs;
+	size_t offs, plens;
+	bool solveds;
+
+	CHECK(umc_rocev2_rx_check_sg(&cs, &sg, &hs, &offs, &plens, &solveds) == ret);
+	CHECK(ctx_equal(&cs, c));
+	if (ret == 0)
+		CHECK(hdr_equal(&hs, h) && offs == off && plens == plen && solveds == solved);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct umc_ip_ctx c, given, rest;
@@ -127,6 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = size - CTX_LEN;
 
 	ret = umc_rocev2_rx_check(&c, p, len, &h, &off, &plen, &solved);
+	check_pieces(&given, p, len, (size_t)(data[0] >> 2) < len ? (size_t)(data[0] >> 2) : len,
+		     ret, &h, off, plen, solved, &c);
 	dec = umc_ud_decode(p, len, &hd, &doff, &dplen);
 	CHECK(ret == 0 || ret == -EBADMSG || ret == -EPROTONOSUPPORT || ret == -EILSEQ);
 	if (dec) {
