@@ -650,7 +650,8 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
  * umc_progress - read every datagram waiting on @dev's group sockets and
  * deliver it.  @wait: block on rx_lock (true) or skip if another thread is
  * progressing (false: a busy poll, which reads cold endpoints only in their
- * turn, progress.c "Cold endpoints").  Returns the number of datagrams read.
+ * turn, progress.c "Cold endpoints", and skips once those a woken pass has
+ * just emptied, "Woken drains").  Returns the number of datagrams read.
  */
 int umc_progress(struct umc_device *dev, bool wait);
 /* The same with dev->rx_lock already held, reading every endpoint. */
@@ -658,7 +659,8 @@ int __umc_progress(struct umc_device *dev);
 /*
  * umc_progress_hot - umc_progress(@dev, true) reading only the endpoints
  * that are not cold (progress.c "Cold endpoints"), for a thread woken by a
- * datagram, which reads them all when this raised nothing for it.
+ * datagram, which reads them all when this raised nothing for it; the
+ * endpoints it empties are spared by the next busy poll ("Woken drains").
  * *@skipped: a cold endpoint was left out.  Context: takes rx_lock.
  * Returns the number of datagrams read.
  */

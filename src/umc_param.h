@@ -105,7 +105,8 @@ enum umc_param {
 /*
  * The background receive thread takes over after the application has not
  * received for this long (microseconds); the period doubles up to the
- * maximum each time it sees the application receiving (progress.c).
+ * maximum each time it sees the application receiving, and each time it
+ * drains nothing for an armed CQ (progress.c).
  */
 #ifndef UMC_RX_IDLE_US
 #define UMC_RX_IDLE_US 50

@@ -53,7 +53,7 @@ struct umc_rx_ep {
 	 */
 	struct umc_mcg *mcg;
 	int lend_hint; /* the engine's: packets its last burst brought (progress.c) */
-	/* The engine's, under rx_lock (progress.c "Cold endpoints"): */
+	/* The engine's, under rx_lock (progress.c "Cold endpoints", "Woken drains"): */
 	unsigned long seen;  /* the device's rx_got when this endpoint last delivered */
 	unsigned long reads; /* reads of this endpoint (one syscall each) */
 	bool fresh;	     /* emptied by a woken thread's pass, not read since */

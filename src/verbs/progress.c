@@ -16,11 +16,12 @@
  * thread does not wait on the sockets at all, so it never wakes up per
  * datagram on a busy-polling program's CPU, and the sockets are in no
  * epoll set, whose wake-up callback every datagram would run
- * (__umc_rx_epoll).  Nor does it while a CQ is
- * armed: whoever waits for that CQ's event, in ibv_get_cq_event or in
- * poll(2) on the channel's fd, sleeps on the sockets itself (cq.c) and is
- * woken by the datagram; the thread only drains, once per idle period,
- * what nobody took.
+ * (__umc_rx_epoll).  Nor does it while a CQ is armed: whoever waits for
+ * that CQ's event, in ibv_get_cq_event or in poll(2) on the channel's fd,
+ * sleeps on the sockets itself (cq.c) and is woken by the datagram; the
+ * thread only drains, once per idle period, what nobody took, and doubles
+ * the period while it finds nothing (back to UMC_RX_IDLE_US when it finds
+ * something), so that a program asleep on an idle channel is not woken.
  * UMC_RX_THREAD=0 in the environment disables it.
  *
  * The engine reads the receive endpoints the link registered in batches
@@ -90,12 +91,15 @@
  * ibv_poll_cq until it returns 0.  The thread woken in ibv_get_cq_event
  * read the endpoints until they were empty a moment ago, so that last poll
  * would pay a syscall per endpoint to find nothing: one more than raw UDP's
- * poll, recvmmsg, sendmmsg per event.  So the first busy poll after such a
- * pass does not read the endpoints it emptied (ep->fresh), and the next
- * busy poll reads them again.  A datagram that arrived in between waits
- * for that poll, or wakes the next ibv_get_cq_event at once (it sleeps on
- * the sockets); none is lost, and a program that busy-polls after a
- * woken pass sees it one poll later.
+ * poll, recvmmsg, sendmmsg per event.  So the first busy poll of the
+ * device after such a pass (by any thread) does not read the endpoints it
+ * emptied (ep->fresh), and the next busy poll reads them again.  A
+ * datagram that arrived in between waits for that poll, or wakes the next
+ * ibv_get_cq_event at once (it sleeps on the sockets); none is lost, and a
+ * program that busy-polls after a woken pass sees it one poll later.  The
+ * skip is only taken where the poll would have read the endpoint (a cold
+ * one keeps its turn), and only with few endpoints: with more, a pass
+ * asks epoll which are ready, one syscall however many there are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +115,8 @@
 #include "umc_int.h"
 
 static void umc_rx_thread_start(struct umc_device *dev);
+
+#define UMC_RX_THREAD_NAME "umc-rx" /* the background receive thread, as ps -L and gdb show it */
 
 /* More endpoints than this: a pass asks rx_epfd which of them are ready. */
 enum { UMC_RX_FEW = 4 };
@@ -774,19 +780,21 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 		for (int i = 0; i < dev->rx_nep; i++) {
 			struct umc_rx_ep *ep = dev->rx_eps[i];
 
-			if (mode == UMC_PASS_BUSY && ep->fresh)
+			if (!cold_turn && umc_ep_cold(dev, ep)) {
+				if (skipped)
+					*skipped = true;
+			} else if (mode == UMC_PASS_BUSY && ep->fresh) {
 				ep->fresh = false; /* spared once */
-			else if (cold_turn || !umc_ep_cold(dev, ep))
+			} else {
 				total += umc_ep_drain(dev, ep, mode == UMC_PASS_HOT);
-			else if (skipped)
-				*skipped = true;
+			}
 		}
 		return total;
 	}
 	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
 	for (int i = 0; i < n; i++)
 		if (ev[i].data.ptr) /* not rx_kick: the thread reads that */
-			total += umc_ep_drain(dev, ev[i].data.ptr, mode == UMC_PASS_HOT);
+			total += umc_ep_drain(dev, ev[i].data.ptr, false);
 	return total;
 }
 
@@ -973,7 +981,8 @@ static long umc_rx_idle_grow(long idle)
  * CPU) for each datagram.  Once the application has been idle for a whole
  * period, it drains what waits if a CQ is armed (the waiter sleeps on the
  * sockets itself; a drain that finds nothing doubles the period too, so a
- * program asleep on an idle channel is not woken every 50 us), and
+ * program asleep on an idle channel is not woken every 50 us, and one that
+ * finds something starts again from UMC_RX_IDLE_US: nobody waits), and
  * otherwise waits for data and delivers it unless the application takes
  * it within another period; then it keeps draining for as long as data
  * comes and the application stays away.  Lives as long as the process.
@@ -1000,8 +1009,7 @@ static void *umc_rx_thread(void *arg)
 		if (umc_app_waiting(dev))
 			continue;
 		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
-			if (!umc_rx_drain_away(dev))
-				idle = umc_rx_idle_grow(idle);
+			idle = umc_rx_drain_away(dev) ? UMC_RX_IDLE_US : umc_rx_idle_grow(idle);
 			continue;
 		}
 		/* Cleared before the set fills: a poller that sees it full kicks. */
@@ -1057,5 +1065,7 @@ static void umc_rx_thread_start(struct umc_device *dev)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	dev->rx_thread = pthread_create(&tid, &attr, umc_rx_thread, dev) == 0;
+	if (dev->rx_thread)
+		pthread_setname_np(tid, UMC_RX_THREAD_NAME);
 	pthread_attr_destroy(&attr);
 }

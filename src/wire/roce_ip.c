@@ -28,8 +28,9 @@ enum {
 /*
  * RFC 1071 checksum of an IPv4 header whose checksum field is zero.  The
  * ones' complement sum is taken over 32-bit words and then folded, which
- * gives the sum of the 16-bit words (RFC 1071 section 2 (B)): five loads
- * where sixteen-bit steps take ten.
+ * gives the sum of the 16-bit words (RFC 1071 section 2 (C), parallel
+ * summation, and (D), deferred carries): five loads where sixteen-bit
+ * steps take ten.
  */
 static uint16_t ipv4_hdr_csum(const uint8_t *h)
 {
