@@ -174,6 +174,30 @@ static void get_event(struct rig *g)
 	ibv_ack_cq_events(cq, 1);
 }
 
+/*
+ * Send @len bytes of @msg to the group as @id and wait until the
+ * receiver's socket holds it.  No pass of the device runs meanwhile: the
+ * send's completion is on its CQ when ibv_post_send returns, so
+ * t_wait_send's first poll takes it without running the engine.
+ */
+static void send_group(struct rig *g, const char *msg, uint32_t len, uint64_t id)
+{
+	assert_int_equal(t_send(&g->s, g->e.ah, msg, len, T_QKEY, false, 0, 0, id), 0);
+	t_wait_send(g->s.cq, id);
+	wait_readable(g->grp->fd);
+}
+
+/* The next completion is the receive of a @len-byte datagram. */
+static void assert_recv(struct ibv_cq *cq, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 40 + len);
+}
+
 static void test_cold_input_read_in_its_turn(void **state)
 {
 	struct rig g;
@@ -244,17 +268,13 @@ static void test_woken_reads_hot_endpoints_first(void **state)
 	group_traffic(&g);
 	/* A group datagram wakes the waiter: only the group's socket is read. */
 	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
-	assert_int_equal(t_send(&g.s, g.e.ah, "woken", 5, T_QKEY, false, 0, 0, 200), 0);
-	t_wait_send(g.s.cq, 200);
-	wait_readable(g.grp->fd);
+	send_group(&g, "woken", 5, 200);
 	grp = g.grp->reads;
 	uc = g.uc->reads;
 	get_event(&g);
 	assert_int_equal(g.grp->reads - grp, 1);
 	assert_int_equal(g.uc->reads - uc, 0);
-	assert_int_equal(ibv_poll_cq(g.r.cq, 1, &wc), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.byte_len, 40 + 5);
+	assert_recv(g.r.cq, 5);
 
 	/* A unicast datagram on the cold input still raises its event. */
 	if (isolated) {
@@ -267,30 +287,6 @@ static void test_woken_reads_hot_endpoints_first(void **state)
 		ibv_destroy_ah(ah);
 	}
 	rig_down(&g);
-}
-
-/*
- * Send @len bytes of @msg to the group as @id and wait until the
- * receiver's socket holds it.  No pass of the device runs meanwhile: the
- * send's completion is on its CQ when ibv_post_send returns, so
- * t_wait_send's first poll takes it without running the engine.
- */
-static void send_group(struct rig *g, const char *msg, uint32_t len, uint64_t id)
-{
-	assert_int_equal(t_send(&g->s, g->e.ah, msg, len, T_QKEY, false, 0, 0, id), 0);
-	t_wait_send(g->s.cq, id);
-	wait_readable(g->grp->fd);
-}
-
-/* The next completion is the receive of a @len-byte datagram. */
-static void assert_recv(struct ibv_cq *cq, uint32_t len)
-{
-	struct ibv_wc wc;
-
-	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_RECV);
-	assert_int_equal(wc.byte_len, 40 + len);
 }
 
 static void test_woken_drain_spares_one_poll(void **state)
