@@ -149,7 +149,7 @@ void umc_fd_close(int fd);
 	X(rx_bad_state)	     /* QP not in RTR/RTS */                                               \
 	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
 	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
-	X(uc_qpn_taken)	     /* a QPN claim refused: another process of the host owns it */        \
+	X(uc_qpn_taken)	     /* a QPN skipped: another process of the host holds it */             \
 	X(cq_overflow)	     /* completion dropped: CQ full */
 
 struct umc_counters {

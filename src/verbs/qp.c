@@ -44,9 +44,10 @@ UMC_ATFORK_MUTEX(umc_qpn_lock, umc_qpn_forked)
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
- * processes on one host should not pick the same ones: start at a
- * pid-derived base (or UMC_QPN_BASE from the environment, e.g. 0x11 to
- * number QPs as rxe does).
+ * processes on one host should not pick the same ones.  The link refuses a
+ * number another process holds (RoCE: link/roce/qpn.c) and the next one is
+ * tried; starting at a pid-derived base makes that rare (UMC_QPN_BASE from
+ * the environment, e.g. 0x11, numbers QPs as rxe does).
  */
 static uint32_t umc_qpn_base(void)
 {

@@ -28,6 +28,12 @@
  *   uc_procs conflict   two processes numbering QPs from UMC_QPN_BASE=0x11
  *                       get distinct QPNs (0x11 0x12, then 0x13 0x14), as
  *                       on one rxe device, and talk to each other.
+ *   uc_procs stopped    A (UMC_QPN_BASE=0x11) is stopped (SIGSTOP) while
+ *                       the demultiplexer D dies, so A cannot register
+ *                       again; B, numbering from 0x11 too, becomes the new
+ *                       demultiplexer, which has never heard of A's QPNs:
+ *                       B still gets 0x13 0x14.  A, continued, registers
+ *                       again without a refusal, and A and B talk.
  *   uc_procs netns NSA NSB ADDRA ADDRB
  *                       two processes in each of two network namespaces
  *                       (hosts) joined by a link: ping-pong across hosts,
@@ -1169,6 +1175,51 @@ static void scenario_conflict(void)
 	agent_finish(&a.ag);
 }
 
+static void scenario_stopped(void)
+{
+	enum { N = 20 };
+	struct peer a, b, d;
+	char dead[16];
+
+	if (!start(&d, 3, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&d.ag, "ucsync 0");
+	if (!start(&a, 0, "127.0.0.1", NULL, "0x11", 0))
+		return;
+	agent_expect_eq("A q0", a.q[0], 0x11);
+	agent_expect_eq("A q1", a.q[1], 0x12);
+	agent_cmd(&a.ag, "ucsync 0");
+	agent_expect_eq("A's demultiplexer is D", agent_field(&a.ag, "leader"), (unsigned long)d.pid);
+	/* A cannot answer its hang-up: D's successor learns nothing from it. */
+	kill(a.pid, SIGSTOP);
+	agent_kill(&d.ag);
+	if (!start(&b, 1, "127.0.0.1", NULL, "0x11", 0)) {
+		kill(a.pid, SIGCONT);
+		return;
+	}
+	agent_expect_eq("B q0", b.q[0], 0x13);
+	agent_expect_eq("B q1", b.q[1], 0x14);
+	expect_counter(&b, "uc_qpn_taken", 2);
+	kill(a.pid, SIGCONT);
+	snprintf(dead, sizeof(dead), "%d", (int)d.pid);
+	agent_cmd(&a.ag, "ucsync %s", dead);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_expect_eq("A and B see one demultiplexer", agent_field(&a.ag, "leader"),
+			agent_field(&b.ag, "leader"));
+	expect_counter(&a, "uc_qpn_taken", 0);
+	agent_cmd(&a.ag, "serve 0");
+	ping_start(&b, 1, &a, 0, N, 0);
+	ping_done(&b, N, true);
+	agent_cmd(&a.ag, "unserve 0");
+	agent_cmd(&b.ag, "serve 0");
+	ping_start(&a, 1, &b, 0, N, 0);
+	ping_done(&a, N, true);
+	expect_clean(&a);
+	expect_clean(&b);
+	agent_finish(&b.ag);
+	agent_finish(&a.ag);
+}
+
 static void scenario_netns(char **argv)
 {
 	enum { N = 200 };
@@ -1484,12 +1535,14 @@ int main(int argc, char **argv)
 		scenario_kill();
 	else if (argc == 2 && strcmp(argv[1], "conflict") == 0)
 		scenario_conflict();
+	else if (argc == 2 && strcmp(argv[1], "stopped") == 0)
+		scenario_stopped();
 	else if (argc == 6 && strcmp(argv[1], "netns") == 0)
 		scenario_netns(argv);
 	else if (argc == 7 && strcmp(argv[1], "rxe") == 0)
 		scenario_rxe(argv);
 	else {
-		fprintf(stderr, "usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict\n"
+		fprintf(stderr, "usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped\n"
 				"       uc_procs netns NSA NSB ADDRA ADDRB\n"
 				"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;

@@ -12,6 +12,7 @@
  *   ah.c    address handles: the destination socket address and IP context
  *   rx.c    group sockets, IP membership (IGMP/MLD), receive and its checks
  *   tx.c    per-QP send sockets and sendmmsg
+ *   qpn.c   a QPN held by one process of the host at a time
  *   ucast.c unicast: the host's demultiplexer of UDP 4791 by DestQP
  */
 #ifndef UMC_LINK_ROCE_H
@@ -133,6 +134,8 @@ struct roce_qp {
 	uint16_t tx_sport[UMC_MAX_GIDS];
 	struct roce_tx *tx;
 	bool uc_claimed; /* its QPN is claimed at the host's demultiplexer (ucast.c) */
+	bool qpn_held;	 /* qpn_fd holds its QPN on the host (qpn.c) */
+	int qpn_fd;
 };
 
 static inline struct roce_qp *to_roce_qp(struct umc_qp *qp)
@@ -209,6 +212,22 @@ int roce_qp_init(struct umc_qp *qp);
 void roce_qp_cleanup(struct umc_qp *qp);
 int roce_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
 
+/* qpn.c */
+/*
+ * Where a QPN is held: the abstract AF_UNIX name "\0" ROCE_QPN_NAME_FMT,
+ * with the QPN (24 bits, in hex).
+ */
+#define ROCE_QPN_NAME_FMT "umcast-rocev2-qpn:%06x"
+/*
+ * roce_qpn_hold - hold @qp's QPN on the host (its network namespace) for
+ * as long as the QP lives.  Returns 0, -EADDRINUSE (another process holds
+ * it: counted as uc_qpn_taken; the core tries the next number), or the
+ * socket's -errno (-EMFILE, -ENFILE, -ENOMEM).
+ */
+int roce_qpn_hold(struct roce_qp *qp);
+/* roce_qpn_release - let the QPN go; safe if roce_qpn_hold failed or never ran. */
+void roce_qpn_release(struct roce_qp *qp);
+
 /* ucast.c */
 /*
  * roce_uc_qp_add - claim @qp's QPN at the demultiplexer of every address
@@ -217,8 +236,9 @@ int roce_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n);
  * and dev->lock held).  Waits at most UMC_UC_CONNECT_MS + UMC_UC_REPLY_MS
  * per address for another process.  Returns 0 (also when the
  * demultiplexer could not answer in time: the claim stands and is sent
- * again after a hand-over), -EADDRINUSE when another process of the host
- * owns the QPN, or -ENOMEM / -EMFILE.
+ * again after a hand-over), -EADDRINUSE when the demultiplexer has the
+ * QPN for another process (one that exited, its hang-up not yet read), or
+ * -ENOMEM / -EMFILE.
  */
 int roce_uc_qp_add(struct roce_qp *qp);
 /* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */

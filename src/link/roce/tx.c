@@ -220,9 +220,18 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 
 int roce_qp_init(struct umc_qp *uqp)
 {
-	to_roce_qp(uqp)->sport = umc_roce_sport(uqp->ibqp.qp_num);
-	/* Unicast to this QPN must reach this process (ucast.c). */
-	return roce_uc_qp_add(to_roce_qp(uqp));
+	struct roce_qp *qp = to_roce_qp(uqp);
+	/* The number is this process's alone on the host (qpn.c) ... */
+	int ret = roce_qpn_hold(qp);
+
+	if (ret)
+		return ret;
+	qp->sport = umc_roce_sport(uqp->ibqp.qp_num);
+	/* ... and unicast to it must reach this process (ucast.c). */
+	ret = roce_uc_qp_add(qp);
+	if (ret)
+		roce_qpn_release(qp);
+	return ret;
 }
 
 void roce_qp_cleanup(struct umc_qp *uqp)
@@ -230,7 +239,9 @@ void roce_qp_cleanup(struct umc_qp *uqp)
 	struct roce_qp *qp = to_roce_qp(uqp);
 	struct roce_tx *tx = qp->tx;
 
+	/* Steered here no more, then the number goes back to the host. */
 	roce_uc_qp_del(qp);
+	roce_qpn_release(qp);
 	if (!tx)
 		return;
 	for (int i = 0; i < UMC_MAX_GIDS; i++)

@@ -17,10 +17,10 @@
  *     through its own listener) connects to it.
  *   - Registration: HELLO hands over, with SCM_RIGHTS, the sending end of a
  *     SOCK_DGRAM socketpair whose other end is the port's unicast input in
- *     the process's receive engine (rx.c); then CLAIM names its QPNs.  A
- *     QPN that another live process claimed is refused (-EADDRINUSE) and
- *     QP creation takes the next number (qp.c), so QPNs are unique on the
- *     host, as on one rxe device.
+ *     the process's receive engine (rx.c); then CLAIM names its QPNs.  Each
+ *     QPN is already this process's alone on the host (qpn.c); one that
+ *     another client still has in the table (it exited, its hang-up not yet
+ *     read) is refused (-EADDRINUSE), and QP creation takes the next number.
  *   - Data, steered: the demultiplexer makes every socket of addr:4791's
  *     SO_REUSEPORT group itself, in a known order, hands one to each
  *     process, and attaches a classic BPF program mapping DestQP to the

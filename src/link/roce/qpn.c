@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/*
+ * qpn.c - RoCEv2: a QPN held by one process of the host at a time.
+ *
+ * Every umcast process is an HCA of its own, yet the processes of one
+ * network namespace share its addresses, and a unicast datagram names its
+ * QP by DestQP alone (IBA 9.2 BTH): two of them must never hold one QPN,
+ * as one rxe device never hands a number out twice.
+ *
+ * A QP holds its number by binding the abstract AF_UNIX name
+ * "\0" ROCE_QPN_NAME_FMT.  The kernel gives a name to one socket of the
+ * network namespace at a time and takes it back when the socket is
+ * closed, also when its process is killed, so the hold needs no
+ * coordinator.  The demultiplexer's table (ucast.c) cannot do this alone:
+ * it is rebuilt from the survivors after a hand-over, and a survivor that
+ * has not registered again yet (stopped, or merely slow) would see its
+ * numbers handed to a newcomer.  The socket never listens: a connect to
+ * the name is refused, and nothing can be queued on it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "link/roce/roce.h"
+
+int roce_qpn_hold(struct roce_qp *qp)
+{
+	struct umc_device *dev = qp->qp.dev;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, ROCE_QPN_NAME_FMT,
+			 qp->qp.ibqp.qp_num);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	umc_fd_own(fd, false);
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
+		int err = errno;
+
+		umc_fd_close(fd);
+		if (err == EADDRINUSE)
+			atomic_fetch_add_explicit(&dev->cnt.uc_qpn_taken, 1, memory_order_relaxed);
+		return -err;
+	}
+	qp->qpn_fd = fd;
+	qp->qpn_held = true;
+	return 0;
+}
+
+void roce_qpn_release(struct roce_qp *qp)
+{
+	if (!qp->qpn_held)
+		return;
+	umc_fd_close(qp->qpn_fd);
+	qp->qpn_held = false;
+}
