@@ -6,7 +6,8 @@
  * An LD_PRELOAD library for one side of a ping-pong (umc-perf -L, or
  * udp-perf -L, the raw UDP baseline).  It wraps the three calls both
  * programs receive and send with, recvmmsg(2), sendmmsg(2) and a
- * non-blocking epoll_wait(2), reads the time stamp counter around each
+ * non-blocking epoll_wait(2) (also when made through syscall(2), as
+ * umcast makes them), reads the time stamp counter around each
  * and, at exit, prints to stderr one line per figure:
  *
  *   critpath NAME count=N mean_us=M
@@ -44,11 +45,13 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -69,6 +72,7 @@ static struct figure fig[NFIG] = {
 static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
 static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned, int);
 static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static long (*real_syscall)(long, ...);
 static double ticks_per_us;
 static uint64_t rx_data_end; /* when a recvmmsg() last returned datagrams; 0: sent since */
 static uint64_t empty_end;   /* when the last empty poll's call returned; 0: not in a poll */
@@ -95,6 +99,7 @@ __attribute__((constructor)) static void critpath_init(void)
 	real_recvmmsg = dlsym(RTLD_NEXT, "recvmmsg");
 	real_sendmmsg = dlsym(RTLD_NEXT, "sendmmsg");
 	real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
+	real_syscall = dlsym(RTLD_NEXT, "syscall");
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	t0 = __rdtsc();
 	do
@@ -111,15 +116,17 @@ __attribute__((destructor)) static void critpath_report(void)
 			fig[f].n ? (double)fig[f].ticks / ticks_per_us / (double)fig[f].n : 0.0);
 }
 
-int recvmmsg(int fd, struct mmsghdr *msg, unsigned vlen, int flags, struct timespec *timeout)
+/* Around a recvmmsg() that started at @t0 and returned @n. */
+static void recv_before(uint64_t t0)
 {
-	uint64_t t0 = __rdtsc(), t1;
-	int n;
-
 	if (empty_end)
 		add(POLL_USER, t0 - empty_end);
-	n = real_recvmmsg(fd, msg, vlen, flags, timeout);
-	t1 = __rdtsc();
+}
+
+static void recv_after(uint64_t t0, long n)
+{
+	uint64_t t1 = __rdtsc();
+
 	if (rx_data_end)
 		add(IN_WINDOW, t1 - t0);
 	if (n > 0) {
@@ -130,22 +137,48 @@ int recvmmsg(int fd, struct mmsghdr *msg, unsigned vlen, int flags, struct times
 		add(RECV_EMPTY, t1 - t0);
 		empty_end = t1;
 	}
+}
+
+/* After an epoll_wait() with timeout 0 that started at @t0. */
+static void epoll0_after(uint64_t t0)
+{
+	uint64_t t1 = __rdtsc();
+
+	add(EPOLL0, t1 - t0);
+	if (rx_data_end)
+		add(IN_WINDOW, t1 - t0);
+	if (empty_end) /* poll_user stays user time */
+		empty_end = t1;
+}
+
+/* Before a sendmmsg() that starts at @t0. */
+static void send_before(uint64_t t0)
+{
+	started = true;
+	if (rx_data_end)
+		add(USER_RX_TO_TX, t0 - rx_data_end);
+	rx_data_end = 0;
+	empty_end = 0;
+}
+
+int recvmmsg(int fd, struct mmsghdr *msg, unsigned vlen, int flags, struct timespec *timeout)
+{
+	uint64_t t0 = __rdtsc();
+	int n;
+
+	recv_before(t0);
+	n = real_recvmmsg(fd, msg, vlen, flags, timeout);
+	recv_after(t0, n);
 	return n;
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	uint64_t t0 = __rdtsc(), t1;
+	uint64_t t0 = __rdtsc();
 	int n = real_epoll_wait(epfd, ev, max, timeout);
 
-	t1 = __rdtsc();
-	if (timeout == 0) {
-		add(EPOLL0, t1 - t0);
-		if (rx_data_end)
-			add(IN_WINDOW, t1 - t0);
-		if (empty_end) /* poll_user stays user time */
-			empty_end = t1;
-	}
+	if (timeout == 0)
+		epoll0_after(t0);
 	return n;
 }
 
@@ -154,12 +187,37 @@ int sendmmsg(int fd, struct mmsghdr *msg, unsigned vlen, int flags)
 	uint64_t t0 = __rdtsc();
 	int n;
 
-	started = true;
-	if (rx_data_end)
-		add(USER_RX_TO_TX, t0 - rx_data_end);
-	rx_data_end = 0;
-	empty_end = 0;
+	send_before(t0);
 	n = real_sendmmsg(fd, msg, vlen, flags);
 	add(SEND, __rdtsc() - t0);
 	return n;
+}
+
+/*
+ * umcast makes the same calls through syscall(2) where it holds a lock
+ * (src/umc_sys.h: they are no cancellation points there): the same
+ * figures.  Six arguments are passed on, as glibc's syscall() does.
+ */
+long syscall(long nr, ...)
+{
+	uint64_t t0 = __rdtsc();
+	long a[6], r;
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_recvmmsg)
+		recv_before(t0);
+	else if (nr == SYS_sendmmsg)
+		send_before(t0);
+	r = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (nr == SYS_recvmmsg)
+		recv_after(t0, r);
+	else if (nr == SYS_sendmmsg)
+		add(SEND, __rdtsc() - t0);
+	else if (nr == SYS_epoll_pwait && a[3] == 0)
+		epoll0_after(t0);
+	return r;
 }

@@ -44,6 +44,7 @@
 
 #include "link/link.h"
 #include "umc_param.h"
+#include "umc_sys.h"
 #include "wire/wire.h"
 
 #define UMC_EXPORT __attribute__((visibility("default")))

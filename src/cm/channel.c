@@ -93,7 +93,7 @@ static void __chan_signal(struct umc_cm_channel *chan)
 {
 	static const char b = 'e';
 
-	if (chan->owed || send(chan->wfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+	if (chan->owed || umc_sys_send(chan->wfd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
 		chan->owed++;
 }
 
@@ -106,7 +106,7 @@ static void __chan_consume(struct umc_cm_channel *chan)
 		chan->owed--;
 		return;
 	}
-	while (recv(chan->ch.fd, &b, 1, MSG_DONTWAIT) < 0 && errno == EINTR)
+	while (umc_sys_recv(chan->ch.fd, &b, 1, MSG_DONTWAIT) < 0 && errno == EINTR)
 		;
 }
 

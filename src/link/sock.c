@@ -35,7 +35,7 @@ void umc_link_rcvbuf(int fd)
 void umc_link_sendmmsg(struct umc_device *dev, int fd, struct mmsghdr *msg, int from, int to)
 {
 	while (from < to) {
-		int n = sendmmsg(fd, &msg[from], (unsigned)(to - from), 0);
+		int n = umc_sys_sendmmsg(fd, &msg[from], (unsigned)(to - from), 0);
 
 		if (n > 0) {
 			atomic_fetch_add_explicit(&dev->cnt.tx_packets, n, memory_order_relaxed);

@@ -143,9 +143,9 @@ static void __umc_chan_sync(struct umc_comp_channel *ch)
 	if (want == ch->byte)
 		return;
 	if (want)
-		(void)!write(ch->notify[1], &one, 1);
+		(void)!umc_sys_write(ch->notify[1], &one, 1);
 	else
-		(void)!recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
+		(void)!umc_sys_recv(ch->notify[0], &byte, 1, MSG_DONTWAIT);
 	ch->byte = want;
 }
 

@@ -190,7 +190,7 @@ static void umc_rx_kick(struct umc_device *dev)
 	if (dev->rx_nep > UMC_RX_FEW || dev->rx_kick < 0 ||
 	    atomic_exchange_explicit(&dev->rx_kicked, true, memory_order_relaxed))
 		return;
-	if (write(dev->rx_kick, &one, sizeof(one)) < 0) {
+	if (umc_sys_write(dev->rx_kick, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is full, so the thread is woken anyway. */
 	}
 }
@@ -791,7 +791,7 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 		}
 		return total;
 	}
-	n = epoll_wait(dev->rx_epfd, ev, UMC_RX_BATCH, 0);
+	n = umc_sys_epoll_poll(dev->rx_epfd, ev, UMC_RX_BATCH);
 	for (int i = 0; i < n; i++)
 		if (ev[i].data.ptr) /* not rx_kick: the thread reads that */
 			total += umc_ep_drain(dev, ev[i].data.ptr, false);

@@ -219,7 +219,7 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		rx->msg[i].msg_hdr.msg_iovlen =
 		    umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, &lend->land[i]);
 	do
-		n = recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT, NULL);
+		n = umc_sys_recvmmsg(ep->fd, rx->msg, (unsigned)max, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	*more = n == max;
 	for (int i = 0; i < n; i++) {

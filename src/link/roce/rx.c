@@ -447,7 +447,7 @@ static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct r
 						       ROCE_LAND_HDR, &lend->land[i]);
 	}
 	do
-		n = recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+		n = umc_sys_recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	*used = n > 0 ? n : 0;
 	*more |= n == max;
@@ -490,7 +490,7 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
 	 * point into the receive slots until the next burst, so each read
 	 * takes the slots after the previous read's.
 	 */
-	n = epoll_wait(ep->fd, ev, 4, 0);
+	n = umc_sys_epoll_poll(ep->fd, ev, 4);
 	for (int i = 0; i < n && slot < max; i++) {
 		out += roce_rx_read(rp, rx, ev[i].data.ptr, slot, pkts + out, max - slot, &used,
 				    more, lend);

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_verbs_cancel.c - pthread_cancel(3) of a thread inside the verbs.
+ *
+ * libibverbs' ibv_poll_cq and ibv_post_send make no system call that is a
+ * cancellation point (pthreads(7)); ibv_get_cq_event blocks in read(2),
+ * which is one, holding no lock.  Programs rely on this: they cancel their
+ * completion thread at shutdown, and then destroy the QPs and CQs.  In
+ * umcast, ibv_poll_cq and ibv_post_send make socket calls with the
+ * device's receive lock or the QP's send lock held, so those calls must
+ * not be cancellation points: a thread cancelled there would leave the
+ * lock held, and the device would stop receiving, or the QP sending, for
+ * good.  Each test runs a thread that busy-polls (or sends, or waits for
+ * events), cancels it, and then requires the locks free and a datagram
+ * sent and received through the same objects.  The background receive
+ * thread is off (UMC_RX_THREAD=0), so no other thread holds the locks.
+ */
+#include "test_verbs_common.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <time.h>
+
+enum { CALLS = 200 }; /* library calls between two of the thread's own cancellation points */
+
+struct rig {
+	struct t_env e;
+	struct t_qp s, r;
+	struct ibv_comp_channel *ch; /* r's CQ's */
+};
+
+static void rig_up(struct rig *g, unsigned group)
+{
+	memset(g, 0, sizeof(*g));
+	t_env_open(&g->e, t_group_ip(group), true);
+	t_qp_make(&g->s, g->e.pd, 0, T_QKEY);
+	g->ch = ibv_create_comp_channel(g->e.ctx);
+	assert_non_null(g->ch);
+	g->r.cq = ibv_create_cq(g->e.ctx, 256, NULL, g->ch, 0);
+	assert_non_null(g->r.cq);
+	g->r.qp = t_create_qp(g->e.pd, g->r.cq, 0);
+	assert_non_null(g->r.qp);
+	assert_int_equal(t_qp_rts(g->r.qp, T_QKEY, 0), 0);
+	g->r.buf = calloc(1, T_BUF);
+	assert_non_null(g->r.buf);
+	g->r.mr = ibv_reg_mr(g->e.pd, g->r.buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(g->r.mr);
+	assert_int_equal(ibv_attach_mcast(g->r.qp, &g->e.mgid, 0), 0);
+	assert_int_equal(umc_dev_member(g->e.dev, &g->e.mgid, +1), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(t_post_recv(&g->r, (size_t)i * 256, 256, (uint64_t)i), 0);
+}
+
+static void rig_down(struct rig *g)
+{
+	assert_int_equal(umc_dev_member(g->e.dev, &g->e.mgid, -1), 0);
+	assert_int_equal(ibv_detach_mcast(g->r.qp, &g->e.mgid, 0), 0);
+	t_qp_free(&g->r);
+	assert_int_equal(ibv_destroy_comp_channel(g->ch), 0);
+	t_qp_free(&g->s);
+	t_env_close(&g->e);
+}
+
+/* Start @fn on @g, let it run for a while, cancel it: it ends cancelled. */
+static void run_and_cancel(struct rig *g, void *(*fn)(void *))
+{
+	struct timespec until;
+	pthread_t t;
+	void *ret = NULL;
+
+	assert_int_equal(pthread_create(&t, NULL, fn, g), 0);
+	poll(NULL, 0, 100);
+	assert_int_equal(pthread_cancel(t), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	assert_int_equal(pthread_timedjoin_np(t, &ret, &until), 0);
+	assert_ptr_equal(ret, PTHREAD_CANCELED);
+}
+
+/* Nothing is left locked, and the objects still send and receive. */
+static void assert_alive(struct rig *g, const char *what)
+{
+	struct ibv_wc wc;
+
+	/* Checked first: with a lock left held, what follows would hang. */
+	if (pthread_mutex_trylock(&g->e.dev->rx_lock))
+		fail_msg("%s: the device's receive lock was left held", what);
+	pthread_mutex_unlock(&g->e.dev->rx_lock);
+	if (pthread_mutex_trylock(&to_uqp(g->s.qp)->sq_lock))
+		fail_msg("%s: the QP's send lock was left held", what);
+	pthread_mutex_unlock(&to_uqp(g->s.qp)->sq_lock);
+	assert_int_equal(t_send(&g->s, g->e.ah, "alive", 5, T_QKEY, false, 0, IBV_SEND_SIGNALED, 77),
+			 0);
+	t_wait_send(g->s.cq, 77);
+	assert_int_equal(t_wait_wc(g->r.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 40 + 5);
+	assert_int_equal(wc.src_qp, g->s.qp->qp_num);
+	assert_memory_equal(g->r.buf + wc.wr_id * 256 + 40, "alive", 5);
+}
+
+/* A busy poller: the device's receive engine runs in every empty poll. */
+static void *busy_poller(void *arg)
+{
+	struct rig *g = arg;
+	struct ibv_wc wc;
+
+	for (;;) {
+		for (int i = 0; i < CALLS; i++)
+			(void)ibv_poll_cq(g->r.cq, 1, &wc);
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+static void test_cancelled_poller(void **state)
+{
+	struct rig g;
+
+	rig_up(&g, 21);
+	run_and_cancel(&g, busy_poller);
+	assert_alive(&g, "poller");
+	rig_down(&g);
+}
+
+/* A sender: each post sends from the QP's socket with its send lock held. */
+static void *busy_sender(void *arg)
+{
+	struct rig *g = arg;
+	struct ibv_wc wc;
+
+	for (;;) {
+		for (int i = 0; i < CALLS; i++) {
+			(void)t_send(&g->s, g->e.ah, "x", 1, T_QKEY + 1, false, 0, IBV_SEND_SIGNALED,
+				     1);
+			while (ibv_poll_cq(g->s.cq, 1, &wc) > 0)
+				;
+		}
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+static void test_cancelled_sender(void **state)
+{
+	struct rig g;
+	struct ibv_wc wc;
+
+	rig_up(&g, 22);
+	run_and_cancel(&g, busy_sender);
+	/* Its datagrams carried another Q_Key: none was received. */
+	while (ibv_poll_cq(g.s.cq, 1, &wc) > 0)
+		;
+	assert_alive(&g, "sender");
+	rig_down(&g);
+}
+
+/*
+ * A thread asleep in ibv_get_cq_event: a cancellation point there, as in
+ * libibverbs (read(2)), and the channel still works after it.
+ */
+static void *event_waiter(void *arg)
+{
+	struct rig *g = arg;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	for (;;) {
+		assert_int_equal(ibv_req_notify_cq(g->r.cq, 0), 0);
+		if (ibv_get_cq_event(g->ch, &cq, &ctx) == 0)
+			ibv_ack_cq_events(cq, 1);
+	}
+	return NULL;
+}
+
+static void test_cancelled_event_waiter(void **state)
+{
+	struct pollfd p;
+	struct rig g;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	rig_up(&g, 23);
+	run_and_cancel(&g, event_waiter);
+	assert_alive(&g, "event waiter");
+	/* The channel: an arm, a datagram, its event. */
+	assert_int_equal(ibv_req_notify_cq(g.r.cq, 0), 0);
+	assert_int_equal(t_send(&g.s, g.e.ah, "event", 5, T_QKEY, false, 0, IBV_SEND_SIGNALED, 78),
+			 0);
+	t_wait_send(g.s.cq, 78);
+	p = (struct pollfd){.fd = g.ch->fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, T_WAIT_MS), 1);
+	assert_int_equal(ibv_get_cq_event(g.ch, &cq, &ctx), 0);
+	assert_ptr_equal(cq, g.r.cq);
+	ibv_ack_cq_events(cq, 1);
+	rig_down(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cancelled_poller),
+	    cmocka_unit_test(test_cancelled_sender),
+	    cmocka_unit_test(test_cancelled_event_waiter),
+	};
+
+	setenv("UMC_RX_THREAD", "0", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
