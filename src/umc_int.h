@@ -159,6 +159,20 @@ struct umc_counters {
 #undef UMC_COUNTER_FIELD
 };
 
+/*
+ * Counting: CNT and CNTN from any thread (a relaxed atomic add).
+ * CNT_RX only for a counter that nothing but the receive engine writes,
+ * under dev->rx_lock (rx_packets, rx_delivered, rx_in_place): a plain load
+ * and store, without the locked add, on every datagram.  Readers load
+ * relaxed either way.
+ */
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
+#define CNT_RX(dev, name)                                                                          \
+	atomic_store_explicit(&(dev)->cnt.name,                                                    \
+			      atomic_load_explicit(&(dev)->cnt.name, memory_order_relaxed) + 1,    \
+			      memory_order_relaxed)
+
 /* ------------------------------------------------------------------------- */
 /* Devices: one per port a link layer found (link/link.h).                   */
 

@@ -38,10 +38,10 @@ void umc_link_sendmmsg(struct umc_device *dev, int fd, struct mmsghdr *msg, int 
 		int n = umc_sys_sendmmsg(fd, &msg[from], (unsigned)(to - from), 0);
 
 		if (n > 0) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_packets, n, memory_order_relaxed);
+			CNTN(dev, tx_packets, n);
 			from += n;
 		} else if (errno != EINTR) {
-			atomic_fetch_add_explicit(&dev->cnt.tx_errors, 1, memory_order_relaxed);
+			CNT(dev, tx_errors);
 			from++;
 		}
 	}

@@ -469,7 +469,7 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, ato
 	if (umc_unlikely(cq->tail - cq->head > cq->mask)) {
 		umc_wq_free(wq_held, slots);
 		pthread_spin_unlock(&cq->lock);
-		atomic_fetch_add_explicit(&cq->dev->cnt.cq_overflow, 1, memory_order_relaxed);
+		CNT(cq->dev, cq_overflow);
 		return false;
 	}
 	e = &cq->ring[cq->tail++ & cq->mask];

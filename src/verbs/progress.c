@@ -250,7 +250,6 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 	pthread_mutex_unlock(&dev->watch_lock);
 }
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
 /*
  * Copy @len bytes from @src into the scatter list at byte offset @off.  A
@@ -671,9 +670,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->hdr.imm_be;
 	}
-	CNT(dev, rx_delivered);
+	CNT_RX(dev, rx_delivered);
 	if (in_place)
-		CNT(dev, rx_in_place);
+		CNT_RX(dev, rx_in_place);
 	umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
 	pthread_spin_unlock(&qp->rq_lock);
 }

@@ -618,7 +618,7 @@ static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint6
 
 	qp->sq_psn = (psn + 1) & 0xffffff;
 	if (umc_unlikely(len > (128u << qp->dev->active_mtu))) {
-		atomic_fetch_add_explicit(&qp->dev->cnt.tx_too_long, 1, memory_order_relaxed);
+		CNT(qp->dev, tx_too_long);
 		return 0;
 	}
 	p->ah = to_uah(wr->wr.ud.ah);

@@ -26,7 +26,6 @@
 
 #include "link/ib/ib.h"
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
 enum { IB_VL15 = 15 };
 
@@ -229,7 +228,7 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		struct umc_rx_pkt *pkt = &pkts[out];
 		size_t off;
 
-		CNT(dev, rx_packets);
+		CNT_RX(dev, rx_packets);
 		if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 			CNT(dev, rx_too_long);
 			continue;

@@ -18,7 +18,6 @@
 
 #include "link/ib/ib.h"
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
 enum {
 	IB_TAIL_MAX = 3 + UMC_ICRC_LEN + UMC_VCRC_LEN, /* pad, ICRC, VCRC */
@@ -157,7 +156,7 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 	int k = 0;
 
 	if (umc_unlikely(!tx)) {
-		atomic_fetch_add_explicit(&dev->cnt.tx_errors, n, memory_order_relaxed);
+		CNTN(dev, tx_errors, n);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {

@@ -41,7 +41,7 @@ int roce_qpn_hold(struct roce_qp *qp)
 
 		umc_fd_close(fd);
 		if (err == EADDRINUSE)
-			atomic_fetch_add_explicit(&dev->cnt.uc_qpn_taken, 1, memory_order_relaxed);
+			CNT(dev, uc_qpn_taken);
 		return -err;
 	}
 	qp->qpn_fd = fd;

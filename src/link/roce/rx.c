@@ -47,7 +47,6 @@
 #define IPV6_FLOWINFO 11
 #endif
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
 int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
 {
@@ -356,7 +355,7 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 	struct umc_ip_ctx ip;
 	size_t off;
 
-	CNT(dev, rx_packets);
+	CNT_RX(dev, rx_packets);
 	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 		CNT(dev, rx_too_long);
 		return false;
@@ -409,7 +408,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 			close(fd);
 		return false;
 	}
-	CNT(dev, rx_packets);
+	CNT_RX(dev, rx_packets);
 	if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 		CNT(dev, rx_too_long);
 		return false;

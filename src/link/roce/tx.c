@@ -24,7 +24,6 @@
 #define UDP_NO_CHECK6_TX 101
 #endif
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
 
 struct roce_tx_sock {
 	int fd;
@@ -187,7 +186,7 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 	int start = 0;
 
 	if (umc_unlikely(!tx)) {
-		atomic_fetch_add_explicit(&dev->cnt.tx_errors, n, memory_order_relaxed);
+		CNTN(dev, tx_errors, n);
 		return -ENOMEM;
 	}
 	/* One sendmmsg per run of packets with the same socket and IP options. */

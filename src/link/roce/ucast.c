@@ -81,8 +81,6 @@
 
 #include "link/roce/roce.h"
 
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
-#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
 
 #define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
 
