@@ -120,13 +120,17 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 # The transports.  umcast0: umcast with its background receive thread off
 # (UMC_RX_THREAD=0), a diagnostic (DIAG=0 skips it).  umcib: umcast over
 # the simulated InfiniBand link (umc_ib0, selected by its IPoIB address),
-# 1 -> 1 rate only.
+# 1 -> 1 rate only.  udpE: raw UDP whose event-driven ends sleep in poll(2)
+# on an epoll set of the socket (udp-perf -E), the way a completion
+# channel's fd is woken; event-driven round trips only, a diagnostic.
 declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
-	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf)
-declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]="")
-declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR")
+	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf [udpE]=$BIN/udp-perf)
+declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]=""
+	[udpE]="")
+declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR"
+	[udpE]="-E")
 declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
-	[umcast0]=239.10.3.1 [umcib]=239.10.4.1)
+	[umcast0]=239.10.3.1 [umcib]=239.10.4.1 [udpE]=239.10.5.1)
 DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
@@ -258,8 +262,9 @@ med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
 # receivers, or in the busy-polling (lat) or event-driven (ev) round trips.
 order() {
 	local list=() t
-	for t in umcast umcast0 udp libfabric umcib; do
+	for t in umcast umcast0 udp udpE libfabric umcib; do
 		case $t in
+		udpE) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
@@ -267,7 +272,7 @@ order() {
 		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] && [ "$size" -le "$IB_MTU" ] ||
 			continue ;;
 		esac
-		[ "${3:-}" = ev ] && [ "$t" != umcast ] && [ "$t" != udp ] && continue
+		[ "${3:-}" = ev ] && [ "$t" != umcast ] && [ "$t" != udp ] && [ "$t" != udpE ] && continue
 		list+=("$t")
 	done
 	if (($1 % 2 == 0)); then
@@ -401,6 +406,8 @@ for size in $SIZES; do
 	figure "p50_vs_udp_$size" ratio "${LA[umcast,$size]:-}" "${LA[udp,$size]:-}"
 	figure "p50_vs_lf_$size" ratio "${LA[umcast,$size]:-}" "${LA[libfabric,$size]:-}"
 	figure "evlat_p50_vs_udp_$size" ratio "${EA[umcast,$size]:-}" "${EA[udp,$size]:-}"
+	figure "diag_evlat_p50_vs_udp_epoll_$size" ratio "${EA[umcast,$size]:-}" "${EA[udpE,$size]:-}"
+	figure "udp_epoll_vs_udp_evlat_$size" ratio "${EA[udpE,$size]:-}" "${EA[udp,$size]:-}"
 	figure "ib_rate_vs_roce_$size" ratio "${RS[umcib,$size,1]:-}" "${RS[umcast,$size,1]:-}"
 	for n in $FANOUT; do
 		figure "fanout${n}_vs_udp_$size" ratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
@@ -490,13 +497,15 @@ for size in $SIZES; do
 done
 echo
 echo "Round-trip latency, event-driven (both ends sleep in poll(2): on the completion"
-echo "channel's fd / on the socket), us (p50 / p99 / p99.9)"
-printf '%-5s | %-29s | %-29s | %-17s\n' size "umcast -e" "raw UDP -e" "p50 u/UDP"
+echo "channel's fd / on the socket / on an epoll set of the socket), us (p50 / p99 / p99.9)"
+printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' size "umcast -e" "raw UDP -e" \
+	"raw UDP -E" "p50 u/UDP" "p50 u/UDP -E"
 for size in $SIZES; do
-	printf '%-5s | %-29s | %-29s | %-17s\n' "$size" \
+	printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' "$size" \
 		"$(lat3 "${EA[umcast,$size]:-}" "${EB[umcast,$size]:-}" "${EC[umcast,$size]:-}")" \
 		"$(lat3 "${EA[udp,$size]:-}" "${EB[udp,$size]:-}" "${EC[udp,$size]:-}")" \
-		"$(fig "evlat_p50_vs_udp_$size")"
+		"$(lat3 "${EA[udpE,$size]:-}" "${EB[udpE,$size]:-}" "${EC[udpE,$size]:-}")" \
+		"$(fig "evlat_p50_vs_udp_$size")" "$(fig "diag_evlat_p50_vs_udp_epoll_$size")"
 done
 echo
 [ "$MAXN" -gt 1 ] && echo "Fan-out: aggregate delivered msg/s over N receiver processes (loss), umcast / raw UDP," &&

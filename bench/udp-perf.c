@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -248,6 +249,26 @@ static int nrx;
 static uint8_t **bufs; /* -B payloads */
 
 /* Sender and ping on group A, echo group B; receivers on the other. */
+/*
+ * -E: the receiving sockets in one epoll set, which -e then sleeps on with
+ * poll(2), as a program sleeps on a completion channel's fd (itself an
+ * epoll set of the device's sockets): the wake-up goes through the set.
+ */
+static int epfd = -1;
+
+static void epoll_set_open(void)
+{
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		perf_die("epoll_create1");
+	for (int q = 0; q < nrx; q++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = rxs[q].fd};
+
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, rxs[q].fd, &ev))
+			perf_die("epoll_ctl");
+	}
+}
+
 static void udp_open(enum perf_role role)
 {
 	bool pong = role == PERF_ROLE_PONG;
@@ -264,6 +285,8 @@ static void udp_open(enum perf_role role)
 			perf_die("calloc");
 		for (int q = 0; q < nrx; q++)
 			rx_init(&rxs[q], role == PERF_ROLE_PING ? grp_b : grp_a);
+		if (o.epoll_set)
+			epoll_set_open();
 	}
 }
 
@@ -273,6 +296,8 @@ static void udp_close(void)
 		tx_free(&tx);
 	for (int q = 0; q < nrx; q++)
 		rx_free(&rxs[q]);
+	if (epfd >= 0)
+		close(epfd);
 	free(rxs);
 	free(bufs);
 }
@@ -375,9 +400,16 @@ static void udp_wait(int ms)
 {
 	struct pollfd pfd[PERF_MAX_QPS];
 
-	for (int i = 0; i < nrx; i++)
-		pfd[i] = (struct pollfd){.fd = rxs[i].fd, .events = POLLIN};
-	while (poll(pfd, (nfds_t)nrx, ms) < 0 && errno == EINTR)
+	int n = nrx;
+
+	if (epfd >= 0) {
+		pfd[0] = (struct pollfd){.fd = epfd, .events = POLLIN};
+		n = 1;
+	} else {
+		for (int i = 0; i < nrx; i++)
+			pfd[i] = (struct pollfd){.fd = rxs[i].fd, .events = POLLIN};
+	}
+	while (poll(pfd, (nfds_t)n, ms) < 0 && errno == EINTR)
 		;
 }
 
@@ -391,6 +423,7 @@ static void usage(void)
 		"  -S bytes payload (64; datagrams are 32 bytes longer, as RoCEv2's)\n"
 		"  -n count -D secs -r rate -B batch (32) -d depth (2048) -q sockets\n"
 		"  -e       sleep in poll(2) instead of busy-polling\n"
+		"  -E       -e, sleeping on an epoll set of the sockets (as on a completion channel)\n"
 		"  -c       connect() the sending socket (no route lookup per datagram)\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
@@ -402,7 +435,7 @@ static const struct perf_transport udp = {
 	.prog = prog,
 	.name = "udp",
 	/* -o is taken and ignored: a plain UDP sender is never a member. */
-	.optstring = "m:g:b:p:scoL:S:n:D:r:B:d:q:ew:R:I:T:O:h",
+	.optstring = "m:g:b:p:scoL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
 	.size_max = 65000,
 	.batch_max = 1024,
 	.port = 5791,

@@ -52,6 +52,7 @@ struct perf_opts {
 	int qps, batch, depth;		   /* -q, -B, -d */
 	bool sender, send_only;		   /* -s, -o */
 	bool events, connected;		   /* -e, -c */
+	bool epoll_set;			   /* -E (udp-perf): -e through an epoll set */
 	double rate;			   /* -r */
 	int ready_fd;			   /* -R */
 	int idle_ms, timeout_ms;	   /* -I, -T */
