@@ -92,6 +92,16 @@ void umc_fd_own(int fd, bool user_visible);
 void umc_fd_close(int fd);
 
 /*
+ * umc_thread_start - start a thread of the library's own, running
+ * @fn(@arg), named @name (at most 15 characters, as ps -L and gdb show it),
+ * detached if @detached, its handle in *@tid if @tid is not NULL.  It
+ * blocks every signal: the application's are for its own threads
+ * (thread.c).  Returns 0 or -errno (pthread_create's: -EAGAIN).
+ */
+int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *arg,
+		     const char *name);
+
+/*
  * UMC_ATFORK_MUTEX - make the process-wide mutex @m safe across fork(2)
  * with the usual pthread_atfork(3) discipline: taken before the fork,
  * released after it in the parent and in the child, so a child never finds

@@ -398,7 +398,7 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	rc = register_sync(c, args->timeout_ms ? args->timeout_ms : UMC_SA_REGISTER_TIMEOUT_MS);
 	if (rc)
 		goto fail;
-	rc = -pthread_create(&c->thread, NULL, client_thread, c);
+	rc = umc_thread_start(&c->thread, false, client_thread, c, "umc-sa");
 	if (rc) {
 		unregister(c);
 		goto fail;

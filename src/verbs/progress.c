@@ -1050,8 +1050,6 @@ static void umc_rx_kick_open(struct umc_device *dev)
 static void umc_rx_thread_start(struct umc_device *dev)
 {
 	const char *env = getenv("UMC_RX_THREAD");
-	pthread_attr_t attr;
-	pthread_t tid;
 
 	if (env && *env == '0')
 		return;
@@ -1061,10 +1059,5 @@ static void umc_rx_thread_start(struct umc_device *dev)
 	 */
 	if (dev->rx_kick < 0)
 		umc_rx_kick_open(dev);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	dev->rx_thread = pthread_create(&tid, &attr, umc_rx_thread, dev) == 0;
-	if (dev->rx_thread)
-		pthread_setname_np(tid, UMC_RX_THREAD_NAME);
-	pthread_attr_destroy(&attr);
+	dev->rx_thread = umc_thread_start(NULL, true, umc_rx_thread, dev, UMC_RX_THREAD_NAME) == 0;
 }

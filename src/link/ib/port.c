@@ -277,15 +277,8 @@ static void ib_probe(void)
 	if (!exit_hook)
 		exit_hook = atexit(ib_exit) == 0;
 	/* A program finds the port up if the SM answers within the wait. */
-	if (ib_port_register(port, UMC_SA_REGISTER_TIMEOUT_MS)) {
-		pthread_attr_t attr;
-		pthread_t tid;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		(void)pthread_create(&tid, &attr, ib_register_thread, port);
-		pthread_attr_destroy(&attr);
-	}
+	if (ib_port_register(port, UMC_SA_REGISTER_TIMEOUT_MS))
+		(void)umc_thread_start(NULL, true, ib_register_thread, port, "umc-ib-register");
 	return;
 err:
 	if (port->ucast.ep.fd >= 0)

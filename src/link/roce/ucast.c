@@ -1441,9 +1441,6 @@ static void *uc_agent_main(void *arg)
 static int uc_agent_start(void)
 {
 	int epfd, wake, ret = 0;
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
 
 	if (__atomic_load_n(&uc_ag.running, __ATOMIC_ACQUIRE))
 		return 0;
@@ -1461,16 +1458,8 @@ static int uc_agent_start(void)
 		ret = epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &ev) ? -errno : 0;
 		uc_ag.epfd = epfd;
 		uc_ag.wake = wake;
-		/* The application's signals are not for this thread. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ret = ret ?: -pthread_create(&tid, &attr, uc_agent_main, NULL);
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		ret = ret ?: umc_thread_start(NULL, true, uc_agent_main, NULL, UMC_UC_THREAD_NAME);
 		if (!ret) {
-			pthread_setname_np(tid, UMC_UC_THREAD_NAME);
 			__atomic_store_n(&uc_ag.running, true, __ATOMIC_RELEASE);
 			epfd = wake = -1; /* the agent's now */
 		} else {
