@@ -208,6 +208,8 @@ long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (!real_syscall) /* a call before the constructor ran */
+		real_syscall = dlsym(RTLD_NEXT, "syscall");
 	if (nr == SYS_recvmmsg)
 		recv_before(t0);
 	else if (nr == SYS_sendmmsg)
@@ -217,7 +219,7 @@ long syscall(long nr, ...)
 		recv_after(t0, r);
 	else if (nr == SYS_sendmmsg)
 		add(SEND, __rdtsc() - t0);
-	else if (nr == SYS_epoll_pwait && a[3] == 0)
+	else if (nr == SYS_epoll_pwait && (int)a[3] == 0)
 		epoll0_after(t0);
 	return r;
 }

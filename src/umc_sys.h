@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * umc_sys.h - the system calls the library makes with one of its locks
+ * umc_sys.h - the system calls of the data path (polling, posting,
+ * raising and taking events), which run with one of the library's locks
  * held, made raw (syscall(2)) so that none is a cancellation point.
  *
- * glibc's wrappers of recvmmsg, sendmmsg, epoll_wait, read, write, recv
- * and send are cancellation points (pthreads(7)).  A thread cancelled
+ * glibc's wrappers of recvmmsg, sendmmsg, epoll_wait, write, recv, send
+ * and close are cancellation points (pthreads(7)).  A thread cancelled
  * inside one of them while the receive engine holds dev->rx_lock, a post
  * holds a QP's sq_lock, or an event is queued under a channel's lock
  * would leave that lock held for good: the device would stop receiving,
@@ -13,6 +14,9 @@
  * so ours must not either.  The calls that wait for the application (a
  * blocking ibv_get_cq_event or rdma_get_cm_event) hold no lock and stay
  * cancellation points, as libibverbs' read(2) of the channel is.
+ *
+ * Setting up and tearing down (creating a QP, which waits for the host's
+ * unicast demultiplexer; joins; destroys) still uses the wrappers.
  *
  * Same arguments, result and errno as the wrappers.  The raw calls also
  * skip the wrappers' two atomic updates of the thread's cancellation
@@ -57,6 +61,12 @@ static inline ssize_t umc_sys_recv(int fd, void *buf, size_t len, int flags)
 static inline ssize_t umc_sys_send(int fd, const void *buf, size_t len, int flags)
 {
 	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+/* The engine closes descriptors it is handed (unicast control) and fails to use. */
+static inline int umc_sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
 }
 
 #endif

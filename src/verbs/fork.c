@@ -11,8 +11,10 @@
  *   - every process-wide lock is consistent: each is taken before the fork
  *     and released after it on both sides (UMC_ATFORK_MUTEX), so the child
  *     never waits for a thread that it does not have;
- *   - the descriptors the library opened (group and send sockets, epoll
- *     instances, eventfds, channel socketpairs) are closed, so the child
+ *   - the descriptors the library opened (group and send sockets, the
+ *     unicast demultiplexer's connections and sockets, the sockets that
+ *     hold QPNs, epoll instances, eventfds, channel socketpairs) are
+ *     closed, so the child
  *     never reads the parent's sockets, never changes the parent's epoll
  *     interest lists and never keeps the parent's sockets alive.  An IP
  *     membership belongs to the socket, which the parent still holds, so
@@ -81,7 +83,7 @@ void umc_fd_close(int fd)
 	pthread_mutex_lock(&umc_fd_lock);
 	if ((size_t)fd < umc_fd_cap)
 		umc_fd_kind[fd] = UMC_FD_NONE;
-	close(fd);
+	umc_sys_close(fd); /* also from the receive engine, under rx_lock */
 	pthread_mutex_unlock(&umc_fd_lock);
 }
 

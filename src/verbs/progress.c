@@ -250,7 +250,6 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 	pthread_mutex_unlock(&dev->watch_lock);
 }
 
-
 /*
  * Copy @len bytes from @src into the scatter list at byte offset @off.  A
  * memmove: the source may be a lent receive that the application also

@@ -10,13 +10,16 @@
  * device's receive lock or the QP's send lock held, so those calls must
  * not be cancellation points: a thread cancelled there would leave the
  * lock held, and the device would stop receiving, or the QP sending, for
- * good.  Each test runs a thread that busy-polls (or sends, or waits for
- * events), cancels it, and then requires the locks free and a datagram
- * sent and received through the same objects.  The background receive
- * thread is off (UMC_RX_THREAD=0), so no other thread holds the locks.
+ * good.  Each test runs a thread that busy-polls (or sends, or takes
+ * events as they come, or waits for them), cancels it, and then requires
+ * the locks free and a datagram sent and received through the same
+ * objects.  The background receive thread is off (UMC_RX_THREAD=0), so no
+ * other thread holds the locks.  A lock left held ends the run at once:
+ * every later case would hang on it.
  */
 #include "test_verbs_common.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <time.h>
@@ -77,18 +80,31 @@ static void run_and_cancel(struct rig *g, void *(*fn)(void *))
 	assert_ptr_equal(ret, PTHREAD_CANCELED);
 }
 
+/*
+ * @m is free, or freed within 2 s by a thread that holds it for a moment;
+ * else the run ends here (anything after would hang on it).
+ */
+static void assert_free(pthread_mutex_t *m, const char *what, const char *lock)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	if (pthread_mutex_timedlock(m, &until)) {
+		fprintf(stderr, "FAIL: %s: %s was left held\n", what, lock);
+		_exit(1);
+	}
+	pthread_mutex_unlock(m);
+}
+
 /* Nothing is left locked, and the objects still send and receive. */
 static void assert_alive(struct rig *g, const char *what)
 {
 	struct ibv_wc wc;
 
-	/* Checked first: with a lock left held, what follows would hang. */
-	if (pthread_mutex_trylock(&g->e.dev->rx_lock))
-		fail_msg("%s: the device's receive lock was left held", what);
-	pthread_mutex_unlock(&g->e.dev->rx_lock);
-	if (pthread_mutex_trylock(&to_uqp(g->s.qp)->sq_lock))
-		fail_msg("%s: the QP's send lock was left held", what);
-	pthread_mutex_unlock(&to_uqp(g->s.qp)->sq_lock);
+	assert_free(&g->e.dev->rx_lock, what, "the device's receive lock");
+	assert_free(&to_uqp(g->s.qp)->sq_lock, what, "the sender QP's send lock");
+	assert_free(&to_uchan(g->ch)->lock, what, "the completion channel's lock");
 	assert_int_equal(t_send(&g->s, g->e.ah, "alive", 5, T_QKEY, false, 0, IBV_SEND_SIGNALED, 77),
 			 0);
 	t_wait_send(g->s.cq, 77);
@@ -167,13 +183,14 @@ static void *event_waiter(void *arg)
 	void *ctx;
 
 	for (;;) {
-		assert_int_equal(ibv_req_notify_cq(g->r.cq, 0), 0);
+		(void)ibv_req_notify_cq(g->r.cq, 0);
 		if (ibv_get_cq_event(g->ch, &cq, &ctx) == 0)
 			ibv_ack_cq_events(cq, 1);
 	}
 	return NULL;
 }
 
+/* A guard more than a regression test: this case passed before too. */
 static void test_cancelled_event_waiter(void **state)
 {
 	struct pollfd p;
@@ -210,11 +227,79 @@ const char *__asan_default_options(void)
 	return "use_sigaltstack=0";
 }
 
+/*
+ * A thread that takes events as the datagrams raise them: each raise, in
+ * the engine, writes the channel's byte, and each take reads it, both
+ * with the channel's lock held.  Another thread keeps the datagrams
+ * coming.
+ */
+static atomic_bool feeding;
+
+static void *feeder(void *arg)
+{
+	struct rig *g = arg;
+	struct ibv_wc wc;
+
+	while (atomic_load(&feeding)) {
+		(void)t_send(&g->s, g->e.ah, "f", 1, T_QKEY, false, 0, IBV_SEND_SIGNALED, 2);
+		while (ibv_poll_cq(g->s.cq, 1, &wc) > 0)
+			;
+	}
+	return NULL;
+}
+
+static void *event_taker(void *arg)
+{
+	struct rig *g = arg;
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	void *ctx;
+
+	for (;;) {
+		for (int i = 0; i < CALLS; i++) {
+			(void)ibv_req_notify_cq(g->r.cq, 0);
+			while (ibv_poll_cq(g->r.cq, 1, &wc) > 0)
+				(void)t_post_recv(&g->r, (size_t)wc.wr_id * 256, 256, wc.wr_id);
+			if (ibv_get_cq_event(g->ch, &cq, &ctx) == 0) /* non-blocking */
+				ibv_ack_cq_events(cq, 1);
+		}
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+static void test_cancelled_event_taker(void **state)
+{
+	struct rig g;
+	pthread_t f;
+	struct ibv_wc wc;
+
+	rig_up(&g, 24);
+	assert_int_equal(fcntl(g.ch->fd, F_SETFL, fcntl(g.ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	atomic_store(&feeding, true);
+	assert_int_equal(pthread_create(&f, NULL, feeder, &g), 0);
+	run_and_cancel(&g, event_taker);
+	/* Before the feeder stops: it would hang on a lock left held. */
+	assert_free(&g.e.dev->rx_lock, "event taker", "the device's receive lock");
+	assert_free(&to_uchan(g.ch)->lock, "event taker", "the completion channel's lock");
+	atomic_store(&feeding, false);
+	assert_int_equal(pthread_join(f, NULL), 0);
+	/* What the feeder sent last, and what the taker left: the CQs start empty. */
+	while (ibv_poll_cq(g.s.cq, 1, &wc) > 0)
+		;
+	for (uint64_t end = t_now_ms() + 200; t_now_ms() < end;)
+		while (ibv_poll_cq(g.r.cq, 1, &wc) > 0)
+			(void)t_post_recv(&g.r, (size_t)wc.wr_id * 256, 256, wc.wr_id);
+	assert_alive(&g, "event taker");
+	rig_down(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cancelled_poller),
 	    cmocka_unit_test(test_cancelled_sender),
+	    cmocka_unit_test(test_cancelled_event_taker),
 	    cmocka_unit_test(test_cancelled_event_waiter),
 	};
 

@@ -26,7 +26,6 @@
 
 #include "link/ib/ib.h"
 
-
 enum { IB_VL15 = 15 };
 
 /* A non-blocking socket bound to @addr:@port (host order), for receiving. */

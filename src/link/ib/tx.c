@@ -18,7 +18,6 @@
 
 #include "link/ib/ib.h"
 
-
 enum {
 	IB_TAIL_MAX = 3 + UMC_ICRC_LEN + UMC_VCRC_LEN, /* pad, ICRC, VCRC */
 	IB_MCAST_TTL = 1,			       /* the fabric is one IP subnet */
@@ -47,7 +46,7 @@ static int ib_tx_socket(struct ib_port *port)
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
 		ret = -errno;
 	if (ret) {
-		close(fd);
+		umc_sys_close(fd); /* under sq_lock */
 		return ret;
 	}
 	umc_fd_own(fd, false);

@@ -61,7 +61,7 @@ int roce_take_fd(struct msghdr *mh)
 			if (keep < 0)
 				keep = fd;
 			else
-				close(fd); /* never recorded: not ours to keep */
+				umc_sys_close(fd); /* never recorded: not ours to keep */
 		}
 	}
 	return keep;

@@ -47,7 +47,6 @@
 #define IPV6_FLOWINFO 11
 #endif
 
-
 int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
 {
 	int ret;
@@ -394,7 +393,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 
 	if (umc_unlikely(fd >= 0)) {
 		if (m->msg_len != sizeof(*f) || f->family != ROCE_UC_FWD_CTL) {
-			close(fd);
+			umc_sys_close(fd);
 			return false;
 		}
 	}
@@ -405,7 +404,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 		if (m->msg_len == sizeof(c))
 			roce_uc_ctl_input(rp, &c, fd);
 		else if (fd >= 0)
-			close(fd);
+			umc_sys_close(fd);
 		return false;
 	}
 	CNT_RX(dev, rx_packets);

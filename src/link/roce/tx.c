@@ -24,7 +24,6 @@
 #define UDP_NO_CHECK6_TX 101
 #endif
 
-
 struct roce_tx_sock {
 	int fd;
 	uint16_t sport; /* as bound: the ICRC covers it */
@@ -91,7 +90,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 	ts->hop_limit = ts->tclass = -1;
 	return 0;
 err:
-	close(fd);
+	umc_sys_close(fd); /* under sq_lock */
 	return ret;
 }
 

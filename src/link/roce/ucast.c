@@ -81,7 +81,6 @@
 
 #include "link/roce/roce.h"
 
-
 #define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
 
 enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
@@ -1845,7 +1844,7 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 		   (fd < 0 || !in_group || !uc_fd_is_group_socket(d, fd)))) {
 		CNT(&rp->dev, rx_malformed);
 		if (fd >= 0)
-			close(fd);
+			umc_sys_close(fd); /* the engine's, under rx_lock */
 		return;
 	}
 	if (fd >= 0)
