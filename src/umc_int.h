@@ -160,7 +160,7 @@ int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *a
 	X(rx_bad_state)	     /* QP not in RTR/RTS */                                               \
 	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
 	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
-	X(uc_qpn_taken)	     /* a QPN skipped: another process of the host holds it */             \
+	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
 	X(cq_overflow)	     /* completion dropped: CQ full */
 
 struct umc_counters {

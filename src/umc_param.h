@@ -64,10 +64,10 @@ enum umc_param {
 	UMC_QPN_STRIDE = 0x400,
 
 	/*
-	 * A link may find a QPN taken on its port (RoCE: by another process
-	 * sharing the host's address, link/roce/ucast.c); QP creation then
-	 * tries the next numbers, this many in all, before failing with
-	 * EADDRINUSE.
+	 * A link may find a QPN taken (RoCE: held by another process of the
+	 * network namespace, link/roce/qpn.c, or still the demultiplexer's for
+	 * one that exited, ucast.c); QP creation then tries the next numbers,
+	 * this many in all, before failing with EADDRINUSE.
 	 */
 	UMC_QPN_TRIES = 64,
 

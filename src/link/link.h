@@ -201,8 +201,8 @@ struct umc_link_ops {
 	 * bytes; qp_num is assigned, the QP not yet on the device's list).
 	 * Never waits for the network; it may wait a bounded time for a
 	 * local exchange (RoCE: claiming the QPN at the host's unicast
-	 * demultiplexer).  -EADDRINUSE means the number is taken on the port
-	 * (by another process sharing it): the core then tries another.
+	 * demultiplexer).  -EADDRINUSE means another process sharing the
+	 * port holds the number: the core then tries another.
 	 * qp_cleanup releases what the QP holds, is safe after a failed
 	 * qp_init (which may be called again on the same QP), and may block.
 	 * Context: qp_init with dev->rx_lock and dev->lock held; qp_cleanup

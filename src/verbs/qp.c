@@ -193,7 +193,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	/* The receive engine walks qp_list: take its lock too. */
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
-	/* The link may find a number taken on the port: then try the next ones. */
+	/* The link may find a number another process holds: then try the next ones. */
 	for (int tries = 0; tries < UMC_QPN_TRIES; tries++) {
 		ib->qp_num = ib->handle = __umc_qpn_alloc(dev);
 		ret = dev->link->qp_init(qp);

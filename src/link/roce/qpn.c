@@ -30,10 +30,11 @@ int roce_qpn_hold(struct roce_qp *qp)
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, ROCE_QPN_NAME_FMT,
 			 qp->qp.ibqp.qp_num);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* One per QP: up to UMC_MAX_QP of them, so the soft RLIMIT_NOFILE may be raised. */
+	int fd = umc_link_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	umc_fd_own(fd, false);
 	if (bind(fd, (struct sockaddr *)&a,
 		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
