@@ -44,21 +44,11 @@ struct rig {
 /* The receiver: as t_qp_make, its CQ on a completion channel if @ch. */
 static void rig_receiver(struct rig *g, bool ch)
 {
-	if (!ch) {
-		t_qp_make(&g->r, g->e.pd, 0, T_QKEY);
-		return;
+	if (ch) {
+		g->ch = ibv_create_comp_channel(g->e.ctx);
+		assert_non_null(g->ch);
 	}
-	g->ch = ibv_create_comp_channel(g->e.ctx);
-	assert_non_null(g->ch);
-	g->r.cq = ibv_create_cq(g->e.ctx, 256, NULL, g->ch, 0);
-	assert_non_null(g->r.cq);
-	g->r.qp = t_create_qp(g->e.pd, g->r.cq, 0);
-	assert_non_null(g->r.qp);
-	assert_int_equal(t_qp_rts(g->r.qp, T_QKEY, 0), 0);
-	g->r.buf = calloc(1, T_BUF);
-	assert_non_null(g->r.buf);
-	g->r.mr = ibv_reg_mr(g->e.pd, g->r.buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(g->r.mr);
+	t_qp_make_ch(&g->r, g->e.pd, 0, T_QKEY, g->ch);
 }
 
 static void rig_up(struct rig *g, unsigned group, bool ch)

@@ -162,10 +162,12 @@ static inline int t_qp_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-static inline void t_qp_make(struct t_qp *t, struct ibv_pd *pd, uint32_t flags, uint32_t qkey)
+/* A QP in RTS with Q_Key @qkey on a CQ of its own, on completion channel @ch if not NULL. */
+static inline void t_qp_make_ch(struct t_qp *t, struct ibv_pd *pd, uint32_t flags, uint32_t qkey,
+				struct ibv_comp_channel *ch)
 {
 	memset(t, 0, sizeof(*t));
-	t->cq = ibv_create_cq(pd->context, 256, NULL, NULL, 0);
+	t->cq = ibv_create_cq(pd->context, 256, NULL, ch, 0);
 	assert_non_null(t->cq);
 	t->qp = t_create_qp(pd, t->cq, flags);
 	assert_non_null(t->qp);
@@ -174,6 +176,11 @@ static inline void t_qp_make(struct t_qp *t, struct ibv_pd *pd, uint32_t flags, 
 	assert_non_null(t->buf);
 	t->mr = ibv_reg_mr(pd, t->buf, T_BUF, IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(t->mr);
+}
+
+static inline void t_qp_make(struct t_qp *t, struct ibv_pd *pd, uint32_t flags, uint32_t qkey)
+{
+	t_qp_make_ch(t, pd, flags, qkey, NULL);
 }
 
 static inline void t_qp_free(struct t_qp *t)
