@@ -14,9 +14,9 @@
  *   - the descriptors the library opened (group and send sockets, the
  *     unicast demultiplexer's connections and sockets, the sockets that
  *     hold QPNs, epoll instances, eventfds, channel socketpairs) are
- *     closed, so the child
- *     never reads the parent's sockets, never changes the parent's epoll
- *     interest lists and never keeps the parent's sockets alive.  An IP
+ *     closed, so the child never reads the parent's sockets, never
+ *     changes the parent's epoll interest lists and never keeps the
+ *     parent's sockets alive.  An IP
  *     membership belongs to the socket, which the parent still holds, so
  *     closing the child's copy leaves the parent a member.  The two numbers
  *     the application can see, a completion channel's fd and an event

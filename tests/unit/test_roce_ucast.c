@@ -66,15 +66,12 @@ static int count_fds(void)
 /* A raw connection to the demultiplexer of 127.0.0.1. */
 static int raw_connect(void)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
-	assert_int_equal(
-	    connect(fd, (struct sockaddr *)&sa,
-		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)),
-	    0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, len), 0);
 	return fd;
 }
 
@@ -517,9 +514,8 @@ static void test_old_group_let_go(void **state)
  */
 static void test_ctl_outside_the_group_dropped(void **state)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, ROCE_UC_NAME_FMT, "127.0.0.1");
-	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	struct sockaddr_un sa;
+	socklen_t sl = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
 	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(4791),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	const struct {

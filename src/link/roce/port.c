@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,24 @@ void roce_rxq_reset(struct roce_rxq *q, int base, int n)
 		mh->msg_controllen = sizeof(q->cmsg[i]);
 		mh->msg_flags = 0;
 	}
+}
+
+socklen_t roce_abstract_name(struct sockaddr_un *a, const char *fmt, ...)
+{
+	size_t room = sizeof(a->sun_path) - 1;
+	va_list ap;
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	va_start(ap, fmt);
+	n = vsnprintf(a->sun_path + 1, room, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= room)
+		n = (int)room - 1;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
 int roce_take_fd(struct msghdr *mh)

@@ -18,26 +18,22 @@
  * the name is refused, and nothing can be queued on it.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include "link/roce/roce.h"
 
 int roce_qpn_hold(struct roce_qp *qp)
 {
 	struct umc_device *dev = qp->qp.dev;
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, ROCE_QPN_NAME_FMT,
-			 qp->qp.ibqp.qp_num);
+	struct sockaddr_un a;
+	socklen_t len = roce_abstract_name(&a, ROCE_QPN_NAME_FMT, qp->qp.ibqp.qp_num);
 	/* One per QP: up to UMC_MAX_QP of them, so the soft RLIMIT_NOFILE may be raised. */
 	int fd = umc_link_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC);
 
 	if (fd < 0)
 		return fd;
 	umc_fd_own(fd, false);
-	if (bind(fd, (struct sockaddr *)&a,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
+	if (bind(fd, (struct sockaddr *)&a, len)) {
 		int err = errno;
 
 		umc_fd_close(fd);

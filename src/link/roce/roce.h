@@ -20,6 +20,7 @@
 
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/un.h>
 
 #include "umc_int.h"
 
@@ -182,6 +183,15 @@ int roce_take_fd(struct msghdr *mh);
  * went.  Context: any; unix(7).
  */
 bool roce_send_fd(int sock, const void *buf, size_t len, int fd);
+/*
+ * roce_abstract_name - make *@a the abstract AF_UNIX name (unix(7)) that
+ * printf(@fmt, ...) spells, after its leading NUL byte; a longer name is
+ * cut at sun_path's end.  Returns the address length to bind or connect
+ * with.  The rendezvous of the demultiplexer (ROCE_UC_NAME_FMT) and a QPN's
+ * hold (ROCE_QPN_NAME_FMT) are such names.
+ */
+socklen_t roce_abstract_name(struct sockaddr_un *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* rx.c */
 /* The headers in front of a UD SEND's payload (BTH, DETH): scratch when the rest lands. */

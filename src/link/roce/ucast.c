@@ -1539,7 +1539,6 @@ static void uc_port_doms(struct roce_uc *uc)
 		struct uc_dom *d = calloc(1, sizeof(*d));
 		char text[INET6_ADDRSTRLEN + 16];
 		const void *a;
-		int n;
 
 		if (!d)
 			return;
@@ -1559,10 +1558,7 @@ static void uc_port_doms(struct roce_uc *uc)
 		    ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id)
 			snprintf(text + strlen(text), 16, "%%%u",
 				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
-		d->name.sun_family = AF_UNIX;
-		n = snprintf(d->name.sun_path + 1, sizeof(d->name.sun_path) - 1, ROCE_UC_NAME_FMT,
-			     text);
-		d->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+		d->name_len = roce_abstract_name(&d->name, ROCE_UC_NAME_FMT, text);
 		pthread_mutex_lock(&uc_ag_lock);
 		d->next = atomic_load(&uc_ag.doms);
 		atomic_store(&uc_ag.doms, d);
