@@ -102,6 +102,15 @@ int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *a
 		     const char *name);
 
 /*
+ * umc_cancel_off - disable the calling thread's cancellation for a stretch
+ * a cancel must not end: a link call that waits with the library's locks
+ * held, an event being processed (thread.c).  Returns the state to give
+ * umc_cancel_restore() afterwards.
+ */
+int umc_cancel_off(void);
+void umc_cancel_restore(int old);
+
+/*
  * UMC_ATFORK_MUTEX - make the process-wide mutex @m safe across fork(2)
  * with the usual pthread_atfork(3) discipline: taken before the fork,
  * released after it in the parent and in the child, so a child never finds

@@ -128,8 +128,10 @@ static int umc_qp_rq_init(struct umc_qp *qp)
 static void umc_qp_free(struct umc_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->ibqp;
+	int cs = umc_cancel_off(); /* the link may wait with its locks held */
 
 	qp->dev->link->qp_cleanup(qp);
+	umc_cancel_restore(cs);
 	atomic_fetch_sub(&to_ucq(ibqp->send_cq)->usecnt, 1);
 	atomic_fetch_sub(&to_ucq(ibqp->recv_cq)->usecnt, 1);
 	umc_pd_put(ibqp->pd);
@@ -145,7 +147,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 {
 	struct umc_device *dev = ctx_dev(ctx);
 	struct umc_qp *qp;
-	int ret = umc_dev_forked(dev) ? -EIO : umc_qp_chk_init(ctx, attr);
+	int ret = umc_dev_forked(dev) ? -EIO : umc_qp_chk_init(ctx, attr), cs;
 
 	if (ret) {
 		errno = -ret;
@@ -191,6 +193,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	umc_pd_get(ib->pd);
 
 	/* The receive engine walks qp_list: take its lock too. */
+	cs = umc_cancel_off(); /* the link may wait with these held (thread.c) */
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	/* The link may find a number another process holds: then try the next ones. */
@@ -208,6 +211,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	}
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&dev->rx_lock);
+	umc_cancel_restore(cs);
 	if (ret) {
 		umc_qp_free(qp);
 		errno = -ret;

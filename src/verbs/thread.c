@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * thread.c - starting the library's own threads.
+ * thread.c - starting the library's own threads, and the application's
+ * threads' cancellation while the library holds its locks.
  *
  * libibverbs and librdmacm start no threads, so a program may block a
  * signal in its own threads and take it with signalfd(2) or sigwait(3),
@@ -10,6 +11,15 @@
  * from its first instruction: the mask is set in the creating thread
  * around pthread_create(3), which the new thread inherits, and the
  * creator's own mask is put back.
+ *
+ * Creating or destroying a QP waits for the host's unicast demultiplexer
+ * to answer with the device's locks held, in recv(2), poll(2), connect(2)
+ * and sendmsg(2), which are cancellation points (pthreads(7)).  A thread
+ * cancelled there would leave those locks held, and no QP of the device
+ * could be created or destroyed again.  Those link calls run with
+ * cancellation disabled, as glibc's own functions do around their
+ * internal locks: a cancel that comes meanwhile stays pending and takes
+ * effect at the thread's next cancellation point after the call.
  */
 #include <signal.h>
 
@@ -37,4 +47,17 @@ int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *a
 	if (tid)
 		*tid = t;
 	return 0;
+}
+
+int umc_cancel_off(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+void umc_cancel_restore(int old)
+{
+	pthread_setcancelstate(old, NULL);
 }

@@ -10,10 +10,12 @@
  * device's receive lock or the QP's send lock held, so those calls must
  * not be cancellation points: a thread cancelled there would leave the
  * lock held, and the device would stop receiving, or the QP sending, for
- * good.  Each test runs a thread that busy-polls (or sends, or takes
- * events as they come, or waits for them), cancels it, and then requires
- * the locks free and a datagram sent and received through the same
- * objects.  The background receive thread is off (UMC_RX_THREAD=0), so no
+ * good.  Creating and destroying a QP wait for the host's unicast
+ * demultiplexer with the device's locks held: a cancel must not take
+ * effect there either.  Each test runs a thread that busy-polls (or sends,
+ * or takes events as they come, or waits for them, or creates and destroys
+ * QPs), cancels it, and then requires the locks free and a datagram sent
+ * and received through the same objects.  The background receive thread is off (UMC_RX_THREAD=0), so no
  * other thread holds the locks.  A lock left held ends the run at once:
  * every later case would hang on it.
  */
@@ -30,6 +32,7 @@ struct rig {
 	struct t_env e;
 	struct t_qp s, r;
 	struct ibv_comp_channel *ch; /* r's CQ's */
+	struct ibv_qp *_Atomic made; /* the QP creator's, between create and destroy */
 };
 
 static void rig_up(struct rig *g, unsigned group)
@@ -56,8 +59,8 @@ static void rig_down(struct rig *g)
 	t_env_close(&g->e);
 }
 
-/* Start @fn on @g, let it run for a while, cancel it: it ends cancelled. */
-static void run_and_cancel(struct rig *g, void *(*fn)(void *))
+/* Start @fn(@g), let it run for a while, cancel it: it ends cancelled. */
+static void run_and_cancel(void *g, void *(*fn)(void *))
 {
 	struct timespec until;
 	pthread_t t;
@@ -286,6 +289,76 @@ static void test_cancelled_event_taker(void **state)
 	rig_down(&g);
 }
 
+/*
+ * A thread that creates and destroys QPs.  Creating one claims its QPN
+ * from the host's unicast demultiplexer and waits for the answer, and
+ * destroying it releases the QPN, with the device's locks held; those
+ * waits must not be where a cancel takes effect.
+ */
+static struct ibv_qp *create_ud_qp(struct rig *g)
+{
+	struct ibv_qp_init_attr a = {
+	    .send_cq = g->s.cq,
+	    .recv_cq = g->s.cq,
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+
+	return ibv_create_qp(g->e.pd, &a);
+}
+
+static void *qp_creator(void *arg)
+{
+	struct rig *g = arg;
+
+	for (;;) {
+		struct ibv_qp *qp = create_ud_qp(g);
+
+		atomic_store(&g->made, qp);
+		if (qp) {
+			atomic_store(&g->made, NULL);
+			(void)ibv_destroy_qp(qp);
+		}
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+/* Create and destroy one QP on another thread: it hangs if a lock was left held. */
+static void *create_once(void *arg)
+{
+	struct ibv_qp *qp = create_ud_qp(arg);
+
+	return (void *)(uintptr_t)(qp && ibv_destroy_qp(qp) == 0);
+}
+
+static void test_cancelled_qp_creator(void **state)
+{
+	struct timespec until;
+	struct ibv_qp *left;
+	struct rig g;
+	pthread_t t;
+	void *ok = NULL;
+
+	rig_up(&g, 25);
+	run_and_cancel(&g, qp_creator);
+	assert_free(&g.e.dev->lock, "QP creator", "the device's lock");
+	assert_free(&g.e.dev->rx_lock, "QP creator", "the device's receive lock");
+	left = atomic_load(&g.made);
+	if (left)
+		assert_int_equal(ibv_destroy_qp(left), 0);
+	assert_int_equal(pthread_create(&t, NULL, create_once, &g), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	if (pthread_timedjoin_np(t, &ok, &until)) {
+		fprintf(stderr, "FAIL: QP creator: a new QP's creation hangs\n");
+		_exit(1);
+	}
+	assert_true(ok);
+	assert_alive(&g, "QP creator");
+	rig_down(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +366,7 @@ int main(void)
 	    cmocka_unit_test(test_cancelled_sender),
 	    cmocka_unit_test(test_cancelled_event_taker),
 	    cmocka_unit_test(test_cancelled_event_waiter),
+	    cmocka_unit_test(test_cancelled_qp_creator),
 	};
 
 	setenv("UMC_RX_THREAD", "0", 1);
