@@ -308,22 +308,13 @@ static int cm_event_process(struct umc_cm_event *evt, int *err)
 	}
 }
 
-/**
- * umc_cm_get_event - wait for, dequeue and process the next event of @chan.
- * @out: the event (to be freed by rdma_ack_cm_event()).
- * @err: set to an errno to leave in errno although the call succeeds (the
- *       attach error of a JOIN rewritten to MULTICAST_ERROR), else 0.
- *
- * Return: 0, or -EAGAIN (O_NONBLOCK fd, nothing queued), -EINTR, -EBADF
- * (channel destroyed meanwhile).
- */
-int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err)
+/* umc_cm_get_event()'s loop, with a reference on @chan held. */
+static int cm_get_event_held(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err)
 {
 	struct umc_cm_event *evt;
-	int ret = 0;
+	int ret = 0, cs;
 	char b;
 
-	umc_cm_chan_get(chan);
 	for (;;) {
 		ssize_t n = recv(chan->ch.fd, &b, 1, MSG_PEEK);
 
@@ -353,14 +344,47 @@ int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int
 		__chan_consume(chan);
 		pthread_mutex_unlock(&chan->lock);
 
+		/* Not cancelled with the event in hand: only the wait is a cancellation point. */
+		cs = umc_cancel_off();
 		if (cm_event_process(evt, err)) {
 			umc_cm_event_free(evt);
+			umc_cancel_restore(cs);
 			continue;
 		}
+		umc_cancel_restore(cs);
 		*out = evt;
 		break;
 	}
+	return ret;
+}
+
+static void chan_put_cleanup(void *chan)
+{
 	umc_cm_chan_put(chan);
+}
+
+/**
+ * umc_cm_get_event - wait for, dequeue and process the next event of @chan.
+ * @out: the event (to be freed by rdma_ack_cm_event()).
+ * @err: set to an errno to leave in errno although the call succeeds (the
+ *       attach error of a JOIN rewritten to MULTICAST_ERROR), else 0.
+ *
+ * Return: 0, or -EAGAIN (O_NONBLOCK fd, nothing queued), -EINTR, -EBADF
+ * (channel destroyed meanwhile).
+ */
+int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err)
+{
+	int ret;
+
+	umc_cm_chan_get(chan);
+	/*
+	 * The wait in the loop is a cancellation point, as librdmacm's read(2)
+	 * of the channel is, and holds no lock; a getter cancelled there drops
+	 * its reference on the way out.
+	 */
+	pthread_cleanup_push(chan_put_cleanup, chan);
+	ret = cm_get_event_held(chan, out, err);
+	pthread_cleanup_pop(1);
 	return ret;
 }
 

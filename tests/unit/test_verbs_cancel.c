@@ -15,7 +15,8 @@
  * effect there either.  Each test runs a thread that busy-polls (or sends,
  * or takes events as they come, or waits for them, or creates and destroys
  * QPs), cancels it, and then requires the locks free and a datagram sent
- * and received through the same objects.  The background receive thread is off (UMC_RX_THREAD=0), so no
+ * and received through the same objects; a thread waiting for CM events
+ * must leave no reference on its channel behind.  The background receive thread is off (UMC_RX_THREAD=0), so no
  * other thread holds the locks.  A lock left held ends the run at once:
  * every later case would hang on it.
  */
@@ -24,6 +25,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <rdma/rdma_cma.h>
 #include <time.h>
 
 enum { CALLS = 200 }; /* library calls between two of the thread's own cancellation points */
@@ -359,6 +361,37 @@ static void test_cancelled_qp_creator(void **state)
 	rig_down(&g);
 }
 
+/*
+ * A thread asleep in rdma_get_cm_event: a cancellation point there too,
+ * as in librdmacm (read(2)).  The getter holds a reference on the channel
+ * while it waits; cancelled, it must drop it, or the channel's fds stay
+ * open after rdma_destroy_event_channel.
+ */
+static void *cm_getter(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	for (;;)
+		if (rdma_get_cm_event(arg, &ev) == 0)
+			(void)rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static void test_cancelled_cm_getter(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	int fd;
+
+	assert_non_null(ch);
+	fd = ch->fd;
+	run_and_cancel(ch, cm_getter);
+	rdma_destroy_event_channel(ch);
+	/* The last reference closed the channel's fd (nothing opened one since). */
+	errno = 0;
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_cancelled_event_taker),
 	    cmocka_unit_test(test_cancelled_event_waiter),
 	    cmocka_unit_test(test_cancelled_qp_creator),
+	    cmocka_unit_test(test_cancelled_cm_getter),
 	};
 
 	setenv("UMC_RX_THREAD", "0", 1);
