@@ -83,14 +83,21 @@ static void umc_stats_dump(void)
 	}
 }
 
-/* Every link layer looks for new ports and addresses; caller holds umc_devs_lock. */
+/*
+ * Every link layer looks for new ports and addresses; caller holds
+ * umc_devs_lock.  With cancellation off: a probe reads the interfaces
+ * (getifaddrs(3), /sys) and on InfiniBand registers with the SA and waits
+ * for its answer, all cancellation points that a cancel must not end with
+ * the lock held (umc_cancel_off()).
+ */
 static void __umc_devices_probe(void)
 {
 	const struct umc_link_ops *const *links;
-	int n = umc_links(&links);
+	int n = umc_links(&links), cancel = umc_cancel_off();
 
 	for (int i = 0; i < n; i++)
 		links[i]->probe();
+	umc_cancel_restore(cancel);
 }
 
 static void umc_devices_probe(void)
