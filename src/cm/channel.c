@@ -283,9 +283,9 @@ static bool cm_event_id_dead(struct umc_cm_event *evt)
 	struct umc_cm_id *idp = evt->idp;
 	bool dead;
 
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	dead = idp->state == UMC_CM_DESTROYING;
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	return dead;
 }
 
@@ -455,13 +455,13 @@ UMC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 		return -1;
 	evt = container_of(event, struct umc_cm_event, ev);
 	idp = evt->idp;
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	if (idp->sync_event == evt) {
 		idp->sync_event = NULL;
 		if (idp->id.event == event)
 			idp->id.event = NULL;
 	}
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	umc_cm_event_free(evt);
 	return 0;
 }

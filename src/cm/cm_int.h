@@ -144,6 +144,7 @@ struct umc_cm_attach {
 struct umc_cm_id {
 	struct rdma_cm_id id;
 	pthread_mutex_t lock;
+	int lock_cancel; /* the holder's cancel state before __umc_cm_id_lock */
 	atomic_int refcnt;
 	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
 	struct umc_cm_channel *chan; /* holds a reference */
@@ -192,9 +193,34 @@ static inline bool umc_cm_id_forked(struct rdma_cm_id *id)
 }
 
 /*
+ * __umc_cm_id_lock - take @idp's lock, with the calling thread's
+ * cancellation off until umc_cm_id_unlock().  A call on an id may wait
+ * with the lock held: a route lookup's connect(2), a probe of the
+ * interfaces, the SA's answer on InfiniBand.  Those are cancellation
+ * points, and a cancel there would leave the id locked for good; it stays
+ * pending instead and takes effect at the thread's next cancellation
+ * point after the call (umc_cancel_off()).
+ */
+static inline void __umc_cm_id_lock(struct umc_cm_id *idp)
+{
+	int cancel = umc_cancel_off();
+
+	pthread_mutex_lock(&idp->lock);
+	idp->lock_cancel = cancel;
+}
+
+static inline void umc_cm_id_unlock(struct umc_cm_id *idp)
+{
+	int cancel = idp->lock_cancel;
+
+	pthread_mutex_unlock(&idp->lock);
+	umc_cancel_restore(cancel);
+}
+
+/*
  * umc_cm_id_lock - the entry of an rdma_* call on @id: its umc_cm_id, with
- * its lock taken; or NULL with errno EINVAL (@id NULL or @args_ok false)
- * or EIO (umc_cm_id_forked).
+ * its lock taken (__umc_cm_id_lock); or NULL with errno EINVAL (@id NULL
+ * or @args_ok false) or EIO (umc_cm_id_forked).
  */
 static inline struct umc_cm_id *umc_cm_id_lock(struct rdma_cm_id *id, bool args_ok)
 {
@@ -204,7 +230,7 @@ static inline struct umc_cm_id *umc_cm_id_lock(struct rdma_cm_id *id, bool args_
 	}
 	if (umc_cm_id_forked(id))
 		return NULL;
-	pthread_mutex_lock(&to_cmid(id)->lock);
+	__umc_cm_id_lock(to_cmid(id));
 	return to_cmid(id);
 }
 

@@ -203,7 +203,7 @@ UMC_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	idp->sync_event = NULL;
 	if (sync_event && id->event == &sync_event->ev)
 		id->event = NULL;
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 
 	umc_cm_event_free_list(discarded);
 	if (sync_event)
@@ -229,12 +229,12 @@ int umc_cm_complete(struct umc_cm_id *idp)
 
 	if (!idp->sync)
 		return 0;
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	prev = idp->sync_event;
 	idp->sync_event = NULL;
 	if (prev && idp->id.event == &prev->ev)
 		idp->id.event = NULL;
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	if (prev)
 		umc_cm_event_free(prev);
 
@@ -243,10 +243,10 @@ int umc_cm_complete(struct umc_cm_id *idp)
 		errno = -ret;
 		return -1;
 	}
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	idp->sync_event = evt;
 	idp->id.event = &evt->ev;
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 
 	status = evt->ev.status;
 	if (!status)
@@ -293,7 +293,7 @@ UMC_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		idp->state = UMC_CM_ADDR_BOUND;
 		__cm_publish(idp);
 	}
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	if (ret) {
 		errno = -ret;
 		return -1;
@@ -408,7 +408,7 @@ UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		errno = ENOMEM;
 		return -1;
 	}
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	ret = __cm_resolve(idp, src_addr, dst_addr, &type, &status);
 	if (!ret) {
 		memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
@@ -418,7 +418,7 @@ UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		umc_cm_event_queue(evt);
 		evt = NULL;
 	}
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	if (ret) {
 		umc_cm_event_free(evt);
 		errno = -ret;
@@ -438,7 +438,7 @@ int umc_cm_process_addr(struct umc_cm_event *evt)
 	struct umc_cm_id *idp = evt->idp;
 	int drop = 0;
 
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	if (idp->state == UMC_CM_DESTROYING) {
 		drop = 1;
 	} else if (evt->ev.event == RDMA_CM_EVENT_ADDR_RESOLVED) {
@@ -446,7 +446,7 @@ int umc_cm_process_addr(struct umc_cm_event *evt)
 		umc_gid_from_sockaddr(&idp->id.route.addr.addr.ibaddr.dgid,
 				      &idp->id.route.addr.dst_addr);
 	}
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	return drop;
 }
 

@@ -156,7 +156,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 	memcpy(&mc->addr, addr, addrlen);
 	atomic_init(&mc->refcnt, 1);
 
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	if (!idp->dev) /* ucma_get_ctx_dev: not bound or resolved to a device */
 		ret = -EINVAL;
 	else if (idp->state != UMC_CM_ADDR_BOUND && idp->state != UMC_CM_ADDR_RESOLVED)
@@ -170,7 +170,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 		if (ret)
 			idp->mc_list = mc->next;
 	}
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	if (ret) {
 		free(mc);
 		errno = -ret;
@@ -290,13 +290,13 @@ UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
 		if (!memcmp(&mc->addr, addr, addrlen))
 			break;
 	if (!mc) {
-		pthread_mutex_unlock(&idp->lock);
+		umc_cm_id_unlock(idp);
 		errno = EADDRNOTAVAIL;
 		return -1;
 	}
 	*pp = mc->next;
 	__umc_cm_mc_leave(idp, mc, &discarded);
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	umc_cm_event_free_list(discarded);
 	return 0;
 }
@@ -318,7 +318,7 @@ int umc_cm_process_join(struct umc_cm_event *evt, int *err)
 	const struct ibv_ah_attr *ah = &evt->ev.param.ud.ah_attr;
 	int drop = 0, ret;
 
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	if (idp->state == UMC_CM_DESTROYING) {
 		drop = 1;
 		goto out;
@@ -338,6 +338,6 @@ int umc_cm_process_join(struct umc_cm_event *evt, int *err)
 		}
 	}
 out:
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	return drop;
 }

@@ -201,7 +201,7 @@ UMC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 err:
 	cm_destroy_cqs(idp);
 out:
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 	if (ret) {
 		errno = ret;
 		return -1;
@@ -255,7 +255,7 @@ UMC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	if (!id || umc_forked(to_cmid(id)->gen))
 		return;
 	idp = to_cmid(id);
-	pthread_mutex_lock(&idp->lock);
+	__umc_cm_id_lock(idp);
 	if (id->qp) {
 		__umc_cm_detach_all(idp);
 		umc_qp_detach_all(to_uqp(id->qp));
@@ -263,5 +263,5 @@ UMC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 		id->qp = NULL;
 	}
 	cm_destroy_cqs(idp);
-	pthread_mutex_unlock(&idp->lock);
+	umc_cm_id_unlock(idp);
 }
