@@ -481,14 +481,22 @@ int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in
 	uint64_t end = umc_sa_now_ms() + UMC_SA_RESOLVE_TIMEOUT_MS, resend = 0, now;
 	struct umc_sm_msg m;
 	struct timespec ts;
+	int cancel;
 
 	if (!lid || lid > UMC_SM_MAX_UCAST_LID)
 		return -EINVAL;
 	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
 		return -EDEADLK;
+	/*
+	 * @w, on this stack, is on c->resolves until the wait ends, which a
+	 * cancel must not end first with c->lock held (pthread_cond_timedwait
+	 * is a cancellation point).  The wait is bounded by the timeout.
+	 */
+	cancel = umc_cancel_off();
 	pthread_mutex_lock(&c->lock);
 	if (c->attr.active && lid_cache_get(c, lid, data)) {
 		pthread_mutex_unlock(&c->lock);
+		umc_cancel_restore(cancel);
 		return 0;
 	}
 	w.next = c->resolves;
@@ -516,5 +524,6 @@ int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in
 		*data = w.ep;
 	}
 	pthread_mutex_unlock(&c->lock);
+	umc_cancel_restore(cancel);
 	return w.done ? w.err : -ETIMEDOUT;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sa/sa_int.h"
+#include "umc_int.h"
 #include "wire/be.h"
 
 static struct umc_sa_txn **bucket(struct umc_sa_client *c, uint64_t tid)
@@ -352,18 +353,27 @@ int umc_sa_call(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 {
 	struct call_wait w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
 			       .res = res };
-	int rc;
+	int rc, cancel;
 
 	memset(res, 0, sizeof(*res));
 	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
 		return -EDEADLK;
+	/*
+	 * The transaction writes @w, on this stack, when it ends: a cancel
+	 * must not end the wait first (pthread_cond_wait is a cancellation
+	 * point).  The wait is bounded by the transaction's timeout.
+	 */
+	cancel = umc_cancel_off();
 	rc = umc_sa_send(c, mad, timeout_ms, retries, call_cb, &w, NULL);
-	if (rc)
+	if (rc) {
+		umc_cancel_restore(cancel);
 		return rc;
+	}
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
+	umc_cancel_restore(cancel);
 	pthread_mutex_destroy(&w.lock);
 	pthread_cond_destroy(&w.cond);
 	if (w.err)
