@@ -55,6 +55,11 @@ static inline ssize_t umc_sys_write(int fd, const void *buf, size_t len)
 	return syscall(SYS_write, fd, buf, len);
 }
 
+static inline ssize_t umc_sys_read(int fd, void *buf, size_t len)
+{
+	return syscall(SYS_read, fd, buf, len);
+}
+
 static inline ssize_t umc_sys_recv(int fd, void *buf, size_t len, int flags)
 {
 	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);

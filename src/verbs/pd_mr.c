@@ -169,12 +169,17 @@ static int umc_mr_mem_check(const void *addr, size_t length, int access)
 	uintptr_t start = (uintptr_t)addr, end = start + length;
 	bool write = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_ATOMIC);
+	int cancel, ret;
 
 	if (end < start || end + pg - 1 < end)
 		return -EINVAL;
 	if ((start & ~(pg - 1)) == ((end + pg - 1) & ~(pg - 1)))
 		return -EINVAL;
-	return umc_maps_cover(start & ~(pg - 1), (end + pg - 1) & ~(pg - 1), write ? 'w' : 'r');
+	/* open(2) and read(2) are cancellation points: a cancel would leak the fd. */
+	cancel = umc_cancel_off();
+	ret = umc_maps_cover(start & ~(pg - 1), (end + pg - 1) & ~(pg - 1), write ? 'w' : 'r');
+	umc_cancel_restore(cancel);
+	return ret;
 }
 
 /*

@@ -163,7 +163,7 @@ static bool __umc_rx_epoll(struct umc_device *dev, bool on)
 	if (!on && dev->rx_kick >= 0) {
 		uint64_t v;
 
-		if (read(dev->rx_kick, &v, sizeof(v)) < 0) {
+		if (umc_sys_read(dev->rx_kick, &v, sizeof(v)) < 0) {
 			/* EAGAIN: no kick was pending */
 		}
 	}

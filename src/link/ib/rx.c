@@ -43,7 +43,7 @@ static int ib_rx_socket(uint32_t addr, uint16_t port, bool reuse)
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
 		int ret = -errno;
 
-		close(fd);
+		umc_sys_close(fd); /* under rx_lock: not a cancellation point */
 		return ret;
 	}
 	return fd;

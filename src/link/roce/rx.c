@@ -93,7 +93,7 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 	if (!ret && bind(fd, (struct sockaddr *)&ss, len))
 		ret = -errno;
 	if (ret) {
-		close(fd);
+		umc_sys_close(fd); /* under rx_lock: not a cancellation point */
 		return ret;
 	}
 	return fd;
