@@ -243,9 +243,9 @@ static inline void t_env_open(struct t_env *e, uint32_t gip, bool with_ah)
 static inline void t_env_close(struct t_env *e)
 {
 	if (e->ah)
-		ibv_destroy_ah(e->ah);
-	ibv_dealloc_pd(e->pd);
-	ibv_close_device(e->ctx);
+		assert_int_equal(ibv_destroy_ah(e->ah), 0);
+	assert_int_equal(ibv_dealloc_pd(e->pd), 0); /* EBUSY: an object of the PD left over */
+	assert_int_equal(ibv_close_device(e->ctx), 0);
 }
 
 /* Post one receive of @len bytes at offset @off of the QP's buffer. */
