@@ -103,9 +103,10 @@ int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *a
 
 /*
  * umc_cancel_off - disable the calling thread's cancellation for a stretch
- * a cancel must not end: a link call that waits with the library's locks
- * held, an event being processed (thread.c).  Returns the state to give
- * umc_cancel_restore() afterwards.
+ * a cancel must not end: a wait or a read of the system with one of the
+ * library's locks held, a waiter on the stack, an event being processed
+ * (thread.c lists them).  Returns the state to give umc_cancel_restore()
+ * afterwards; the pairs nest.
  */
 int umc_cancel_off(void);
 void umc_cancel_restore(int old);

@@ -15,10 +15,9 @@
  * blocking ibv_get_cq_event or rdma_get_cm_event) hold no lock and stay
  * cancellation points, as libibverbs' read(2) of the channel is.
  *
- * Setting up and tearing down still uses the wrappers.  Creating and
- * destroying a QP, which wait for the host's unicast demultiplexer with
- * the device's locks held, run with cancellation disabled instead
- * (umc_cancel_off(), thread.c).
+ * Setting up and tearing down still uses the wrappers; a stretch of it
+ * that waits with a lock held runs with cancellation disabled instead
+ * (umc_cancel_off(); thread.c lists them).
  *
  * Same arguments, result and errno as the wrappers.  The raw calls also
  * skip the wrappers' two atomic updates of the thread's cancellation

@@ -12,14 +12,28 @@
  * around pthread_create(3), which the new thread inherits, and the
  * creator's own mask is put back.
  *
- * Creating or destroying a QP waits for the host's unicast demultiplexer
- * to answer with the device's locks held, in recv(2), poll(2), connect(2)
- * and sendmsg(2), which are cancellation points (pthreads(7)).  A thread
- * cancelled there would leave those locks held, and no QP of the device
- * could be created or destroyed again.  Those link calls run with
- * cancellation disabled, as glibc's own functions do around their
- * internal locks: a cancel that comes meanwhile stays pending and takes
- * effect at the thread's next cancellation point after the call.
+ * A program may pthread_cancel(3) a thread that is inside one of the
+ * library's calls.  libibverbs and librdmacm wait only in the kernel and
+ * hold no lock of theirs there; a call of ours must likewise never end in
+ * a cancellation point (pthreads(7)) with one of our locks held, or with
+ * a waiter on its stack that another thread will still write.  So:
+ *  - the data path's system calls under a lock are raw (umc_sys.h);
+ *  - a stretch that waits or reads the system with a lock held, or leaves
+ *    a waiter on its stack, runs with cancellation disabled, as glibc's own
+ *    functions do around their internal locks: creating and destroying a
+ *    QP (the host's unicast demultiplexer, with the device's locks or the
+ *    address's ctl_lock held), a probe of the devices (getifaddrs(3), /sys,
+ *    an InfiniBand port's registration with the SA), an rdma_* call while
+ *    it holds its id's lock (route lookups by connect(2), joins and leaves
+ *    through the SA), the SA client's waits, and ibv_reg_mr's read of
+ *    /proc/self/maps.  A cancel that comes meanwhile stays pending and
+ *    takes effect at the thread's next cancellation point after the call;
+ *  - the calls that wait for the application, a blocking ibv_get_cq_event
+ *    or rdma_get_cm_event, stay cancellation points while they wait, as
+ *    libibverbs' and librdmacm's read(2) of the channel is, holding no
+ *    lock; rdma_get_cm_event drops its channel reference in a cleanup
+ *    handler (built with -fexceptions, so that the handler also runs when
+ *    the cancel unwinds the stack).
  */
 #include <signal.h>
 
