@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/rdma_cma.h>
+
 #include "agent.h"
 
 int agent_failures;
@@ -48,6 +50,16 @@ bool agent_read_line(int fd, char *line, size_t cap, int ms)
 	}
 	line[n] = 0;
 	return true;
+}
+
+struct rdma_cm_event *agent_cm_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev))
+		return NULL;
+	return ev;
 }
 
 void agent_reply(const char *fmt, ...)

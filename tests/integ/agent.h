@@ -24,6 +24,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct rdma_cm_event;
+struct rdma_event_channel;
+
 enum {
 	AGENT_CMD_MS = 30000, /* bound on any agent reply */
 };
@@ -47,6 +50,12 @@ uint64_t agent_now_ms(void);
  * byte, so nothing after the newline is taken from @fd.
  */
 bool agent_read_line(int fd, char *line, size_t cap, int ms);
+
+/*
+ * In an agent: the next CM event of @ch within @ms ms (poll(2) on its fd,
+ * then rdma_get_cm_event()), or NULL.
+ */
+struct rdma_cm_event *agent_cm_event(struct rdma_event_channel *ch, int ms);
 
 /* In an agent: write one reply line to the orchestrator. */
 void agent_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -53,7 +53,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,16 +97,6 @@ static struct {
 	struct node n[MAX_IDS];
 	int nids;
 } ag;
-
-static struct rdma_cm_event *cm_event(int ms)
-{
-	struct pollfd p = {.fd = ag.ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ag.ch, &ev))
-		return NULL;
-	return ev;
-}
 
 static void addr_parse(const char *text, struct sockaddr_in *sin)
 {
@@ -201,7 +190,7 @@ static void cmd_join(int idx, const char *addr, const char *how)
 	addr_parse(addr, &grp[idx]);
 	if (rdma_join_multicast_ex(nd->id, &ja, nd))
 		return agent_reply("fail join errno %d", errno);
-	ev = cm_event(EV_MS);
+	ev = agent_cm_event(ag.ch, EV_MS);
 	if (!ev)
 		return agent_reply("fail no event");
 	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
@@ -288,7 +277,7 @@ static void cmd_recv(int idx, int n, int ms, const char *mgid_text)
 /* event MS: the next CM event within MS ms, or "none". */
 static void cmd_event(int ms)
 {
-	struct rdma_cm_event *ev = cm_event(ms);
+	struct rdma_cm_event *ev = agent_cm_event(ag.ch, ms);
 
 	if (!ev)
 		return agent_reply("ok none");

@@ -110,17 +110,6 @@ static struct {
 	struct sockaddr_in src, grp;
 } ag;
 
-/* Next CM event within @ms, or NULL. */
-static struct rdma_cm_event *cm_event(int ms)
-{
-	struct pollfd p = {.fd = ag.ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ag.ch, &ev))
-		return NULL;
-	return ev;
-}
-
 /* The JOIN event's fields, as the kernel/librdmacm give them on RoCEv2. */
 static const char *check_join_event(struct rdma_cm_event *ev, struct node *nd)
 {
@@ -183,7 +172,7 @@ static const char *agent_setup(void)
 		if (rdma_resolve_addr(nd->id, (struct sockaddr *)&ag.src,
 				      (struct sockaddr *)&ag.grp, 2000))
 			return "rdma_resolve_addr";
-		ev = cm_event(5000);
+		ev = agent_cm_event(ag.ch, 5000);
 		if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED || ev->id != nd->id)
 			return "no ADDR_RESOLVED";
 		rdma_ack_cm_event(ev);
@@ -220,7 +209,7 @@ static const char *agent_setup(void)
 		}
 		if (rdma_join_multicast_ex(nd->id, &ja, nd))
 			return "rdma_join_multicast_ex";
-		ev = cm_event(5000);
+		ev = agent_cm_event(ag.ch, 5000);
 		if (!ev)
 			return "no MULTICAST_JOIN event";
 		bad = check_join_event(ev, nd);
