@@ -174,6 +174,41 @@ static void event_reply(struct rdma_cm_event *ev)
 		    ud->qp_num, ud->qkey);
 }
 
+/* Make @ah (which may be NULL) the node's destination, QPN @qpn, Q_Key @qkey. */
+static void set_dest(struct node *nd, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	if (nd->ah)
+		ibv_destroy_ah(nd->ah);
+	nd->ah = ah;
+	nd->rqpn = qpn;
+	nd->rqkey = qkey;
+}
+
+/* Post one 100-byte SEND from the last slot to the node's destination. */
+static int post_send_dest(struct node *nd, uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)(NRECV - 1) * SLOT, 100, nd->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND}, *bad;
+
+	wr.wr.ud.ah = nd->ah;
+	wr.wr.ud.remote_qpn = nd->rqpn;
+	wr.wr.ud.remote_qkey = nd->rqkey;
+	return ibv_post_send(nd->id->qp, &wr, &bad);
+}
+
+/* Wait up to EV_MS for one send completion; true if it came and succeeded. */
+static bool send_completed(struct node *nd)
+{
+	uint64_t end = agent_now_ms() + EV_MS;
+	struct ibv_wc wc;
+	int got = 0;
+
+	while (!got && agent_now_ms() < end)
+		got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
+	return got == 1 && wc.status == IBV_WC_SUCCESS;
+}
+
 /* join IDX ADDR full|sendonly: the join and its event. */
 static void cmd_join(int idx, const char *addr, const char *how)
 {
@@ -193,13 +228,9 @@ static void cmd_join(int idx, const char *addr, const char *how)
 	ev = agent_cm_event(ag.ch, EV_MS);
 	if (!ev)
 		return agent_reply("fail no event");
-	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
-		if (nd->ah)
-			ibv_destroy_ah(nd->ah);
-		nd->ah = ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr);
-		nd->rqpn = ev->param.ud.qp_num;
-		nd->rqkey = ev->param.ud.qkey;
-	}
+	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN)
+		set_dest(nd, ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr),
+			 ev->param.ud.qp_num, ev->param.ud.qkey);
 	event_reply(ev);
 	rdma_ack_cm_event(ev);
 }
@@ -218,27 +249,14 @@ static void cmd_leave(int idx, const char *addr)
 static void cmd_send(int idx, int n)
 {
 	struct node *nd = &ag.n[idx];
-	struct ibv_wc wc;
 
 	if (!nd->ah)
 		return agent_reply("fail no AH");
 	for (int i = 0; i < n; i++) {
-		uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT;
-		struct ibv_sge sge = {(uintptr_t)p, 100, nd->mr->lkey};
-		struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-					 .opcode = IBV_WR_SEND}, *bad;
-		uint64_t end = agent_now_ms() + EV_MS;
-		int got = 0;
-
-		memset(p, i, 100);
-		wr.wr.ud.ah = nd->ah;
-		wr.wr.ud.remote_qpn = nd->rqpn;
-		wr.wr.ud.remote_qkey = nd->rqkey;
-		if (ibv_post_send(nd->id->qp, &wr, &bad))
+		memset(nd->buf + (size_t)(NRECV - 1) * SLOT, i, 100);
+		if (post_send_dest(nd, (uint64_t)i))
 			return agent_reply("fail post_send");
-		while (!got && agent_now_ms() < end)
-			got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
-		if (got != 1 || wc.status != IBV_WC_SUCCESS)
+		if (!send_completed(nd))
 			return agent_reply("fail send completion");
 	}
 	agent_reply("ok");
@@ -310,13 +328,9 @@ static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int 
 		attr.grh.hop_limit = 1;
 		inet_pton(AF_INET6, gid, attr.grh.dgid.raw);
 	}
-	if (nd->ah)
-		ibv_destroy_ah(nd->ah);
-	nd->ah = ibv_create_ah(nd->id->pd, &attr);
+	set_dest(nd, ibv_create_ah(nd->id->pd, &attr), qpn, RDMA_UDP_QKEY);
 	if (!nd->ah)
 		return agent_reply("fail ibv_create_ah errno %d", errno);
-	nd->rqpn = qpn;
-	nd->rqkey = RDMA_UDP_QKEY;
 	cmd_send(idx, n);
 }
 
@@ -345,26 +359,10 @@ static void cmd_urecv(int idx, int n, bool answer)
 
 			if (!ah)
 				return agent_reply("fail ibv_create_ah_from_wc errno %d", errno);
-			if (nd->ah)
-				ibv_destroy_ah(nd->ah);
-			nd->ah = ah;
-			nd->rqpn = wc.src_qp;
-			nd->rqkey = RDMA_UDP_QKEY;
-			uint8_t *p = nd->buf + (size_t)(NRECV - 1) * SLOT;
-			struct ibv_sge sge = {(uintptr_t)p, 100, nd->mr->lkey};
-			struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
-						 .opcode = IBV_WR_SEND}, *bad;
-			struct ibv_wc swc;
-			uint64_t send_end = agent_now_ms() + EV_MS;
-			int done = 0;
-
-			wr.wr.ud.ah = ah;
-			wr.wr.ud.remote_qpn = wc.src_qp;
-			wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
-			if (ibv_post_send(nd->id->qp, &wr, &bad))
+			set_dest(nd, ah, wc.src_qp, RDMA_UDP_QKEY);
+			if (post_send_dest(nd, 0))
 				return agent_reply("fail post_send");
-			while (!done && agent_now_ms() < send_end)
-				done = ibv_poll_cq(nd->id->send_cq, 1, &swc);
+			(void)send_completed(nd); /* the peer's urecv counts what came */
 		}
 	}
 	agent_reply("ok %d slid %u srcqp %u grh %d", got, wc.slid, wc.src_qp, grh);
@@ -622,6 +620,24 @@ static void udp_mgid(const char *addr, char *mgid)
 	inet_ntop(AF_INET6, m, mgid, 64);
 }
 
+/*
+ * Start agent "A" with one udp id joined, as a full member, to the
+ * scenario's group @salt, and check the SA holds it; @mgid and @g get the
+ * group's MGID and A's port GID.  The observer must be open.
+ */
+static void start_joined(struct agent *a, int salt, char *mgid, char *g)
+{
+	char grp[32];
+
+	scenario_group(grp, salt);
+	udp_mgid(grp, mgid);
+	start(a, "A");
+	reply_gid(ask(a, "open udp"), g);
+	expect_prefix(ask(a, "join 0 %s full", grp), "ok JOIN", "join");
+	if (sa_join_state(mgid, g) != 1)
+		agent_fail("the SA does not hold the join");
+}
+
 static void scenario_sendonly(bool support)
 {
 	static const char *const noso[] = {"--no-sendonly", NULL};
@@ -796,18 +812,12 @@ static void scenario_lease(void)
 	const char *args[] = {"--lease", lease, NULL};
 	struct test_sm sm;
 	struct agent a;
-	char grp[32], mgid[64], g[64];
+	char mgid[64], g[64];
 
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
 	start_sm(&sm, args);
 	observer_open(&sm);
-	scenario_group(grp, 4);
-	udp_mgid(grp, mgid);
-	start(&a, "A");
-	reply_gid(ask(&a, "open udp"), g);
-	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
-	if (sa_join_state(mgid, g) != 1)
-		agent_fail("the SA does not hold the join");
+	start_joined(&a, 4, mgid, g);
 	agent_kill(&a); /* SIGKILL: no leave, no unregister */
 	if (sa_join_state_becomes(mgid, g, 0, 10 * LEASE_MS) != 0)
 		agent_fail("the killed process is still a member after %d ms", 10 * LEASE_MS);
@@ -823,17 +833,11 @@ static void scenario_exit(void)
 {
 	struct test_sm sm;
 	struct agent a;
-	char grp[32], mgid[64], g[64];
+	char mgid[64], g[64];
 
 	start_sm(&sm, NULL); /* the default lease: 10 s */
 	observer_open(&sm);
-	scenario_group(grp, 7);
-	udp_mgid(grp, mgid);
-	start(&a, "A");
-	reply_gid(ask(&a, "open udp"), g);
-	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN", "join");
-	if (sa_join_state(mgid, g) != 1)
-		agent_fail("the SA does not hold the join");
+	start_joined(&a, 7, mgid, g);
 	/* exit(0), not _exit(0): its atexit handlers run; reaped with status 0. */
 	agent_cmd(&a, "exit");
 	agent_reap(&a);
