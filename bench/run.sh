@@ -64,6 +64,8 @@ IB=${IB:-1}             # 0: no umcast over the simulated InfiniBand link
 IB_ADDR=127.0.0.2       # umc_ib0's IPoIB address (UMC_IB_ADDR's default)
 IB_MTU=2048             # umc-sm's path MTU: larger messages are not measured on umc_ib0
 BIN=$BUILD/bin
+# shellcheck source=bench/netns.sh
+. "$ROOT/bench/netns.sh"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -84,21 +86,13 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 			{ tail -40 "$BUILD/bench-build.log" >&2; exit 1; }
 	fi
 	# Into a private network namespace: as root, or as a user with user namespaces.
-	for u in "unshare -n" "unshare -rn"; do
-		if $u true 2>/dev/null; then
-			log "== running in a private network namespace ($u)"
-			exec $u env UMC_BENCH_INNER=netns bash "${BASH_SOURCE[0]}" "$@"
-		fi
-	done
+	bench_netns_enter "-n -rn" "${BASH_SOURCE[0]}" "$@"
 	log "== no network namespace available: running in this one (libfabric skipped"
 	log "   unless 224.0.0.0/4 already routes via lo)"
 	export UMC_BENCH_INNER=host
 fi
 
-if [ "$UMC_BENCH_INNER" = netns ]; then
-	ip link set lo up
-	ip route add 224.0.0.0/4 dev lo src 127.0.0.1
-fi
+bench_netns_lo mcast
 
 TMP=$(mktemp -d /tmp/umc-bench.XXXXXX)
 RESULTS=$BUILD/bench-results.txt

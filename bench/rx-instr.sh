@@ -29,18 +29,17 @@ N1=${N1:-$((N2 / 3))}
 REPS=${REPS:-3}
 BIN=$BUILD/bin
 GROUP=239.10.0.1
+# shellcheck source=bench/netns.sh
+. "$ROOT/bench/netns.sh"
 
 [ -x "$BIN/umc-perf" ] || { echo "rx-instr: no $BIN/umc-perf (run bench/run.sh first)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "rx-instr: valgrind is not installed" >&2; exit 1; }
 if [ -z "${UMC_BENCH_INNER:-}" ]; then
-	for u in "unshare -n" "unshare -rn"; do
-		$u true 2>/dev/null && exec $u env UMC_BENCH_INNER=netns bash "${BASH_SOURCE[0]}" "$@"
-	done
+	bench_netns_enter "-n -rn" "${BASH_SOURCE[0]}" "$@"
 	echo "rx-instr: no private network namespace (needs unshare -n)" >&2
 	exit 1
 fi
-ip link set lo up
-ip route add 224.0.0.0/4 dev lo src 127.0.0.1
+bench_netns_lo mcast
 
 TMP=$(mktemp -d /tmp/umc-rx-instr.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

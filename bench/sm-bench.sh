@@ -59,6 +59,8 @@ PROC_TIMEOUT=${PROC_TIMEOUT:-600}
 OPENSM_SH=$ROOT/tests/integ/sa_diff/opensm.sh
 CLIENT=$BUILD/bin/sa_client
 UMC_SM=$BUILD/bin/umc-sm
+# shellcheck source=bench/netns.sh
+. "$ROOT/bench/netns.sh"
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "sm-bench: $*"; exit 1; }
@@ -74,13 +76,10 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 			>"$BUILD/sm-bench-build.log" 2>&1 ||
 			{ tail -40 "$BUILD/sm-bench-build.log" >&2; die "build failed (sa_client needs libibumad-dev)"; }
 	fi
-	if unshare -n true 2>/dev/null; then
-		log "== running in a private network namespace"
-		exec unshare -n env UMC_BENCH_INNER=netns bash "${BASH_SOURCE[0]}" "$@"
-	fi
+	bench_netns_enter -n "${BASH_SOURCE[0]}" "$@"
 	export UMC_BENCH_INNER=host
 fi
-[ "$UMC_BENCH_INNER" = netns ] && ip link set lo up
+bench_netns_lo
 
 [ -x "$CLIENT" ] || die "$CLIENT not built (libibumad-dev: scripts/deps.sh test)"
 [ -x "$UMC_SM" ] || die "$UMC_SM not built"

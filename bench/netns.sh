@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: MIT
+#
+# bench/netns.sh - the private network namespace the bench scripts run in
+# (bench/run.sh, bench/rx-instr.sh, bench/sm-bench.sh source it).
+#
+# UMC_BENCH_INNER says where a script runs: unset before it has chosen,
+# "netns" in the namespace it executed itself again in, "host" when it
+# runs in the current one.  A script run from another (sm-bench.sh from
+# run.sh) inherits it, and so neither builds nor enters a namespace again.
+
+# bench_netns_enter FLAGS SCRIPT [ARG...]: execute bash SCRIPT ARG... again
+# under the first of `unshare FLAG` (FLAGS: e.g. "-n -rn"; -n as root, -rn
+# as a user with user namespaces) that works, with UMC_BENCH_INNER=netns.
+# Returns only when none does; the caller chooses what follows.
+bench_netns_enter() {
+	local flags=$1 script=$2 f
+	shift 2
+	for f in $flags; do
+		if unshare "$f" true 2>/dev/null; then
+			printf '%s\n' "== running in a private network namespace (unshare $f)" >&2
+			exec unshare "$f" env UMC_BENCH_INNER=netns bash "$script" "$@"
+		fi
+	done
+}
+
+# bench_netns_lo [mcast]: in that namespace (UMC_BENCH_INNER=netns), bring
+# lo up and, with "mcast", route 224.0.0.0/4 to it (src 127.0.0.1), so no
+# datagram and no IGMP report can leave the machine.  Elsewhere nothing.
+# shellcheck disable=SC2120 # its one argument is optional
+bench_netns_lo() {
+	[ "${UMC_BENCH_INNER:-}" = netns ] || return 0
+	ip link set lo up
+	if [ "${1:-}" = mcast ]; then
+		ip route add 224.0.0.0/4 dev lo src 127.0.0.1
+	fi
+}
