@@ -27,6 +27,7 @@
 #ifndef UMC_SYS_H
 #define UMC_SYS_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -73,6 +74,12 @@ static inline ssize_t umc_sys_send(int fd, const void *buf, size_t len, int flag
 static inline int umc_sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+/* open(2), for a child of fork's handler (verbs/fork.c). */
+static inline int umc_sys_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
 }
 
 #endif

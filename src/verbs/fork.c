@@ -90,21 +90,25 @@ void umc_fd_close(int fd)
 /*
  * In the child (one thread, umc_fd_lock held): close the parent's
  * descriptors; put /dev/null where the application holds a number.  Only
- * async-signal-safe calls, as a child of a multi-threaded process needs.
+ * async-signal-safe calls, as a child of a multi-threaded process needs,
+ * and raw ones: this runs inside every fork() of the program, and a
+ * thread that forks with a cancel pending must not be ended here, before
+ * fork() even returns in the child (glibc's open and close are
+ * cancellation points).
  */
 static void umc_fds_forked(void)
 {
-	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int null_fd = umc_sys_open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	for (size_t fd = 0; fd < umc_fd_cap; fd++) {
 		if (umc_fd_kind[fd] == UMC_FD_USER && null_fd >= 0)
 			dup3(null_fd, (int)fd, O_CLOEXEC);
 		else if (umc_fd_kind[fd] != UMC_FD_NONE)
-			close((int)fd);
+			umc_sys_close((int)fd);
 		umc_fd_kind[fd] = UMC_FD_NONE;
 	}
 	if (null_fd >= 0)
-		close(null_fd);
+		umc_sys_close(null_fd);
 }
 
 /* Everything a child does before fork() returns in it. */

@@ -16,9 +16,11 @@
  * probe and the re-probe of an unknown address, under the device list's
  * lock), in connect(2) (rdma_resolve_addr's route lookup and
  * rdma_join_multicast's, under the id's lock), in open(2) of
- * /proc/self/maps (ibv_reg_mr, leaking the descriptor), and on InfiniBand
- * in the SA client's condition waits (its lock held and a waiter left on
- * a dead stack).
+ * /proc/self/maps (ibv_reg_mr, leaking the descriptor), in the fork
+ * handler's open(2) (the child of a fork() ended before fork() returned
+ * in it), and on InfiniBand in the SA client's LID resolution
+ * (ibv_create_ah: its lock held and a waiter left on a dead stack) and in
+ * a leave's write(2) to the SA thread (under the id's lock).
  */
 #include "test_cm_util.h"
 #include "test_verbs_common.h"
@@ -182,6 +184,16 @@ static intptr_t c_reg_mr(void *buf)
 	return (intptr_t)ibv_reg_mr(g_pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
 }
 
+static intptr_t c_fork(void *arg)
+{
+	pid_t pid = fork();
+
+	(void)arg;
+	if (pid == 0)
+		_exit(7); /* reached only if the fork handlers did not end the child */
+	return pid;
+}
+
 static struct ibv_ah_attr g_ah_attr;
 
 static intptr_t c_create_ah(void *arg)
@@ -274,15 +286,20 @@ static void body_join(void)
 	join_then_leave(LOOPBACK, GROUP);
 }
 
-/* rdma_leave_multicast, then the id destroyed. */
-static void body_leave(void)
+/* rdma_leave_multicast on @addr's id (the SA on InfiniBand), then the id destroyed. */
+static void join_and_leave(const char *addr, const char *group)
 {
-	id_with_qp(LOOPBACK);
-	need(tcm_join(g_id, GROUP, RDMA_MC_JOIN_FLAG_FULLMEMBER, NULL) == 0, "join");
+	id_with_qp(addr);
+	need(tcm_join(g_id, group, RDMA_MC_JOIN_FLAG_FULLMEMBER, NULL) == 0, "join");
 	need(next_event(g_ch, RDMA_CM_EVENT_MULTICAST_JOIN), "MULTICAST_JOIN");
-	need(call_pending(c_leave, GROUP) == 0, "rdma_leave_multicast");
+	need(call_pending(c_leave, (void *)group) == 0, "rdma_leave_multicast");
 	rdma_destroy_qp(g_id);
 	id_close();
+}
+
+static void body_leave(void)
+{
+	join_and_leave(LOOPBACK, GROUP);
 }
 
 /* A PD and a CQ on umc_lo (or @name). */
@@ -333,6 +350,19 @@ static void body_reg_mr(void)
 	verbs_close(ctx);
 }
 
+/* fork(2), with a device open: the child runs on past fork() (the library's handlers). */
+static void body_fork(void)
+{
+	struct ibv_context *ctx = verbs_open("umc_lo");
+	pid_t pid = (pid_t)call_pending(c_fork, NULL);
+	int status;
+
+	need(pid > 0, "fork");
+	need(waitpid(pid, &status, 0) == pid, "waitpid");
+	need(WIFEXITED(status) && WEXITSTATUS(status) == 7, "the child ran on past fork()");
+	verbs_close(ctx);
+}
+
 /* InfiniBand: the first probe registers umc_ib0 with umc-sm, which must bring it up. */
 static void body_ib_probe(void)
 {
@@ -371,6 +401,16 @@ static void body_ib_join(void)
 
 	need(ctx && t_ib_port_active(ctx), "umc_ib0 ACTIVE");
 	join_then_leave(IB_ADDR, GROUP);
+	need(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
+/* InfiniBand: rdma_leave_multicast (the SA's DELETE), then the id destroyed. */
+static void body_ib_leave(void)
+{
+	struct ibv_context *ctx = t_open_dev("umc_ib0");
+
+	need(ctx && t_ib_port_active(ctx), "umc_ib0 ACTIVE");
+	join_and_leave(IB_ADDR, GROUP);
 	need(ibv_close_device(ctx) == 0, "ibv_close_device");
 }
 
@@ -418,6 +458,12 @@ static void test_reg_mr(void **state)
 	in_child(body_reg_mr);
 }
 
+static void test_fork(void **state)
+{
+	(void)state;
+	in_child(body_fork);
+}
+
 /* The IB cases: skipped (and said so) when umc-sm did not start. */
 static void ib_case(void (*body)(void))
 {
@@ -444,14 +490,21 @@ static void test_ib_join(void **state)
 	ib_case(body_ib_join);
 }
 
+static void test_ib_leave(void **state)
+{
+	(void)state;
+	ib_case(body_ib_leave);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_first_probe), cmocka_unit_test(test_bind_unknown),
 	    cmocka_unit_test(test_resolve),	cmocka_unit_test(test_join),
 	    cmocka_unit_test(test_leave),	cmocka_unit_test(test_qp),
-	    cmocka_unit_test(test_reg_mr),	cmocka_unit_test(test_ib_probe),
-	    cmocka_unit_test(test_ib_ah),	cmocka_unit_test(test_ib_join),
+	    cmocka_unit_test(test_reg_mr),	cmocka_unit_test(test_fork),
+	    cmocka_unit_test(test_ib_probe),	cmocka_unit_test(test_ib_ah),
+	    cmocka_unit_test(test_ib_join),	cmocka_unit_test(test_ib_leave),
 	};
 	int ret;
 
