@@ -140,12 +140,12 @@ UMC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	if (node || service) {
 		struct addrinfo ai_hints, *ai;
 
-		if (hints) {
+		if (hints)
 			cm_hints_to_ai(&ai_hints, hints);
-			ret = getaddrinfo(node, service, &ai_hints, &ai);
-		} else {
-			ret = getaddrinfo(node, service, NULL, &ai);
-		}
+		/* A cancellation point (a name lookup may wait): a cancel frees @rai. */
+		pthread_cleanup_push(free, rai);
+		ret = getaddrinfo(node, service, hints ? &ai_hints : NULL, &ai);
+		pthread_cleanup_pop(0);
 		if (ret)
 			goto err;
 		ret = cm_ai_to_rai(rai, hints ? hints : &nohints, ai);
