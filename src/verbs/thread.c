@@ -17,7 +17,9 @@
  * hold no lock of theirs there; a call of ours must likewise never end in
  * a cancellation point (pthreads(7)) with one of our locks held, or with
  * a waiter on its stack that another thread will still write.  So:
- *  - the data path's system calls under a lock are raw (umc_sys.h);
+ *  - the data path's system calls under a lock are raw (umc_sys.h), and
+ *    so are the fork handler's (verbs/fork.c), which run inside every
+ *    fork() of the program;
  *  - a stretch that waits or reads the system with a lock held, or leaves
  *    a waiter on its stack, runs with cancellation disabled, as glibc's own
  *    functions do around their internal locks: creating and destroying a
@@ -28,12 +30,14 @@
  *    through the SA), the SA client's waits, and ibv_reg_mr's read of
  *    /proc/self/maps.  A cancel that comes meanwhile stays pending and
  *    takes effect at the thread's next cancellation point after the call;
- *  - the calls that wait for the application, a blocking ibv_get_cq_event
- *    or rdma_get_cm_event, stay cancellation points while they wait, as
- *    libibverbs' and librdmacm's read(2) of the channel is, holding no
- *    lock; rdma_get_cm_event drops its channel reference in a cleanup
- *    handler (built with -fexceptions, so that the handler also runs when
- *    the cancel unwinds the stack).
+ *  - the calls that wait for the application or the network stay
+ *    cancellation points, as libibverbs' and librdmacm's read(2) of the
+ *    channel is, holding no lock there: a blocking ibv_get_cq_event,
+ *    rdma_get_cm_event (and an rdma_* call on a synchronous id, which
+ *    waits for its event the same way), and rdma_getaddrinfo's name lookup.
+ *    Cleanup handlers drop what they hold: rdma_get_cm_event its channel
+ *    reference, rdma_getaddrinfo its result so far (the library is built
+ *    with -fexceptions, so that the handlers run when a cancel unwinds).
  */
 #include <signal.h>
 
