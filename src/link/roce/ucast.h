@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ucast.h - the RoCEv2 unicast objects: a port's unicast reception, the
+ * connection of each of its addresses to their demultiplexer, this process
+ * as the demultiplexer of an address, and the agent.  The design, threads
+ * and locks: ucast.c.
+ */
+#ifndef UMC_LINK_ROCE_UCAST_H
+#define UMC_LINK_ROCE_UCAST_H
+
+#include <sys/un.h>
+
+#include "link/roce/roce.h"
+
+enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
+
+/* What an epoll event of the agent refers to. */
+struct uc_tag {
+	enum uc_kind kind;
+	void *obj;
+};
+
+struct uc_leader;
+
+/* A process registered with this process's demultiplexer. */
+struct uc_client {
+	struct uc_tag tag;
+	struct uc_leader *lead;
+	int ctl;		     /* the connection; -1 once dropped */
+	int data;		     /* its forwarding socket (HELLO), -1 before */
+	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
+	bool self;		     /* this port's own registration: it holds the group already */
+	struct uc_client *dead_next; /* dropped, freed after the agent's round */
+};
+
+struct uc_slot {
+	uint32_t qpn;
+	struct uc_client *cl; /* NULL: empty */
+};
+
+struct uc_dom;
+
+/* This process as the demultiplexer of one address (agent-owned once published). */
+struct uc_leader {
+	struct uc_dom *dom;
+	int lfd;    /* the listener, bound to the name */
+	int udp;    /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
+	bool steer; /* the reuseport group of addr:4791 is this process's: cBPF steers DestQP */
+	struct uc_tag tag_l, tag_u;
+	uint64_t bind_at; /* next attempt at addr:4791 (monotonic ms) */
+	unsigned bind_fails;
+	struct uc_client **cl;
+	int ncl, clcap;
+	struct uc_client *dead;
+	struct uc_slot *tab; /* QPN -> client, linear probing */
+	uint32_t tmask, tshift, tcount;
+	int *socks; /* steering: the group in index order ([0] = udp); never closed */
+	int nsock, sockcap;
+	int *spare; /* indices whose process is gone, drained, for the next one */
+	int nspare;
+	bool adopting;	      /* a predecessor's group: its owners come back until adopt_until */
+	uint64_t adopt_until; /* monotonic ms */
+	struct roce_uc_fwd fwd0; /* the template: destination = the address */
+	/* One batch: datagrams in, then runs of them out per owner. */
+	struct roce_rxq rq;
+	struct mmsghdr smsg[UMC_RX_BATCH];
+	struct iovec siov[UMC_RX_BATCH][2];
+	struct roce_uc_fwd fwd[UMC_RX_BATCH];
+	struct uc_client *sdst[UMC_RX_BATCH];
+};
+
+/* One address (GID) of a port: the connection to its demultiplexer. */
+struct uc_dom {
+	struct roce_uc *uc;
+	int gid_index;
+	struct sockaddr_storage addr; /* addr:4791 */
+	socklen_t addr_len;
+	struct sockaddr_un name;
+	socklen_t name_len;
+	struct uc_tag tag;
+	pthread_mutex_t ctl_lock;
+	int ctl; /* connection to the demultiplexer, -1: none */
+	uint32_t seq;
+	pid_t leader_pid;
+	bool leader_port; /* its last answer said it holds addr:4791 */
+	bool proto_warned;
+	/* The reuseport group of addr:4791 as this port holds it (under steer_lock). */
+	pthread_mutex_t steer_lock;
+	struct roce_ep *steer_ep; /* its own socket, which the engine reads */
+	int own_idx;		  /* steer_ep's index in the group, or -1 */
+	int *grp;		  /* the group's other sockets by index (-1: not held) */
+	uint32_t grpcap, gsize;	  /* grp's slots; the group's size as last told */
+	_Atomic uint64_t lost_at; /* when the demultiplexer hung up (ms), 0: not lost */
+	atomic_bool reconnect;		/* lost: the agent reconnects */
+	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
+	struct uc_dom *next;		/* uc_ag.doms */
+};
+
+/* A port's unicast reception. */
+struct roce_uc {
+	struct roce_ep set; /* the engine's one endpoint: an epoll of ep and each dom's steer_ep */
+	struct roce_ep ep;  /* the input: datagrams passed on, and group sockets handed over */
+	struct roce_ep *retired; /* a replaced steered socket's endpoint (fd -1), freed later */
+	int data_tx;		 /* its peer, handed to each demultiplexer */
+	struct roce_port *rp;
+	pthread_mutex_t qset_lock;
+	uint32_t *qpns; /* the port's claimed QPNs */
+	int nqpn, qcap;
+	int ndom;
+	struct uc_dom *dom[UMC_MAX_GIDS];
+};
+
+/* The process's agent (ucast.c). */
+struct uc_agent {
+	int epfd, wake;
+	bool running;
+	struct uc_tag wake_tag;
+	struct uc_dom *_Atomic doms; /* every address of every port: only grows */
+	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
+};
+
+#endif /* UMC_LINK_ROCE_UCAST_H */
