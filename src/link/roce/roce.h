@@ -8,12 +8,14 @@
  * interface that is up and has an IP address, loopback included; its GIDs
  * are the interface's addresses (IPv4 as ::ffff:a.b.c.d).  Files:
  *
- *   port.c  ports (one per interface), query_port, addresses, the ops table
- *   ah.c    address handles: the destination socket address and IP context
- *   rx.c    group sockets, IP membership (IGMP/MLD), receive and its checks
- *   tx.c    per-QP send sockets and sendmmsg
- *   qpn.c   a QPN held by one process of the host at a time
- *   ucast.c unicast: the host's demultiplexer of UDP 4791 by DestQP
+ *   port.c      ports (one per interface), query_port, addresses, the ops table
+ *   ah.c        address handles: the destination socket address and IP context
+ *   rx.c        group sockets, IP membership (IGMP/MLD), receive and its checks
+ *   tx.c        per-QP send sockets and sendmmsg
+ *   qpn.c       a QPN held by one process of the host at a time
+ *   ucast.c     unicast: the host's demultiplexer of UDP 4791 by DestQP
+ *   uc_steer.c  ... its steering of DestQP (SO_REUSEPORT, classic BPF)
+ *   ucast.h     the unicast objects those two share
  */
 #ifndef UMC_LINK_ROCE_H
 #define UMC_LINK_ROCE_H
@@ -81,7 +83,7 @@ enum { ROCE_UC_FWD_CTL = 0xff };
 
 /*
  * What the demultiplexer of address @dst tells a port on its input about
- * dst:4791's reuseport group (ucast.c, "steering"): one of its sockets
+ * dst:4791's reuseport group (uc_steer.c): one of its sockets
  * (with SCM_RIGHTS): the port's own to read (ROCE_UC_CTL_OWN), or another
  * one to hold, so that no socket leaves the group while some process
  * lives and any of them can take the group over; or that the group is new

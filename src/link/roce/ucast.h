@@ -9,6 +9,7 @@
 #define UMC_LINK_ROCE_UCAST_H
 
 #include <sys/un.h>
+#include <time.h>
 
 #include "link/roce/roce.h"
 
@@ -118,5 +119,29 @@ struct uc_agent {
 	struct uc_dom *_Atomic doms; /* every address of every port: only grows */
 	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
 };
+extern struct uc_agent uc_ag;
+
+/* The agent's clock: CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t uc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* uc_steer.c */
+bool uc_steer_wanted(void);
+void uc_steer_reset(struct uc_leader *l);
+int uc_port_socket(const struct uc_dom *d, bool group);
+int uc_steer_program(struct uc_leader *l);
+void uc_steer_drain(struct uc_leader *l, int fd);
+void uc_steer_give(struct uc_leader *l, struct uc_client *cl);
+void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx);
+int uc_steer_start(struct uc_leader *l);
+void uc_dom_steer_drop(struct uc_dom *d);
+bool uc_dom_whole(struct uc_dom *d);
+int uc_steer_adopt(struct uc_leader *l);
+void uc_steer_adopted(struct uc_leader *l);
 
 #endif /* UMC_LINK_ROCE_UCAST_H */

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/*
+ * uc_steer.c - RoCEv2 unicast: the demultiplexer steering DestQP with
+ * SO_REUSEPORT and classic BPF, so that the kernel delivers each datagram
+ * straight to its owner.  The design, threads and locks: ucast.c.
+ *
+ * The demultiplexer makes every socket of addr:4791's reuseport group
+ * itself, binding the first (index 0, its own, the catch-all) only when
+ * nobody holds the port, so the group is new and its order is the order of
+ * creation.  It keeps each socket open for as long as it lives, so none
+ * ever leaves the group and no index moves (a socket that leaves is
+ * replaced by the last one).  Each registered process gets one of them
+ * (SCM_RIGHTS, through its own input) and reads it with its own receive
+ * engine; a classic BPF program attached to the group (no privilege
+ * needed) maps DestQP to the index of the owner's socket, and everything
+ * else to index 0.  The program sees the UDP payload: the kernel moves the
+ * data pointer past the UDP header before running it.  It is rebuilt and
+ * attached before a claim is answered.  When a process goes, its socket is
+ * drained and kept for the next process.  Every registered process is
+ * also given every other socket of the group to hold (ROCE_UC_CTL_SOCK
+ * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
+ * SIGKILL) no socket leaves the group: the kernel goes on steering with
+ * the same program.  A survivor that holds the whole group takes it over
+ * (uc_steer_adopt: index 0 is its now), keeps the program while the others
+ * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
+ * and spares the indices nobody came back for.  A survivor that does not
+ * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
+ * makes a new group, telling each process to let go of the old one
+ * (ROCE_UC_CTL_FRESH) so that the port becomes free.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "link/roce/ucast.h"
+
+/* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
+bool uc_steer_wanted(void)
+{
+	static int wanted = -1;
+
+	if (__atomic_load_n(&wanted, __ATOMIC_RELAXED) < 0) {
+		const char *e = getenv("UMC_UC_STEER");
+
+		__atomic_store_n(&wanted, !e || *e != '0', __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&wanted, __ATOMIC_RELAXED);
+}
+
+/* Forget the group (its only member so far, index 0, is l->udp's). */
+void uc_steer_reset(struct uc_leader *l)
+{
+	free(l->socks);
+	free(l->spare);
+	l->socks = l->spare = NULL;
+	l->sockcap = l->nsock = l->nspare = 0;
+	l->steer = false;
+}
+
+/* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
+int uc_port_socket(const struct uc_dom *d, bool group)
+{
+	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
+
+	if (fd < 0)
+		return fd;
+	umc_fd_own(fd, false);
+	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
+	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
+	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
+		ret = -errno;
+	if (ret) {
+		umc_fd_close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+struct uc_run {
+	uint32_t lo, hi; /* consecutive QPNs of one owner */
+	uint32_t idx;
+};
+
+static int uc_run_cmp(const void *a, const void *b)
+{
+	const struct uc_run *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * Build and attach the program from the QPN table: A = word 4 of the UDP
+ * payload & 0xffffff (BTH DestQP); for each run of an owner's consecutive
+ * QPNs "A >= lo && A <= hi: return its index"; else return 0.  Runs that do
+ * not fit in BPF_MAXINSNS go through index 0 (forwarded).  Returns 0, or
+ * -errno when the kernel refused the program (the last one stays).
+ */
+int uc_steer_program(struct uc_leader *l)
+{
+	enum { MAX_RUNS = (BPF_MAXINSNS - 3) / 3 };
+	struct sock_filter *f = malloc(BPF_MAXINSNS * sizeof(*f));
+	struct uc_run *r = malloc((l->tcount + 1) * sizeof(*r));
+	int n = 0, m = 0, k = 0, ret = -ENOMEM;
+
+	/* A group taken over keeps its program until every owner is back. */
+	if (l->adopting) {
+		ret = 0;
+		goto out;
+	}
+	if (!f || !r)
+		goto out;
+	for (uint32_t i = 0; i <= l->tmask; i++)
+		if (l->tab[i].cl && l->tab[i].cl->sidx > 0)
+			r[n++] = (struct uc_run){l->tab[i].qpn, l->tab[i].qpn,
+						 (uint32_t)l->tab[i].cl->sidx};
+	qsort(r, (size_t)n, sizeof(*r), uc_run_cmp);
+	for (int i = 0; i < n; i++) {
+		if (m && r[m - 1].idx == r[i].idx && r[m - 1].hi + 1 == r[i].lo)
+			r[m - 1].hi = r[i].lo;
+		else
+			r[m++] = r[i];
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
+	for (int i = 0; i < m && i < MAX_RUNS; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, r[i].lo, 0, 2);
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, r[i].hi, 1, 0);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, r[i].idx);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+
+	struct sock_fprog fp;
+
+	memset(&fp, 0, sizeof(fp)); /* its padding goes to the kernel too */
+	fp.len = (unsigned short)k;
+	fp.filter = f;
+
+	ret =
+	    setsockopt(l->udp, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) ? -errno : 0;
+out:
+	free(f);
+	free(r);
+	return ret;
+}
+
+/* What a group socket of a process that went still holds: not for anybody now. */
+void uc_steer_drain(struct uc_leader *l, int fd)
+{
+	char b;
+
+	while (recv(fd, &b, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		CNT(&l->dom->uc->rp->dev, rx_no_qp);
+}
+
+/* Tell @cl's input @op about socket @idx (sent along, SCM_RIGHTS) of the group; false if not. */
+static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t op, int idx,
+			uint8_t flags)
+{
+	struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL,
+				.op = op,
+				.addr_family = l->fwd0.family,
+				.flags = flags,
+				.index = idx >= 0 ? (uint32_t)idx : 0,
+				.size = (uint32_t)l->nsock};
+
+	if (cl->data < 0)
+		return false;
+	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
+	return roce_send_fd(cl->data, &c, sizeof(c), idx >= 0 ? l->socks[idx] : -1);
+}
+
+/*
+ * Every socket of the group but @cl's own, for @cl to hold: then no socket
+ * leaves the group while any registered process lives, and @cl can take
+ * the group over.  This process holds them all already.
+ */
+static void uc_ctl_send_all(struct uc_leader *l, const struct uc_client *cl)
+{
+	for (int i = 0; !cl->self && i < l->nsock; i++)
+		if (i != cl->sidx)
+			uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, i, 0);
+}
+
+/* A new socket of the group, at index l->nsock; its index, or -1. */
+static int uc_steer_new_socket(struct uc_leader *l)
+{
+	int fd;
+
+	if (l->nsock == l->sockcap) {
+		int cap = 2 * l->sockcap;
+		int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
+		int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
+
+		if (grown)
+			l->socks = grown;
+		if (!sp)
+			return -1;
+		l->spare = sp;
+		l->sockcap = cap;
+	}
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return -1;
+	l->socks[l->nsock] = fd;
+	return l->nsock++;
+}
+
+/*
+ * Give @cl a socket of the group (a spare one, drained, or a new one, which
+ * every other process is given to hold), through its input, with the
+ * others to hold.  Without one its datagrams are passed on.
+ */
+void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+{
+	int idx;
+	bool fresh = !l->nspare;
+
+	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
+		return;
+	if (l->nspare) {
+		idx = l->spare[--l->nspare];
+		uc_steer_drain(l, l->socks[idx]);
+	} else if ((idx = uc_steer_new_socket(l)) < 0) {
+		return;
+	}
+	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN)) {
+		l->spare[l->nspare++] = idx;
+		return;
+	}
+	cl->sidx = idx;
+	uc_ctl_send_all(l, cl);
+	for (int i = 0; fresh && i < l->ncl; i++)
+		if (l->cl[i] != cl && !l->cl[i]->self)
+			uc_ctl_send(l, l->cl[i], ROCE_UC_CTL_SOCK, idx, 0);
+}
+
+/*
+ * A process registers again (after a hand-over) and holds socket @idx of a
+ * group: of the one this process took over, it keeps reading it; of an
+ * older one (or with no steering here), it is told to let go of them all,
+ * so that the port can be free for a new group, and gets one of that.
+ */
+void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
+{
+	bool taken = false;
+
+	for (int i = 0; i < l->ncl; i++)
+		taken |= l->cl[i] != cl && l->cl[i]->sidx == (int)idx;
+	if (l->adopting && idx > 0 && idx < (uint32_t)l->nsock && !taken) {
+		cl->sidx = (int)idx;
+		uc_ctl_send_all(l, cl); /* what it may have missed */
+	} else {
+		uc_ctl_send(l, cl, ROCE_UC_CTL_FRESH, -1, 0);
+	}
+}
+
+/*
+ * Take addr:4791 as index 0 of a new reuseport group (the port must be
+ * free: a group some other socket is in has an order that is not ours),
+ * with a program that sends everything there.  Returns the socket, or
+ * -errno (-EADDRINUSE: not free yet).
+ */
+int uc_steer_start(struct uc_leader *l)
+{
+	int fd = uc_port_socket(l->dom, false);
+
+	if (fd < 0)
+		return fd;
+	umc_fd_close(fd); /* free; nobody else binds it: only a demultiplexer does */
+	fd = uc_port_socket(l->dom, true);
+	if (fd < 0)
+		return fd;
+	l->socks = malloc(8 * sizeof(*l->socks));
+	l->spare = malloc(8 * sizeof(*l->spare));
+	l->sockcap = 8;
+	l->udp = fd;
+	if (!l->socks || !l->spare || uc_steer_program(l)) {
+		/* Alone in its group the socket gets everything anyway: forward all. */
+		uc_steer_reset(l);
+		return fd;
+	}
+	l->socks[0] = fd;
+	l->nsock = 1;
+	l->steer = true;
+	return fd;
+}
+
+/*
+ * Let go of this port's hold on @d's group: its own socket (the engine's
+ * descriptor now names an unbound socket) and the others (closed), so that
+ * a new group can be made once every process has.  Context: not the
+ * engine (which a FRESH message makes do the same, roce_uc_ctl_input).
+ */
+void uc_dom_steer_drop(struct uc_dom *d)
+{
+	pthread_mutex_lock(&d->steer_lock);
+	if (d->steer_ep && d->own_idx >= 0) {
+		int dummy = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (dummy >= 0) {
+			dup3(dummy, d->steer_ep->ep.fd, O_CLOEXEC);
+			close(dummy);
+		}
+	}
+	for (uint32_t i = 0; i < d->grpcap; i++) {
+		umc_fd_close(d->grp[i]);
+		d->grp[i] = -1;
+	}
+	d->own_idx = -1;
+	d->gsize = 0;
+	pthread_mutex_unlock(&d->steer_lock);
+}
+
+/* Does this port hold all of @d's group (its own socket and every other)?  steer_lock held. */
+static bool __uc_dom_whole(const struct uc_dom *d)
+{
+	bool whole = d->gsize > 0 && d->own_idx >= 0 && d->steer_ep;
+
+	for (uint32_t i = 0; whole && i < d->gsize; i++)
+		whole = (int)i == d->own_idx || (i < d->grpcap && d->grp[i] >= 0);
+	return whole;
+}
+
+bool uc_dom_whole(struct uc_dom *d)
+{
+	bool whole;
+
+	pthread_mutex_lock(&d->steer_lock);
+	whole = __uc_dom_whole(d);
+	pthread_mutex_unlock(&d->steer_lock);
+	return whole;
+}
+
+/*
+ * Take over the group this port holds, if it holds all of it: a
+ * predecessor's, which went on steering after it died, since no socket left
+ * the group.  Returns index 0's socket (ours now), or -1.  The indices
+ * wait for their owners to register again until adopt_until.
+ */
+int uc_steer_adopt(struct uc_leader *l)
+{
+	struct uc_dom *d = l->dom;
+	int n, own = -1, *socks = NULL, *spare = NULL;
+
+	pthread_mutex_lock(&d->steer_lock);
+	n = (int)d->gsize;
+	if (__uc_dom_whole(d)) {
+		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
+		spare = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*spare));
+		own = socks && spare ? fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0) : -1;
+	}
+	if (own >= 0) {
+		umc_fd_own(own, false);
+		for (int i = 0; i < n; i++) {
+			socks[i] = i == d->own_idx ? own : d->grp[i];
+			if (i != d->own_idx)
+				d->grp[i] = -1; /* the demultiplexer's now */
+		}
+		d->gsize = 0;
+	}
+	pthread_mutex_unlock(&d->steer_lock);
+	if (own < 0) {
+		free(socks);
+		free(spare);
+		return -1;
+	}
+	l->socks = socks;
+	l->spare = spare;
+	l->sockcap = n < 8 ? 8 : n;
+	l->nsock = n;
+	l->nspare = 0;
+	l->udp = socks[0];
+	l->steer = true;
+	l->adopting = true;
+	l->adopt_until = uc_now_ms() + UMC_UC_ADOPT_MS;
+	atomic_store(&uc_ag.pending, true);
+	return socks[0];
+}
+
+/* The owners had their time: every index nobody came back for is drained and spare. */
+void uc_steer_adopted(struct uc_leader *l)
+{
+	l->adopting = false;
+	for (int idx = 1; idx < l->nsock; idx++) {
+		bool owned = false;
+
+		for (int i = 0; i < l->ncl && !owned; i++)
+			owned = l->cl[i]->sidx == idx;
+		if (!owned) {
+			uc_steer_drain(l, l->socks[idx]);
+			l->spare[l->nspare++] = idx;
+		}
+	}
+	uc_steer_program(l);
+}
