@@ -66,8 +66,8 @@ enum umc_param {
 	/*
 	 * A link may find a QPN taken (RoCE: held by another process of the
 	 * network namespace, link/roce/qpn.c, or still the demultiplexer's for
-	 * one that exited, ucast.c); QP creation then tries the next numbers,
-	 * this many in all, before failing with EADDRINUSE.
+	 * one that exited, uc_demux.c); QP creation then tries the next
+	 * numbers, this many in all, before failing with EADDRINUSE.
 	 */
 	UMC_QPN_TRIES = 64,
 

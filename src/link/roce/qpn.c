@@ -11,7 +11,7 @@
  * "\0" ROCE_QPN_NAME_FMT.  The kernel gives a name to one socket of the
  * network namespace at a time and takes it back when the socket is
  * closed, also when its process is killed, so the hold needs no
- * coordinator.  The demultiplexer's table (ucast.c) cannot do this alone:
+ * coordinator.  The demultiplexer's table (uc_demux.c) cannot do this alone:
  * it is rebuilt from the survivors after a hand-over, and a survivor that
  * has not registered again yet (stopped, or merely slow) would see its
  * numbers handed to a newcomer.  The socket never listens: a connect to

@@ -13,9 +13,11 @@
  *   rx.c        group sockets, IP membership (IGMP/MLD), receive and its checks
  *   tx.c        per-QP send sockets and sendmmsg
  *   qpn.c       a QPN held by one process of the host at a time
- *   ucast.c     unicast: the host's demultiplexer of UDP 4791 by DestQP
+ *   ucast.c     unicast: the host's demultiplexer of UDP 4791 by DestQP; this
+ *               process as its client, the agent thread, the port's calls
+ *   uc_demux.c  ... the demultiplexer: QPN table, clients, datagrams passed on
  *   uc_steer.c  ... its steering of DestQP (SO_REUSEPORT, classic BPF)
- *   ucast.h     the unicast objects those two share
+ *   ucast.h     the unicast objects those three share
  */
 #ifndef UMC_LINK_ROCE_H
 #define UMC_LINK_ROCE_H

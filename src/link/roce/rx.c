@@ -18,7 +18,7 @@
  * checked over those pieces; its payload is then completed in place.
  *
  * Unicast datagrams reach this process through the port's unicast input,
- * where the host's demultiplexer passes on those for its QPNs (ucast.c),
+ * where the host's demultiplexer passes on those for its QPNs (uc_demux.c),
  * each behind the IP context the demultiplexer's socket saw; they get the
  * same checks.
  *

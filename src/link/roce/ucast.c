@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * ucast.c - RoCEv2 unicast: a datagram sent to one of the host's addresses
- * reaches the process that owns its DestQP.
+ * reaches the process that owns its DestQP.  This file: this process as a
+ * client of each address's demultiplexer, the agent thread and the port's
+ * calls; the demultiplexer is uc_demux.c, its steering uc_steer.c, the
+ * objects they share ucast.h.
  *
  * Every umcast process is an HCA of its own with its own QPNs, yet all of
  * them share the host's addresses and UDP port 4791, where RoCEv2 peers
@@ -28,13 +31,8 @@
  *     straight to its owner (uc_steer.c says why the order can be
  *     trusted).  No privilege is needed.
  *   - Data, passed on: what reaches index 0, the demultiplexer's own
- *     socket (a DestQP missing from the program, a race with its update,
- *     everything when UMC_UC_STEER=0), its agent thread reads with recvmmsg,
- *     looks DestQP (BTH bytes 5-7) up in an open-addressing table and sends
- *     on, behind a struct roce_uc_fwd with the IP context, to the owner's
- *     input with sendmmsg (MSG_DONTWAIT: a full queue drops, as a NIC's full
- *     buffer does).  The owner checks it as any other datagram.  Nothing is
- *     allocated per datagram on either path.
+ *     socket, its agent thread sends on to the owner's input (uc_demux.c).
+ *     Nothing is allocated per datagram on either path.
  *   - Exit: a process that exits or is killed closes its connection; the
  *     demultiplexer forgets its QPNs and keeps its socket for the next one.
  *     When the demultiplexer itself goes, every connection to it hangs up;
@@ -47,9 +45,7 @@
  *
  * Claims at QP creation and releases at its destruction wait for the
  * answer (UMC_UC_REPLY_MS at most); registrations after a hand-over are not
- * waited for.  A demultiplexer that finds no owner for a DestQP first reads
- * every pending connection and claim, so a claim sent before a peer could
- * have learnt the QPN is seen.
+ * waited for.
  * docs/design.md "Unicast" weighs the alternatives and gives the costs.
  *
  * Threads and locks: one agent thread per process (for every port and
@@ -72,7 +68,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,523 +105,24 @@ static void uc_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static void uc_agent_wake(void)
+void uc_agent_wake(void)
 {
 	atomic_store(&uc_ag.pending, true);
 	if (uc_ag.wake >= 0)
 		eventfd_write(uc_ag.wake, 1);
 }
 
-static void uc_ep_del(int fd)
+void uc_ep_del(int fd)
 {
 	if (uc_ag.epfd >= 0)
 		epoll_ctl(uc_ag.epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-static int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
+int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = tag};
 
 	return epoll_ctl(uc_ag.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
-}
-
-/* ------------------------------------------------------------------------- */
-/* The demultiplexer's QPN table.                                            */
-
-static uint32_t uc_home(const struct uc_leader *l, uint32_t qpn)
-{
-	return (qpn * 0x9E3779B1u) >> l->tshift;
-}
-
-static struct uc_client *uc_tab_find(const struct uc_leader *l, uint32_t qpn)
-{
-	for (uint32_t i = uc_home(l, qpn);; i = (i + 1) & l->tmask) {
-		if (!l->tab[i].cl)
-			return NULL;
-		if (l->tab[i].qpn == qpn)
-			return l->tab[i].cl;
-	}
-}
-
-static void uc_tab_put(struct uc_slot *tab, uint32_t mask, uint32_t home, uint32_t qpn,
-		       struct uc_client *cl)
-{
-	uint32_t i = home;
-
-	while (tab[i].cl)
-		i = (i + 1) & mask;
-	tab[i] = (struct uc_slot){qpn, cl};
-}
-
-static int uc_tab_alloc(struct uc_leader *l, uint32_t size)
-{
-	struct uc_slot *tab = calloc(size, sizeof(*tab)), *old = l->tab;
-	uint32_t omask = l->tmask, shift = 32;
-
-	if (!tab)
-		return -ENOMEM;
-	for (uint32_t s = size; s > 1; s >>= 1)
-		shift--;
-	l->tab = tab;
-	l->tmask = size - 1;
-	l->tshift = shift;
-	for (uint32_t i = 0; old && i <= omask; i++)
-		if (old[i].cl)
-			uc_tab_put(tab, l->tmask, uc_home(l, old[i].qpn), old[i].qpn, old[i].cl);
-	free(old);
-	return 0;
-}
-
-static int uc_tab_insert(struct uc_leader *l, uint32_t qpn, struct uc_client *cl)
-{
-	if (2 * (l->tcount + 1) > l->tmask + 1 && uc_tab_alloc(l, 2 * (l->tmask + 1)))
-		return -ENOMEM;
-	uc_tab_put(l->tab, l->tmask, uc_home(l, qpn), qpn, cl);
-	l->tcount++;
-	return 0;
-}
-
-/* Empty slot @i, moving later entries of its probe run back (no tombstones). */
-static void uc_tab_del_at(struct uc_leader *l, uint32_t i)
-{
-	for (uint32_t j = (i + 1) & l->tmask; l->tab[j].cl; j = (j + 1) & l->tmask) {
-		uint32_t k = uc_home(l, l->tab[j].qpn);
-
-		/* Entry j may move to i unless its home lies cyclically in (i, j]. */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			l->tab[i] = l->tab[j];
-			i = j;
-		}
-	}
-	l->tab[i].cl = NULL;
-	l->tcount--;
-}
-
-static void uc_tab_del(struct uc_leader *l, uint32_t qpn, const struct uc_client *cl)
-{
-	for (uint32_t i = uc_home(l, qpn); l->tab[i].cl; i = (i + 1) & l->tmask) {
-		if (l->tab[i].qpn == qpn) {
-			if (l->tab[i].cl == cl)
-				uc_tab_del_at(l, i);
-			return;
-		}
-	}
-}
-
-/* ------------------------------------------------------------------------- */
-/* The demultiplexer: clients.                                               */
-
-static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
-{
-	if (cl->ctl < 0)
-		return;
-	uc_ep_del(cl->ctl);
-	umc_fd_close(cl->ctl);
-	cl->ctl = -1;
-	if (cl->data >= 0)
-		umc_fd_close(cl->data);
-	cl->data = -1;
-	/* One pass suffices: uc_tab_del_at only moves entries back to slot i. */
-	for (uint32_t i = 0; i <= l->tmask; i++)
-		while (l->tab[i].cl == cl)
-			uc_tab_del_at(l, i);
-	if (cl->sidx > 0) {
-		uc_steer_program(l);
-		uc_steer_drain(l, l->socks[cl->sidx]);
-		l->spare[l->nspare++] = cl->sidx;
-		cl->sidx = -1;
-	}
-	for (int i = 0; i < l->ncl; i++) {
-		if (l->cl[i] == cl) {
-			l->cl[i] = l->cl[--l->ncl];
-			break;
-		}
-	}
-	/* An event or a batch may still name it: freed after the agent's round. */
-	cl->dead_next = l->dead;
-	l->dead = cl;
-}
-
-static void uc_lead_accept(struct uc_leader *l)
-{
-	for (;;) {
-		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		struct uc_client *cl;
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return;
-		}
-		umc_fd_own(fd, false);
-		if (l->ncl == l->clcap) {
-			int cap = l->clcap ? 2 * l->clcap : 8;
-			struct uc_client **grown = realloc(l->cl, (size_t)cap * sizeof(*grown));
-
-			if (!grown) {
-				umc_fd_close(fd);
-				continue;
-			}
-			l->cl = grown;
-			l->clcap = cap;
-		}
-		cl = calloc(1, sizeof(*cl));
-		if (!cl) {
-			umc_fd_close(fd);
-			continue;
-		}
-		cl->tag = (struct uc_tag){UC_T_CLIENT, cl};
-		cl->lead = l;
-		cl->ctl = fd;
-		cl->data = -1;
-		cl->sidx = -1;
-		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
-			umc_fd_close(fd);
-			free(cl);
-			continue;
-		}
-		l->cl[l->ncl++] = cl;
-	}
-}
-
-/* Is @fd a datagram socket of AF_UNIX (the only thing HELLO may carry)? */
-static bool uc_fd_is_dgram_unix(int fd)
-{
-	int type = 0, domain = 0;
-	socklen_t len = sizeof(int);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
-		return false;
-	len = sizeof(int);
-	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
-	       type == SOCK_DGRAM;
-}
-
-/* Do descriptors @a and @b name the same socket? */
-static bool uc_same_socket(int a, int b)
-{
-	struct stat sa, sb;
-
-	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct roce_uc_msg *m,
-			    int *fd)
-{
-	struct roce_uc_msg r = {
-	    .magic = ROCE_UC_MAGIC,
-	    .version = ROCE_UC_VERSION,
-	    .op = ROCE_UC_REPLY,
-	    .seq = m->seq,
-	    .pid = (uint32_t)getpid(),
-	    .flags = l->udp >= 0 ? ROCE_UC_F_PORT : 0,
-	};
-
-	switch (m->op) {
-	case ROCE_UC_HELLO:
-		if (*fd < 0 || !uc_fd_is_dgram_unix(*fd)) {
-			r.status = -EINVAL;
-			break;
-		}
-		if (cl->data >= 0)
-			umc_fd_close(cl->data);
-		cl->data = *fd;
-		*fd = -1;
-		cl->self = uc_same_socket(cl->data, l->dom->uc->data_tx);
-		/* qpn[0]: the index of its socket in the group it still holds. */
-		if (m->count == 1)
-			uc_steer_return(l, cl, m->qpn[0]);
-		uc_steer_give(l, cl);
-		break;
-	case ROCE_UC_CLAIM:
-		for (int i = 0; i < m->count; i++) {
-			uint32_t q = m->qpn[i];
-			struct uc_client *owner;
-			int err = 0;
-
-			if (q > 0xffffff || q == UMC_MCAST_QPN)
-				err = -EINVAL;
-			else if ((owner = uc_tab_find(l, q)) == cl)
-				continue;
-			else if (owner)
-				err = -EADDRINUSE;
-			else
-				err = uc_tab_insert(l, q, cl);
-			if (err) {
-				r.status = err;
-				r.qpn[r.count++] = q;
-			}
-		}
-		/* Steered before the answer: whoever learns the QPN from us finds it. */
-		if (m->count && cl->sidx > 0)
-			uc_steer_program(l);
-		break;
-	case ROCE_UC_RELEASE:
-		for (int i = 0; i < m->count; i++)
-			uc_tab_del(l, m->qpn[i], cl);
-		if (m->count && cl->sidx > 0)
-			uc_steer_program(l);
-		break;
-	default:
-		r.status = -EINVAL;
-		break;
-	}
-	send(cl->ctl, &r, ROCE_UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-/* Read and answer everything @cl sent; drop it on hang-up or nonsense. */
-static void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
-{
-	while (cl->ctl >= 0) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(4 * sizeof(int))];
-		} cb;
-		struct roce_uc_msg m;
-		struct iovec iov = {&m, sizeof(m)};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cb.b,
-				    .msg_controllen = sizeof(cb.b)};
-		ssize_t n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		int fd;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		fd = n > 0 ? roce_take_fd(&mh) : -1;
-		umc_fd_own(fd, false);
-		if (n >= (ssize_t)offsetof(struct roce_uc_msg, pid) && m.magic == ROCE_UC_MAGIC &&
-		    m.version != ROCE_UC_VERSION) {
-			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC,
-						.version = ROCE_UC_VERSION,
-						.op = ROCE_UC_REPLY,
-						.seq = m.seq,
-						.status = -EPROTONOSUPPORT};
-
-			send(cl->ctl, &r, offsetof(struct roce_uc_msg, pid),
-			     MSG_DONTWAIT | MSG_NOSIGNAL);
-			n = 0;
-		}
-		if (n < (ssize_t)ROCE_UC_MSG_LEN(0) || m.magic != ROCE_UC_MAGIC ||
-		    m.count > UMC_UC_MSG_QPNS || (size_t)n != ROCE_UC_MSG_LEN(m.count)) {
-			if (fd >= 0)
-				umc_fd_close(fd);
-			uc_client_drop(l, cl);
-			return;
-		}
-		uc_lead_request(l, cl, &m, &fd);
-		if (fd >= 0)
-			umc_fd_close(fd);
-	}
-}
-
-/* Take every pending connection and claim: before a DestQP is declared unknown. */
-static void uc_lead_drain(struct uc_leader *l)
-{
-	uc_lead_accept(l);
-	/* Backwards: a drop moves the last client into the hole. */
-	for (int i = l->ncl - 1; i >= 0; i--)
-		if (i < l->ncl)
-			uc_lead_client(l, l->cl[i]);
-}
-
-/* ------------------------------------------------------------------------- */
-/* The demultiplexer: datagrams.                                             */
-
-/*
- * sendmmsg a run of datagrams to one owner.  What a full queue does not
- * take is dropped (uc_fwd_dropped); an owner that is gone (its process died
- * before its hang-up was read) is dropped with its QPNs, and its datagrams
- * count as rx_no_qp, as after the hang-up.
- */
-static void uc_send_run(struct uc_leader *l, struct uc_client *cl, struct mmsghdr *m, int n)
-{
-	struct umc_device *dev = &l->dom->uc->rp->dev;
-
-	while (n > 0) {
-		int r = cl->data >= 0
-			    ? sendmmsg(cl->data, m, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL)
-			    : (errno = ENOTCONN, -1);
-
-		if (r > 0) {
-			CNTN(dev, uc_forwarded, (unsigned long)r);
-			m += r;
-			n -= r;
-		} else if (r < 0 && errno == EINTR) {
-			continue;
-		} else if (r < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-			CNTN(dev, uc_fwd_dropped, (unsigned long)n);
-			return;
-		} else {
-			uc_client_drop(l, cl);
-			CNTN(dev, rx_no_qp, (unsigned long)n);
-			return;
-		}
-	}
-}
-
-/* Datagram @i of the batch, for @cl, into out slot @k. */
-static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *cl)
-{
-	struct umc_ip_ctx ip = {0};
-	struct roce_uc_fwd *f = &l->fwd[k];
-
-	roce_rx_cmsg(&l->rq.msg[i].msg_hdr, &ip);
-	*f = l->fwd0;
-	f->tclass = ip.tclass;
-	f->hop_limit = ip.hop_limit;
-	f->sport = ip.sport;
-	f->flow_label = ip.flow_label;
-	memcpy(f->src, ip.src, sizeof(f->src));
-	l->siov[k][0] = (struct iovec){f, sizeof(*f)};
-	l->siov[k][1] = (struct iovec){l->rq.buf[i], l->rq.msg[i].msg_len};
-	l->smsg[k].msg_hdr = (struct msghdr){.msg_iov = l->siov[k], .msg_iovlen = 2};
-	l->sdst[k] = cl;
-}
-
-static void uc_lead_forward(struct uc_leader *l)
-{
-	struct umc_device *dev = &l->dom->uc->rp->dev;
-
-	for (int burst = 0; burst < 4; burst++) {
-		bool drained = false;
-		int n, k = 0;
-
-		n = recvmmsg(l->udp, l->rq.msg, UMC_RX_BATCH, MSG_DONTWAIT, NULL);
-		if (n <= 0)
-			return;
-		for (int i = 0; i < n; i++) {
-			const uint8_t *p = l->rq.buf[i];
-			struct uc_client *cl;
-			uint32_t qpn;
-
-			if (umc_unlikely(l->rq.msg[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-				CNT(dev, rx_too_long);
-				continue;
-			}
-			if (umc_unlikely(l->rq.msg[i].msg_len <
-					 UMC_BTH_LEN + UMC_DETH_LEN + UMC_ICRC_LEN)) {
-				CNT(dev, rx_malformed);
-				continue;
-			}
-			qpn = (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
-			if (umc_unlikely(qpn == UMC_MCAST_QPN)) {
-				/* rxe: the multicast QPN to a unicast address finds no group. */
-				CNT(dev, rx_no_group);
-				continue;
-			}
-			cl = uc_tab_find(l, qpn);
-			if (umc_unlikely(!cl) && !drained) {
-				uc_lead_drain(l);
-				drained = true;
-				cl = uc_tab_find(l, qpn);
-			}
-			if (umc_unlikely(!cl)) {
-				CNT(dev, rx_no_qp);
-				continue;
-			}
-			uc_lead_stage(l, i, k++, cl);
-		}
-		for (int s = 0, e; s < k; s = e) {
-			for (e = s + 1; e < k && l->sdst[e] == l->sdst[s]; e++)
-				;
-			uc_send_run(l, l->sdst[s], &l->smsg[s], e - s);
-		}
-		roce_rxq_reset(&l->rq, 0, n);
-		if (n < UMC_RX_BATCH)
-			return;
-	}
-}
-
-/* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
-static void uc_lead_bind(struct uc_leader *l)
-{
-	int fd = -1;
-
-	if (uc_steer_wanted())
-		fd = uc_steer_adopt(l);
-	if (fd < 0) {
-		/* Not all of a group here: a new one, once every process let go of the old. */
-		uc_dom_steer_drop(l->dom);
-		fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
-	}
-
-	if (fd >= 0 && !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
-		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
-		return;
-	}
-	if (fd >= 0) {
-		/* An adopted group goes with its sockets: whoever comes next makes a new one. */
-		for (int i = 1; i < l->nsock; i++)
-			umc_fd_close(l->socks[i]);
-		umc_fd_close(fd);
-		l->udp = -1;
-		l->adopting = false;
-		uc_steer_reset(l);
-	}
-	l->bind_fails++;
-	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
-					? UMC_UC_RETRY_MS
-					: UMC_UC_RETRY_SLOW_MS);
-	atomic_store(&uc_ag.pending, true);
-}
-
-/*
- * Become the demultiplexer of @d's address: bind the name (-EADDRINUSE:
- * another process has), listen, try addr:4791, publish to the agent.
- * Context: d->ctl_lock held.
- */
-static int uc_lead_start(struct uc_dom *d)
-{
-	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
-	struct uc_leader *l;
-
-	if (lfd < 0)
-		return -errno;
-	umc_fd_own(lfd, false);
-	if (bind(lfd, (struct sockaddr *)&d->name, d->name_len) || listen(lfd, UMC_UC_BACKLOG)) {
-		ret = -errno;
-		umc_fd_close(lfd);
-		return ret;
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l || uc_tab_alloc(l, UMC_UC_TABLE_MIN)) {
-		free(l);
-		umc_fd_close(lfd);
-		return -ENOMEM;
-	}
-	l->dom = d;
-	l->lfd = lfd;
-	l->udp = -1;
-	l->tag_l = (struct uc_tag){UC_T_LISTEN, l};
-	l->tag_u = (struct uc_tag){UC_T_UDP, l};
-	l->fwd0.family = d->addr.ss_family == AF_INET ? 4 : 6;
-	if (d->addr.ss_family == AF_INET)
-		memcpy(l->fwd0.dst, &((struct sockaddr_in *)&d->addr)->sin_addr, 4);
-	else
-		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
-	roce_rxq_init(&l->rq);
-	/* Complete before the agent can see it: clients are served from the listener on. */
-	uc_lead_bind(l);
-	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
-	if (ret) {
-		if (l->udp >= 0) {
-			uc_ep_del(l->udp);
-			for (int i = 1; i < l->nsock; i++)
-				umc_fd_close(l->socks[i]);
-			umc_fd_close(l->udp);
-		}
-		uc_steer_reset(l);
-		free(l->tab);
-		free(l);
-		umc_fd_close(lfd);
-		return ret;
-	}
-	atomic_store(&d->lead, l);
-	uc_agent_wake();
-	return 0;
 }
 
 /* ------------------------------------------------------------------------- */

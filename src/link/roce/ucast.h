@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ucast.h - the RoCEv2 unicast objects: a port's unicast reception, the
- * connection of each of its addresses to their demultiplexer, this process
- * as the demultiplexer of an address, and the agent.  The design, threads
- * and locks: ucast.c.
+ * ucast.h - the RoCEv2 unicast objects, shared by ucast.c (this process as
+ * a client, the agent thread, the port's calls), uc_demux.c (this process
+ * as the demultiplexer of an address) and uc_steer.c (its steering): a
+ * port's unicast reception, the connection of each of its addresses to
+ * their demultiplexer, the demultiplexer, and the agent.  The design,
+ * threads and locks: ucast.c.
  */
 #ifndef UMC_LINK_ROCE_UCAST_H
 #define UMC_LINK_ROCE_UCAST_H
@@ -129,6 +131,18 @@ static inline uint64_t uc_now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+/* ucast.c */
+void uc_agent_wake(void);
+void uc_ep_del(int fd);
+int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag);
+
+/* uc_demux.c */
+void uc_lead_accept(struct uc_leader *l);
+void uc_lead_client(struct uc_leader *l, struct uc_client *cl);
+void uc_lead_forward(struct uc_leader *l);
+void uc_lead_bind(struct uc_leader *l);
+int uc_lead_start(struct uc_dom *d);
 
 /* uc_steer.c */
 bool uc_steer_wanted(void);
