@@ -117,7 +117,7 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 {
 	if (cl->ctl < 0)
 		return;
-	uc_ep_del(cl->ctl);
+	roce_uc_ep_del(cl->ctl);
 	umc_fd_close(cl->ctl);
 	cl->ctl = -1;
 	if (cl->data >= 0)
@@ -128,8 +128,8 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 		while (l->tab[i].cl == cl)
 			uc_tab_del_at(l, i);
 	if (cl->sidx > 0) {
-		uc_steer_program(l);
-		uc_steer_drain(l, l->socks[cl->sidx]);
+		roce_uc_steer_program(l);
+		roce_uc_steer_drain(l, l->socks[cl->sidx]);
 		l->spare[l->nspare++] = cl->sidx;
 		cl->sidx = -1;
 	}
@@ -144,7 +144,7 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	l->dead = cl;
 }
 
-void uc_lead_accept(struct uc_leader *l)
+void roce_uc_lead_accept(struct uc_leader *l)
 {
 	for (;;) {
 		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -177,7 +177,7 @@ void uc_lead_accept(struct uc_leader *l)
 		cl->ctl = fd;
 		cl->data = -1;
 		cl->sidx = -1;
-		if (uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
+		if (roce_uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
 			umc_fd_close(fd);
 			free(cl);
 			continue;
@@ -232,8 +232,8 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		cl->self = uc_same_socket(cl->data, l->dom->uc->data_tx);
 		/* qpn[0]: the index of its socket in the group it still holds. */
 		if (m->count == 1)
-			uc_steer_return(l, cl, m->qpn[0]);
-		uc_steer_give(l, cl);
+			roce_uc_steer_return(l, cl, m->qpn[0]);
+		roce_uc_steer_give(l, cl);
 		break;
 	case ROCE_UC_CLAIM:
 		for (int i = 0; i < m->count; i++) {
@@ -256,13 +256,13 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		}
 		/* Steered before the answer: whoever learns the QPN from us finds it. */
 		if (m->count && cl->sidx > 0)
-			uc_steer_program(l);
+			roce_uc_steer_program(l);
 		break;
 	case ROCE_UC_RELEASE:
 		for (int i = 0; i < m->count; i++)
 			uc_tab_del(l, m->qpn[i], cl);
 		if (m->count && cl->sidx > 0)
-			uc_steer_program(l);
+			roce_uc_steer_program(l);
 		break;
 	default:
 		r.status = -EINVAL;
@@ -272,7 +272,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 }
 
 /* Read and answer everything @cl sent; drop it on hang-up or nonsense. */
-void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
+void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 {
 	while (cl->ctl >= 0) {
 		union {
@@ -322,11 +322,11 @@ void uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 /* Take every pending connection and claim: before a DestQP is declared unknown. */
 static void uc_lead_drain(struct uc_leader *l)
 {
-	uc_lead_accept(l);
+	roce_uc_lead_accept(l);
 	/* Backwards: a drop moves the last client into the hole. */
 	for (int i = l->ncl - 1; i >= 0; i--)
 		if (i < l->ncl)
-			uc_lead_client(l, l->cl[i]);
+			roce_uc_lead_client(l, l->cl[i]);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -383,7 +383,7 @@ static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *c
 	l->sdst[k] = cl;
 }
 
-void uc_lead_forward(struct uc_leader *l)
+void roce_uc_lead_forward(struct uc_leader *l)
 {
 	struct umc_device *dev = &l->dom->uc->rp->dev;
 
@@ -438,19 +438,20 @@ void uc_lead_forward(struct uc_leader *l)
 }
 
 /* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
-void uc_lead_bind(struct uc_leader *l)
+void roce_uc_lead_bind(struct uc_leader *l)
 {
 	int fd = -1;
 
-	if (uc_steer_wanted())
-		fd = uc_steer_adopt(l);
+	if (roce_uc_steer_wanted())
+		fd = roce_uc_steer_adopt(l);
 	if (fd < 0) {
 		/* Not all of a group here: a new one, once every process let go of the old. */
-		uc_dom_steer_drop(l->dom);
-		fd = uc_steer_wanted() ? uc_steer_start(l) : uc_port_socket(l->dom, false);
+		roce_uc_dom_steer_drop(l->dom);
+		fd = roce_uc_steer_wanted() ? roce_uc_steer_start(l)
+					    : roce_uc_port_socket(l->dom, false);
 	}
 
-	if (fd >= 0 && !uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
+	if (fd >= 0 && !roce_uc_ep_add(fd, EPOLLIN, &l->tag_u)) {
 		__atomic_store_n(&l->udp, fd, __ATOMIC_RELEASE);
 		return;
 	}
@@ -461,13 +462,13 @@ void uc_lead_bind(struct uc_leader *l)
 		umc_fd_close(fd);
 		l->udp = -1;
 		l->adopting = false;
-		uc_steer_reset(l);
+		roce_uc_steer_reset(l);
 	}
 	l->bind_fails++;
 	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
 					? UMC_UC_RETRY_MS
 					: UMC_UC_RETRY_SLOW_MS);
-	atomic_store(&uc_ag.pending, true);
+	atomic_store(&roce_uc_ag.pending, true);
 }
 
 /*
@@ -475,7 +476,7 @@ void uc_lead_bind(struct uc_leader *l)
  * another process has), listen, try addr:4791, publish to the agent.
  * Context: d->ctl_lock held.
  */
-int uc_lead_start(struct uc_dom *d)
+int roce_uc_lead_start(struct uc_dom *d)
 {
 	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
 	struct uc_leader *l;
@@ -506,22 +507,22 @@ int uc_lead_start(struct uc_dom *d)
 		memcpy(l->fwd0.dst, &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
 	roce_rxq_init(&l->rq);
 	/* Complete before the agent can see it: clients are served from the listener on. */
-	uc_lead_bind(l);
-	ret = uc_ep_add(lfd, EPOLLIN, &l->tag_l);
+	roce_uc_lead_bind(l);
+	ret = roce_uc_ep_add(lfd, EPOLLIN, &l->tag_l);
 	if (ret) {
 		if (l->udp >= 0) {
-			uc_ep_del(l->udp);
+			roce_uc_ep_del(l->udp);
 			for (int i = 1; i < l->nsock; i++)
 				umc_fd_close(l->socks[i]);
 			umc_fd_close(l->udp);
 		}
-		uc_steer_reset(l);
+		roce_uc_steer_reset(l);
 		free(l->tab);
 		free(l);
 		umc_fd_close(lfd);
 		return ret;
 	}
 	atomic_store(&d->lead, l);
-	uc_agent_wake();
+	roce_uc_agent_wake();
 	return 0;
 }

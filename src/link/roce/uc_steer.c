@@ -21,7 +21,7 @@
  * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
  * SIGKILL) no socket leaves the group: the kernel goes on steering with
  * the same program.  A survivor that holds the whole group takes it over
- * (uc_steer_adopt: index 0 is its now), keeps the program while the others
+ * (roce_uc_steer_adopt: index 0 is its now), keeps the program while the others
  * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
  * and spares the indices nobody came back for.  A survivor that does not
  * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
@@ -38,7 +38,7 @@
 #include "link/roce/ucast.h"
 
 /* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
-bool uc_steer_wanted(void)
+bool roce_uc_steer_wanted(void)
 {
 	static int wanted = -1;
 
@@ -51,7 +51,7 @@ bool uc_steer_wanted(void)
 }
 
 /* Forget the group (its only member so far, index 0, is l->udp's). */
-void uc_steer_reset(struct uc_leader *l)
+void roce_uc_steer_reset(struct uc_leader *l)
 {
 	free(l->socks);
 	free(l->spare);
@@ -61,7 +61,7 @@ void uc_steer_reset(struct uc_leader *l)
 }
 
 /* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
-int uc_port_socket(const struct uc_dom *d, bool group)
+int roce_uc_port_socket(const struct uc_dom *d, bool group)
 {
 	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
 
@@ -98,7 +98,7 @@ static int uc_run_cmp(const void *a, const void *b)
  * not fit in BPF_MAXINSNS go through index 0 (forwarded).  Returns 0, or
  * -errno when the kernel refused the program (the last one stays).
  */
-int uc_steer_program(struct uc_leader *l)
+int roce_uc_steer_program(struct uc_leader *l)
 {
 	enum { MAX_RUNS = (BPF_MAXINSNS - 3) / 3 };
 	struct sock_filter *f = malloc(BPF_MAXINSNS * sizeof(*f));
@@ -147,7 +147,7 @@ out:
 }
 
 /* What a group socket of a process that went still holds: not for anybody now. */
-void uc_steer_drain(struct uc_leader *l, int fd)
+void roce_uc_steer_drain(struct uc_leader *l, int fd)
 {
 	char b;
 
@@ -201,7 +201,7 @@ static int uc_steer_new_socket(struct uc_leader *l)
 		l->spare = sp;
 		l->sockcap = cap;
 	}
-	fd = uc_port_socket(l->dom, true);
+	fd = roce_uc_port_socket(l->dom, true);
 	if (fd < 0)
 		return -1;
 	l->socks[l->nsock] = fd;
@@ -213,7 +213,7 @@ static int uc_steer_new_socket(struct uc_leader *l)
  * every other process is given to hold), through its input, with the
  * others to hold.  Without one its datagrams are passed on.
  */
-void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
+void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 {
 	int idx;
 	bool fresh = !l->nspare;
@@ -222,7 +222,7 @@ void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 		return;
 	if (l->nspare) {
 		idx = l->spare[--l->nspare];
-		uc_steer_drain(l, l->socks[idx]);
+		roce_uc_steer_drain(l, l->socks[idx]);
 	} else if ((idx = uc_steer_new_socket(l)) < 0) {
 		return;
 	}
@@ -243,7 +243,7 @@ void uc_steer_give(struct uc_leader *l, struct uc_client *cl)
  * older one (or with no steering here), it is told to let go of them all,
  * so that the port can be free for a new group, and gets one of that.
  */
-void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
+void roce_uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
 {
 	bool taken = false;
 
@@ -263,23 +263,23 @@ void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
  * with a program that sends everything there.  Returns the socket, or
  * -errno (-EADDRINUSE: not free yet).
  */
-int uc_steer_start(struct uc_leader *l)
+int roce_uc_steer_start(struct uc_leader *l)
 {
-	int fd = uc_port_socket(l->dom, false);
+	int fd = roce_uc_port_socket(l->dom, false);
 
 	if (fd < 0)
 		return fd;
 	umc_fd_close(fd); /* free; nobody else binds it: only a demultiplexer does */
-	fd = uc_port_socket(l->dom, true);
+	fd = roce_uc_port_socket(l->dom, true);
 	if (fd < 0)
 		return fd;
 	l->socks = malloc(8 * sizeof(*l->socks));
 	l->spare = malloc(8 * sizeof(*l->spare));
 	l->sockcap = 8;
 	l->udp = fd;
-	if (!l->socks || !l->spare || uc_steer_program(l)) {
+	if (!l->socks || !l->spare || roce_uc_steer_program(l)) {
 		/* Alone in its group the socket gets everything anyway: forward all. */
-		uc_steer_reset(l);
+		roce_uc_steer_reset(l);
 		return fd;
 	}
 	l->socks[0] = fd;
@@ -294,7 +294,7 @@ int uc_steer_start(struct uc_leader *l)
  * a new group can be made once every process has.  Context: not the
  * engine (which a FRESH message makes do the same, roce_uc_ctl_input).
  */
-void uc_dom_steer_drop(struct uc_dom *d)
+void roce_uc_dom_steer_drop(struct uc_dom *d)
 {
 	pthread_mutex_lock(&d->steer_lock);
 	if (d->steer_ep && d->own_idx >= 0) {
@@ -324,7 +324,7 @@ static bool __uc_dom_whole(const struct uc_dom *d)
 	return whole;
 }
 
-bool uc_dom_whole(struct uc_dom *d)
+bool roce_uc_dom_whole(struct uc_dom *d)
 {
 	bool whole;
 
@@ -340,7 +340,7 @@ bool uc_dom_whole(struct uc_dom *d)
  * the group.  Returns index 0's socket (ours now), or -1.  The indices
  * wait for their owners to register again until adopt_until.
  */
-int uc_steer_adopt(struct uc_leader *l)
+int roce_uc_steer_adopt(struct uc_leader *l)
 {
 	struct uc_dom *d = l->dom;
 	int n, own = -1, *socks = NULL, *spare = NULL;
@@ -376,12 +376,12 @@ int uc_steer_adopt(struct uc_leader *l)
 	l->steer = true;
 	l->adopting = true;
 	l->adopt_until = uc_now_ms() + UMC_UC_ADOPT_MS;
-	atomic_store(&uc_ag.pending, true);
+	atomic_store(&roce_uc_ag.pending, true);
 	return socks[0];
 }
 
 /* The owners had their time: every index nobody came back for is drained and spare. */
-void uc_steer_adopted(struct uc_leader *l)
+void roce_uc_steer_adopted(struct uc_leader *l)
 {
 	l->adopting = false;
 	for (int idx = 1; idx < l->nsock; idx++) {
@@ -390,9 +390,9 @@ void uc_steer_adopted(struct uc_leader *l)
 		for (int i = 0; i < l->ncl && !owned; i++)
 			owned = l->cl[i]->sidx == idx;
 		if (!owned) {
-			uc_steer_drain(l, l->socks[idx]);
+			roce_uc_steer_drain(l, l->socks[idx]);
 			l->spare[l->nspare++] = idx;
 		}
 	}
-	uc_steer_program(l);
+	roce_uc_steer_program(l);
 }

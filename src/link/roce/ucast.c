@@ -77,9 +77,9 @@
 #define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
 
 /* The process's agent. */
-struct uc_agent uc_ag = {.epfd = -1, .wake = -1};
+struct uc_agent roce_uc_ag = {.epfd = -1, .wake = -1};
 
-/* Adding to uc_ag.doms and starting the agent; never held with another process-wide lock. */
+/* Adding to roce_uc_ag.doms and starting the agent; never held with another process-wide lock. */
 static pthread_mutex_t uc_ag_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -90,10 +90,10 @@ static pthread_mutex_t uc_ag_lock = PTHREAD_MUTEX_INITIALIZER;
  */
 static void uc_forked(void)
 {
-	atomic_store(&uc_ag.doms, NULL);
-	uc_ag.epfd = uc_ag.wake = -1;
-	uc_ag.running = false;
-	atomic_store(&uc_ag.pending, false);
+	atomic_store(&roce_uc_ag.doms, NULL);
+	roce_uc_ag.epfd = roce_uc_ag.wake = -1;
+	roce_uc_ag.running = false;
+	atomic_store(&roce_uc_ag.pending, false);
 }
 
 UMC_ATFORK_MUTEX(uc_ag_lock, uc_forked)
@@ -105,24 +105,24 @@ static void uc_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-void uc_agent_wake(void)
+void roce_uc_agent_wake(void)
 {
-	atomic_store(&uc_ag.pending, true);
-	if (uc_ag.wake >= 0)
-		eventfd_write(uc_ag.wake, 1);
+	atomic_store(&roce_uc_ag.pending, true);
+	if (roce_uc_ag.wake >= 0)
+		eventfd_write(roce_uc_ag.wake, 1);
 }
 
-void uc_ep_del(int fd)
+void roce_uc_ep_del(int fd)
 {
-	if (uc_ag.epfd >= 0)
-		epoll_ctl(uc_ag.epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (roce_uc_ag.epfd >= 0)
+		epoll_ctl(roce_uc_ag.epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
+int roce_uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = tag};
 
-	return epoll_ctl(uc_ag.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+	return epoll_ctl(roce_uc_ag.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -146,14 +146,14 @@ static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, 
 static void uc_dom_lost(struct uc_dom *d)
 {
 	if (d->ctl >= 0) {
-		uc_ep_del(d->ctl);
+		roce_uc_ep_del(d->ctl);
 		umc_fd_close(d->ctl);
 	}
 	d->ctl = -1;
 	d->leader_pid = 0;
 	d->leader_port = false;
 	atomic_store(&d->reconnect, true);
-	uc_agent_wake();
+	roce_uc_agent_wake();
 }
 
 /*
@@ -250,7 +250,7 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 	pthread_mutex_unlock(&uc->qset_lock);
 	d->tag = (struct uc_tag){UC_T_CTL, d};
 	/* The agent only watches for the hang-up, once; answers are read by callers. */
-	ret = ret ?: uc_ep_add(fd, EPOLLRDHUP | EPOLLONESHOT, &d->tag);
+	ret = ret ?: roce_uc_ep_add(fd, EPOLLRDHUP | EPOLLONESHOT, &d->tag);
 	if (ret)
 		d->ctl = -1;
 	return ret;
@@ -267,7 +267,7 @@ static bool uc_dom_may_lead(struct uc_dom *d)
 {
 	uint64_t lost = atomic_load(&d->lost_at);
 
-	return !lost || uc_dom_whole(d) || uc_now_ms() >= lost + UMC_UC_ADOPT_DELAY_MS;
+	return !lost || roce_uc_dom_whole(d) || uc_now_ms() >= lost + UMC_UC_ADOPT_DELAY_MS;
 }
 
 /*
@@ -299,7 +299,7 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 		umc_fd_close(fd);
 		if ((err == ECONNREFUSED || err == ENOENT) && uc_dom_may_lead(d)) {
 			/* Nobody listens: become the demultiplexer (or lose the race to). */
-			int ret = uc_lead_start(d);
+			int ret = roce_uc_lead_start(d);
 
 			if (ret == 0)
 				continue;
@@ -325,15 +325,15 @@ static int uc_agent_tick(void)
 	uint64_t now = uc_now_ms();
 	int timeout = -1;
 
-	if (!atomic_exchange(&uc_ag.pending, false))
+	if (!atomic_exchange(&roce_uc_ag.pending, false))
 		return -1;
 	/* The list only grows and is published at its head: no lock to walk it. */
-	for (struct uc_dom *d = atomic_load(&uc_ag.doms); d; d = d->next) {
+	for (struct uc_dom *d = atomic_load(&roce_uc_ag.doms); d; d = d->next) {
 		struct uc_leader *l = atomic_load(&d->lead);
 
 		if (l && l->adopting) {
 			if (now >= l->adopt_until)
-				uc_steer_adopted(l);
+				roce_uc_steer_adopted(l);
 			else
 				timeout = timeout < 0 || (int)(l->adopt_until - now) < timeout
 						  ? (int)(l->adopt_until - now)
@@ -341,7 +341,7 @@ static int uc_agent_tick(void)
 		}
 		if (l && l->udp < 0) {
 			if (now >= l->bind_at)
-				uc_lead_bind(l);
+				roce_uc_lead_bind(l);
 			if (l->udp < 0) {
 				int ms = l->bind_at > now ? (int)(l->bind_at - now) : 0;
 
@@ -361,7 +361,7 @@ static int uc_agent_tick(void)
 		}
 	}
 	if (timeout >= 0)
-		atomic_store(&uc_ag.pending, true);
+		atomic_store(&roce_uc_ag.pending, true);
 	return timeout;
 }
 
@@ -370,7 +370,7 @@ static void *uc_agent_main(void *arg)
 	struct epoll_event ev[16];
 
 	for (;;) {
-		int n = epoll_wait(uc_ag.epfd, ev, 16, uc_agent_tick());
+		int n = epoll_wait(roce_uc_ag.epfd, ev, 16, uc_agent_tick());
 		struct uc_leader *rounds[16];
 		int nr = 0;
 
@@ -383,7 +383,7 @@ static void *uc_agent_main(void *arg)
 
 			switch (t->kind) {
 			case UC_T_WAKE:
-				eventfd_read(uc_ag.wake, &v);
+				eventfd_read(roce_uc_ag.wake, &v);
 				break;
 			case UC_T_CTL:
 				/*
@@ -394,20 +394,20 @@ static void *uc_agent_main(void *arg)
 				d = t->obj;
 				atomic_store(&d->lost_at, uc_now_ms());
 				atomic_store(&d->reconnect, true);
-				atomic_store(&uc_ag.pending, true);
+				atomic_store(&roce_uc_ag.pending, true);
 				break;
 			case UC_T_LISTEN:
 				l = t->obj;
-				uc_lead_accept(l);
+				roce_uc_lead_accept(l);
 				break;
 			case UC_T_UDP:
 				l = t->obj;
-				uc_lead_forward(l);
+				roce_uc_lead_forward(l);
 				break;
 			case UC_T_CLIENT:
 				cl = t->obj;
 				l = cl->lead;
-				uc_lead_client(l, cl);
+				roce_uc_lead_client(l, cl);
 				break;
 			}
 			if (l && l->dead && nr < 16)
@@ -434,7 +434,7 @@ static int uc_agent_start(void)
 {
 	int epfd, wake, ret = 0;
 
-	if (__atomic_load_n(&uc_ag.running, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&roce_uc_ag.running, __ATOMIC_ACQUIRE))
 		return 0;
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -443,19 +443,19 @@ static int uc_agent_start(void)
 	umc_fd_own(epfd, false);
 	umc_fd_own(wake, false);
 	pthread_mutex_lock(&uc_ag_lock);
-	if (!ret && !uc_ag.running) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &uc_ag.wake_tag};
+	if (!ret && !roce_uc_ag.running) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &roce_uc_ag.wake_tag};
 
-		uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
+		roce_uc_ag.wake_tag = (struct uc_tag){UC_T_WAKE, NULL};
 		ret = epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &ev) ? -errno : 0;
-		uc_ag.epfd = epfd;
-		uc_ag.wake = wake;
+		roce_uc_ag.epfd = epfd;
+		roce_uc_ag.wake = wake;
 		ret = ret ?: umc_thread_start(NULL, true, uc_agent_main, NULL, UMC_UC_THREAD_NAME);
 		if (!ret) {
-			__atomic_store_n(&uc_ag.running, true, __ATOMIC_RELEASE);
+			__atomic_store_n(&roce_uc_ag.running, true, __ATOMIC_RELEASE);
 			epfd = wake = -1; /* the agent's now */
 		} else {
-			uc_ag.epfd = uc_ag.wake = -1;
+			roce_uc_ag.epfd = roce_uc_ag.wake = -1;
 		}
 	}
 	pthread_mutex_unlock(&uc_ag_lock);
@@ -553,8 +553,8 @@ static void uc_port_doms(struct roce_uc *uc)
 				 ((struct sockaddr_in6 *)&d->addr)->sin6_scope_id);
 		d->name_len = roce_abstract_name(&d->name, ROCE_UC_NAME_FMT, text);
 		pthread_mutex_lock(&uc_ag_lock);
-		d->next = atomic_load(&uc_ag.doms);
-		atomic_store(&uc_ag.doms, d);
+		d->next = atomic_load(&roce_uc_ag.doms);
+		atomic_store(&roce_uc_ag.doms, d);
 		pthread_mutex_unlock(&uc_ag_lock);
 		uc->dom[uc->ndom++] = d;
 	}
@@ -653,7 +653,7 @@ static void uc_connect_all(struct roce_uc *uc)
 
 		pthread_mutex_lock(&d->ctl_lock);
 		if (d->ctl < 0 && uc_dom_connect(d, true))
-			uc_agent_wake();
+			roce_uc_agent_wake();
 		pthread_mutex_unlock(&d->ctl_lock);
 	}
 }

@@ -96,7 +96,7 @@ struct uc_dom {
 	_Atomic uint64_t lost_at; /* when the demultiplexer hung up (ms), 0: not lost */
 	atomic_bool reconnect;		/* lost: the agent reconnects */
 	struct uc_leader *_Atomic lead; /* set once this process is the demultiplexer */
-	struct uc_dom *next;		/* uc_ag.doms */
+	struct uc_dom *next;		/* roce_uc_ag.doms */
 };
 
 /* A port's unicast reception. */
@@ -121,7 +121,7 @@ struct uc_agent {
 	struct uc_dom *_Atomic doms; /* every address of every port: only grows */
 	atomic_bool pending; /* a reconnect or port bind waits: poll every UMC_UC_RETRY_MS */
 };
-extern struct uc_agent uc_ag;
+extern struct uc_agent roce_uc_ag;
 
 /* The agent's clock: CLOCK_MONOTONIC in milliseconds. */
 static inline uint64_t uc_now_ms(void)
@@ -133,29 +133,29 @@ static inline uint64_t uc_now_ms(void)
 }
 
 /* ucast.c */
-void uc_agent_wake(void);
-void uc_ep_del(int fd);
-int uc_ep_add(int fd, uint32_t events, struct uc_tag *tag);
+void roce_uc_agent_wake(void);
+void roce_uc_ep_del(int fd);
+int roce_uc_ep_add(int fd, uint32_t events, struct uc_tag *tag);
 
 /* uc_demux.c */
-void uc_lead_accept(struct uc_leader *l);
-void uc_lead_client(struct uc_leader *l, struct uc_client *cl);
-void uc_lead_forward(struct uc_leader *l);
-void uc_lead_bind(struct uc_leader *l);
-int uc_lead_start(struct uc_dom *d);
+void roce_uc_lead_accept(struct uc_leader *l);
+void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl);
+void roce_uc_lead_forward(struct uc_leader *l);
+void roce_uc_lead_bind(struct uc_leader *l);
+int roce_uc_lead_start(struct uc_dom *d);
 
 /* uc_steer.c */
-bool uc_steer_wanted(void);
-void uc_steer_reset(struct uc_leader *l);
-int uc_port_socket(const struct uc_dom *d, bool group);
-int uc_steer_program(struct uc_leader *l);
-void uc_steer_drain(struct uc_leader *l, int fd);
-void uc_steer_give(struct uc_leader *l, struct uc_client *cl);
-void uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx);
-int uc_steer_start(struct uc_leader *l);
-void uc_dom_steer_drop(struct uc_dom *d);
-bool uc_dom_whole(struct uc_dom *d);
-int uc_steer_adopt(struct uc_leader *l);
-void uc_steer_adopted(struct uc_leader *l);
+bool roce_uc_steer_wanted(void);
+void roce_uc_steer_reset(struct uc_leader *l);
+int roce_uc_port_socket(const struct uc_dom *d, bool group);
+int roce_uc_steer_program(struct uc_leader *l);
+void roce_uc_steer_drain(struct uc_leader *l, int fd);
+void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl);
+void roce_uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx);
+int roce_uc_steer_start(struct uc_leader *l);
+void roce_uc_dom_steer_drop(struct uc_dom *d);
+bool roce_uc_dom_whole(struct uc_dom *d);
+int roce_uc_steer_adopt(struct uc_leader *l);
+void roce_uc_steer_adopted(struct uc_leader *l);
 
 #endif /* UMC_LINK_ROCE_UCAST_H */
