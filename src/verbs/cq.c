@@ -39,6 +39,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -267,11 +268,38 @@ static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
 }
 
 /*
+ * After a signal handler epoll_wait(2) fails with EINTR, always (signal(7)),
+ * where libibverbs' read(2) of the channel is restarted when the handler
+ * was installed with SA_RESTART (the kernel's wait returns -ERESTARTSYS)
+ * and fails with EINTR otherwise.  Which signal came is not known here:
+ * the wait goes on unless a signal this thread takes has a handler
+ * without SA_RESTART.  It also goes on after a stop and SIGCONT with no
+ * handler at all, which end epoll_wait too but which read(2) restarts.
+ */
+static bool umc_wait_restarts(void)
+{
+	sigset_t blocked;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &blocked);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigismember(&blocked, sig) == 1 || sigaction(sig, NULL, &sa))
+			continue; /* blocked here, or glibc's own (EINVAL) */
+		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+		    !(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
+/*
  * ibv_get_cq_event(3): wait for the next CQ event on @channel.  Returns 0,
  * or -1 with errno EAGAIN when the channel fd is non-blocking and no event
- * is ready, EIO for the parent's channel in a child of fork.  Each round
- * receives what waits on the device's sockets first: an event it raises
- * is taken at once, without the socketpair.
+ * is ready, EINTR when a signal handler without SA_RESTART interrupted the
+ * wait (umc_wait_restarts), EIO for the parent's channel in a child of
+ * fork.  Each round receives what waits on the device's sockets first: an
+ * event it raises is taken at once, without the socketpair.
  */
 UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
@@ -321,8 +349,14 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			errno = EAGAIN;
 			return -1;
 		}
-		if (epoll_wait(ch->epfd, &ev, 1, -1) < 0 && errno != EINTR)
-			return -1;
+		if (epoll_wait(ch->epfd, &ev, 1, -1) < 0) {
+			if (errno != EINTR)
+				return -1;
+			if (!umc_wait_restarts()) {
+				errno = EINTR;
+				return -1;
+			}
+		}
 	}
 }
 

@@ -19,12 +19,18 @@
  *   - the documented exception: a datagram that raises no event on the
  *     channel (its CQ armed for solicited events only) may wake the fd; a
  *     non-blocking ibv_get_cq_event then says EAGAIN, the completion is in
- *     the CQ, and the fd is quiet again.
+ *     the CQ, and the fd is quiet again;
+ *   - signals, as libibverbs' read(2) of the channel takes them: a handler
+ *     installed with SA_RESTART leaves a blocked ibv_get_cq_event waiting
+ *     (a datagram then ends it with the event), one without SA_RESTART
+ *     ends it with -1 and EINTR.
  *
  * References: ibv_get_cq_event(3), ibv_req_notify_cq(3); umcast(7),
  * "Completion channels".
  */
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 
 #include "test_verbs_common.h"
 
@@ -167,6 +173,7 @@ struct waiter {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
 	int ret;
+	int err;
 	int ready[2];
 };
 
@@ -177,6 +184,7 @@ static void *wait_event(void *arg)
 
 	assert_int_equal(write(w->ready[1], "w", 1), 1);
 	w->ret = ibv_get_cq_event(w->ch, &w->cq, &ctx);
+	w->err = errno;
 	return NULL;
 }
 
@@ -200,6 +208,87 @@ static void test_blocked_get_cq_event_woken_by_datagram(void **state)
 	assert_ptr_equal(w.cq, f->cq);
 	ibv_ack_cq_events(w.cq, 1);
 	expect_wc(f, 50);
+	close(w.ready[0]);
+	close(w.ready[1]);
+}
+
+static atomic_int usr1_taken;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&usr1_taken, 1);
+}
+
+/* SIGUSR1's handler: with SA_RESTART or without. */
+static void usr1_handler(int flags)
+{
+	struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = flags};
+
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+}
+
+/*
+ * Signal the waiter @tid every 20 ms, at most 50 times, until it returns
+ * (it may not be asleep yet when the first comes); true if it did.
+ */
+static bool signal_until_returned(pthread_t tid)
+{
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(pthread_kill(tid, SIGUSR1), 0);
+		poll(NULL, 0, 20);
+		if (pthread_tryjoin_np(tid, NULL) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void test_blocked_get_cq_event_and_signals(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ch = f->ch, .ret = -2};
+	pthread_t tid;
+	char c;
+
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
+	assert_int_equal(pipe(w.ready), 0);
+
+	/* SA_RESTART: ten signals taken, and still waiting; a datagram ends it. */
+	usr1_handler(SA_RESTART);
+	atomic_store(&usr1_taken, 0);
+	assert_int_equal(pthread_create(&tid, NULL, wait_event, &w), 0);
+	assert_true(t_read_full(w.ready[0], &c, 1, T_WAIT_MS));
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(pthread_kill(tid, SIGUSR1), 0);
+		poll(NULL, 0, 20);
+	}
+	assert_int_equal(atomic_load(&usr1_taken), 10);
+	assert_int_equal(pthread_tryjoin_np(tid, NULL), EBUSY);
+	send_one(f, 50, 6, 0);
+	alarm(10);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	alarm(0);
+	assert_int_equal(w.ret, 0);
+	assert_ptr_equal(w.cq, f->cq);
+	ibv_ack_cq_events(w.cq, 1);
+	expect_wc(f, 50);
+
+	/* No SA_RESTART: the wait ends with EINTR, and the channel works on. */
+	usr1_handler(0);
+	w.ret = -2;
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
+	assert_int_equal(pthread_create(&tid, NULL, wait_event, &w), 0);
+	assert_true(t_read_full(w.ready[0], &c, 1, T_WAIT_MS));
+	if (!signal_until_returned(tid)) {
+		send_one(f, 51, 7, 0); /* let it go before failing */
+		pthread_join(tid, NULL);
+		fail_msg("a handler without SA_RESTART did not end ibv_get_cq_event");
+	}
+	assert_int_equal(w.ret, -1);
+	assert_int_equal(w.err, EINTR);
+	signal(SIGUSR1, SIG_DFL);
+	arm_send_expect_event(f, 52, 8);
 	close(w.ready[0]);
 	close(w.ready[1]);
 }
@@ -299,6 +388,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_poll_on_fd_woken_by_datagram, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blocked_get_cq_event_woken_by_datagram, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_blocked_get_cq_event_and_signals, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fd_quiet_until_armed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spurious_wake_is_eagain, setup, teardown),
