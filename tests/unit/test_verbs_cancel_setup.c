@@ -59,7 +59,7 @@ static void *pending_thread(void *p)
 	return NULL;
 }
 
-/* In a child: @call(@arg) with a cancel pending; its result, errno set; exit 10 if it was ended inside. */
+/* In a child: @call(@arg) with a cancel pending: its result and errno; exit 10 if ended inside. */
 static intptr_t call_pending(intptr_t (*call)(void *), void *arg)
 {
 	struct pending pe = {.call = call, .arg = arg};
@@ -206,7 +206,7 @@ static intptr_t c_create_ah(void *arg)
 /* The cases (bodies run in the child).                                      */
 
 /* The first probe: ibv_get_device_list, then the list again and a device opened. */
-static void first_probe(void)
+static void body_first_probe(void)
 {
 	struct ibv_device **list = (void *)call_pending(c_device_list, NULL);
 	struct ibv_context *ctx;
@@ -216,11 +216,6 @@ static void first_probe(void)
 	ctx = t_open_dev("umc_lo");
 	need(ctx != NULL, "umc_lo opened after it");
 	need(ibv_close_device(ctx) == 0, "ibv_close_device");
-}
-
-static void body_first_probe(void)
-{
-	first_probe();
 }
 
 /* An id on a new channel. */
@@ -416,95 +411,30 @@ static void body_ib_leave(void)
 
 /* ------------------------------------------------------------------------- */
 
-static void test_first_probe(void **state)
-{
-	(void)state;
-	in_child(body_first_probe);
-}
+/* A case: its body (in the test's state) in a child. */
+struct case_body {
+	void (*body)(void);
+	bool ib; /* needs umc-sm: skipped (and said so) when it did not start */
+};
 
-static void test_bind_unknown(void **state)
+static void run_case(void **state)
 {
-	(void)state;
-	in_child(body_bind_unknown);
-}
+	const struct case_body *c = *state;
 
-static void test_resolve(void **state)
-{
-	(void)state;
-	in_child(body_resolve);
-}
-
-static void test_join(void **state)
-{
-	(void)state;
-	in_child(body_join);
-}
-
-static void test_leave(void **state)
-{
-	(void)state;
-	in_child(body_leave);
-}
-
-static void test_qp(void **state)
-{
-	(void)state;
-	in_child(body_qp);
-}
-
-static void test_reg_mr(void **state)
-{
-	(void)state;
-	in_child(body_reg_mr);
-}
-
-static void test_fork(void **state)
-{
-	(void)state;
-	in_child(body_fork);
-}
-
-/* The IB cases: skipped (and said so) when umc-sm did not start. */
-static void ib_case(void (*body)(void))
-{
-	if (!sm_pid)
+	if (c->ib && !sm_pid)
 		skip();
-	in_child(body);
+	in_child(c->body);
 }
 
-static void test_ib_probe(void **state)
-{
-	(void)state;
-	ib_case(body_ib_probe);
-}
-
-static void test_ib_ah(void **state)
-{
-	(void)state;
-	ib_case(body_ib_ah);
-}
-
-static void test_ib_join(void **state)
-{
-	(void)state;
-	ib_case(body_ib_join);
-}
-
-static void test_ib_leave(void **state)
-{
-	(void)state;
-	ib_case(body_ib_leave);
-}
+#define CASE(name, ib) {#name, run_case, NULL, NULL, &(struct case_body){body_##name, ib}}
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_first_probe), cmocka_unit_test(test_bind_unknown),
-	    cmocka_unit_test(test_resolve),	cmocka_unit_test(test_join),
-	    cmocka_unit_test(test_leave),	cmocka_unit_test(test_qp),
-	    cmocka_unit_test(test_reg_mr),	cmocka_unit_test(test_fork),
-	    cmocka_unit_test(test_ib_probe),	cmocka_unit_test(test_ib_ah),
-	    cmocka_unit_test(test_ib_join),	cmocka_unit_test(test_ib_leave),
+	    CASE(first_probe, false), CASE(bind_unknown, false), CASE(resolve, false),
+	    CASE(join, false),	      CASE(leave, false),	 CASE(qp, false),
+	    CASE(reg_mr, false),      CASE(fork, false),	 CASE(ib_probe, true),
+	    CASE(ib_ah, true),	      CASE(ib_join, true),	 CASE(ib_leave, true),
 	};
 	int ret;
 

@@ -175,6 +175,7 @@ struct waiter {
 	int ret;
 	int err;
 	int ready[2];
+	pthread_t tid;
 };
 
 static void *wait_event(void *arg)
@@ -188,28 +189,42 @@ static void *wait_event(void *arg)
 	return NULL;
 }
 
+/* Arm @f's CQ and start a thread blocked in ibv_get_cq_event (or about to be). */
+static void waiter_start(struct fx *f, struct waiter *w)
+{
+	char c;
+
+	w->ch = f->ch;
+	w->ret = -2;
+	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
+	assert_int_equal(pipe(w->ready), 0);
+	assert_int_equal(pthread_create(&w->tid, NULL, wait_event, w), 0);
+	assert_true(t_read_full(w->ready[0], &c, 1, T_WAIT_MS));
+	close(w->ready[0]);
+	close(w->ready[1]);
+}
+
+/* A datagram of @len bytes ends the waiter with the CQ's event; the completion holds it. */
+static void waiter_send_expect_event(struct fx *f, struct waiter *w, uint32_t len, unsigned seed)
+{
+	send_one(f, len, seed, 0);
+	alarm(10);
+	assert_int_equal(pthread_join(w->tid, NULL), 0);
+	alarm(0);
+	assert_int_equal(w->ret, 0);
+	assert_ptr_equal(w->cq, f->cq);
+	ibv_ack_cq_events(w->cq, 1);
+	expect_wc(f, len);
+}
+
 static void test_blocked_get_cq_event_woken_by_datagram(void **state)
 {
 	struct fx *f = *state;
-	struct waiter w = {.ch = f->ch, .ret = -2};
-	pthread_t tid;
-	char c;
+	struct waiter w;
 
-	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-	assert_int_equal(pipe(w.ready), 0);
-	assert_int_equal(pthread_create(&tid, NULL, wait_event, &w), 0);
-	assert_true(t_read_full(w.ready[0], &c, 1, T_WAIT_MS));
+	waiter_start(f, &w);
 	/* Whether it is already asleep or not, the datagram must reach it. */
-	send_one(f, 50, 5, 0);
-	alarm(10);
-	assert_int_equal(pthread_join(tid, NULL), 0);
-	alarm(0);
-	assert_int_equal(w.ret, 0);
-	assert_ptr_equal(w.cq, f->cq);
-	ibv_ack_cq_events(w.cq, 1);
-	expect_wc(f, 50);
-	close(w.ready[0]);
-	close(w.ready[1]);
+	waiter_send_expect_event(f, &w, 50, 5);
 }
 
 static atomic_int usr1_taken;
@@ -230,15 +245,15 @@ static void usr1_handler(int flags)
 }
 
 /*
- * Signal the waiter @tid every 20 ms, at most 50 times, until it returns
- * (it may not be asleep yet when the first comes); true if it did.
+ * Signal the waiter every 20 ms, at most 50 times, until it returns (it
+ * may not be asleep yet when the first comes); true if it did.
  */
-static bool signal_until_returned(pthread_t tid)
+static bool signal_until_returned(struct waiter *w)
 {
 	for (int i = 0; i < 50; i++) {
-		assert_int_equal(pthread_kill(tid, SIGUSR1), 0);
+		assert_int_equal(pthread_kill(w->tid, SIGUSR1), 0);
 		poll(NULL, 0, 20);
-		if (pthread_tryjoin_np(tid, NULL) == 0)
+		if (pthread_tryjoin_np(w->tid, NULL) == 0)
 			return true;
 	}
 	return false;
@@ -247,50 +262,32 @@ static bool signal_until_returned(pthread_t tid)
 static void test_blocked_get_cq_event_and_signals(void **state)
 {
 	struct fx *f = *state;
-	struct waiter w = {.ch = f->ch, .ret = -2};
-	pthread_t tid;
-	char c;
-
-	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-	assert_int_equal(pipe(w.ready), 0);
+	struct waiter w;
 
 	/* SA_RESTART: ten signals taken, and still waiting; a datagram ends it. */
 	usr1_handler(SA_RESTART);
 	atomic_store(&usr1_taken, 0);
-	assert_int_equal(pthread_create(&tid, NULL, wait_event, &w), 0);
-	assert_true(t_read_full(w.ready[0], &c, 1, T_WAIT_MS));
+	waiter_start(f, &w);
 	for (int i = 0; i < 10; i++) {
-		assert_int_equal(pthread_kill(tid, SIGUSR1), 0);
+		assert_int_equal(pthread_kill(w.tid, SIGUSR1), 0);
 		poll(NULL, 0, 20);
 	}
 	assert_int_equal(atomic_load(&usr1_taken), 10);
-	assert_int_equal(pthread_tryjoin_np(tid, NULL), EBUSY);
-	send_one(f, 50, 6, 0);
-	alarm(10);
-	assert_int_equal(pthread_join(tid, NULL), 0);
-	alarm(0);
-	assert_int_equal(w.ret, 0);
-	assert_ptr_equal(w.cq, f->cq);
-	ibv_ack_cq_events(w.cq, 1);
-	expect_wc(f, 50);
+	assert_int_equal(pthread_tryjoin_np(w.tid, NULL), EBUSY);
+	waiter_send_expect_event(f, &w, 50, 6);
 
 	/* No SA_RESTART: the wait ends with EINTR, and the channel works on. */
 	usr1_handler(0);
-	w.ret = -2;
-	assert_int_equal(ibv_req_notify_cq(f->cq, 0), 0);
-	assert_int_equal(pthread_create(&tid, NULL, wait_event, &w), 0);
-	assert_true(t_read_full(w.ready[0], &c, 1, T_WAIT_MS));
-	if (!signal_until_returned(tid)) {
+	waiter_start(f, &w);
+	if (!signal_until_returned(&w)) {
 		send_one(f, 51, 7, 0); /* let it go before failing */
-		pthread_join(tid, NULL);
+		pthread_join(w.tid, NULL);
 		fail_msg("a handler without SA_RESTART did not end ibv_get_cq_event");
 	}
 	assert_int_equal(w.ret, -1);
 	assert_int_equal(w.err, EINTR);
 	signal(SIGUSR1, SIG_DFL);
 	arm_send_expect_event(f, 52, 8);
-	close(w.ready[0]);
-	close(w.ready[1]);
 }
 
 static void test_fd_quiet_until_armed(void **state)
