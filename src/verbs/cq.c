@@ -39,6 +39,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,29 +269,40 @@ static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
 }
 
 /*
- * After a signal handler epoll_wait(2) fails with EINTR, always (signal(7)),
- * where libibverbs' read(2) of the channel is restarted when the handler
- * was installed with SA_RESTART (the kernel's wait returns -ERESTARTSYS)
- * and fails with EINTR otherwise.  Which signal came is not known here:
- * the wait goes on unless a signal this thread takes has a handler
- * without SA_RESTART.  It also goes on after a stop and SIGCONT with no
- * handler at all, which end epoll_wait too but which read(2) restarts.
+ * libibverbs' blocking ibv_get_cq_event is a read(2) of the channel, whose
+ * kernel wait returns -ERESTARTSYS: it sleeps through a stop and SIGCONT,
+ * goes on after a handler installed with SA_RESTART, and fails with EINTR
+ * after one without.  Ours sleeps in poll(2) on the channel's epoll set,
+ * which also sleeps through a stop (the kernel restarts it when no handler
+ * ran; epoll_wait(2) would fail), and fails with EINTR whenever a handler
+ * ran, SA_RESTART or not.  Which handler ran is not known: the wait goes
+ * on if every handler that a signal this thread takes can run has
+ * SA_RESTART, and ends with EINTR if one has not, or if none is left (a
+ * handler installed with SA_RESETHAND, as signal() makes under strict ISO
+ * C, reset itself when it ran).  The fault signals are left out: they
+ * come from the thread's own instructions, not while it sleeps.
  */
 static bool umc_wait_restarts(void)
 {
 	sigset_t blocked;
+	bool restarting = false;
 
 	pthread_sigmask(SIG_BLOCK, NULL, &blocked);
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
 
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+		    sig == SIGTRAP || sig == SIGSYS)
+			continue;
 		if (sigismember(&blocked, sig) == 1 || sigaction(sig, NULL, &sa))
 			continue; /* blocked here, or glibc's own (EINVAL) */
-		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
-		    !(sa.sa_flags & SA_RESTART))
+		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
 			return false;
+		restarting = true;
 	}
-	return true;
+	return restarting;
 }
 
 /*
@@ -305,7 +317,8 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 				void **cq_context)
 {
 	struct umc_comp_channel *ch = to_uchan(channel);
-	struct epoll_event ev;
+	struct pollfd pfd = {.fd = ch->epfd, .events = POLLIN};
+	bool interrupted = false;
 	struct umc_cq *ucq;
 
 	if (umc_dev_forked(ch->dev)) {
@@ -349,13 +362,14 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			errno = EAGAIN;
 			return -1;
 		}
-		if (epoll_wait(ch->epfd, &ev, 1, -1) < 0) {
+		if (interrupted) { /* as the kernel's wait, an event that came meanwhile first */
+			errno = EINTR;
+			return -1;
+		}
+		if (poll(&pfd, 1, -1) < 0) {
 			if (errno != EINTR)
 				return -1;
-			if (!umc_wait_restarts()) {
-				errno = EINTR;
-				return -1;
-			}
+			interrupted = !umc_wait_restarts();
 		}
 	}
 }

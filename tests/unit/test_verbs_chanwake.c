@@ -21,9 +21,11 @@
  *     non-blocking ibv_get_cq_event then says EAGAIN, the completion is in
  *     the CQ, and the fd is quiet again;
  *   - signals, as libibverbs' read(2) of the channel takes them: a handler
- *     installed with SA_RESTART leaves a blocked ibv_get_cq_event waiting
- *     (a datagram then ends it with the event), one without SA_RESTART
- *     ends it with -1 and EINTR.
+ *     installed with SA_RESTART, or a stop and SIGCONT (while another
+ *     signal has a handler without SA_RESTART), leave a blocked
+ *     ibv_get_cq_event waiting (a datagram then ends it with the event);
+ *     a handler without SA_RESTART ends it with -1 and EINTR, one with
+ *     SA_RESETHAND too.
  *
  * References: ibv_get_cq_event(3), ibv_req_notify_cq(3); umcast(7),
  * "Completion channels".
@@ -31,6 +33,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 
 #include "test_verbs_common.h"
 
@@ -227,30 +230,33 @@ static void test_blocked_get_cq_event_woken_by_datagram(void **state)
 	waiter_send_expect_event(f, &w, 50, 5);
 }
 
-static atomic_int usr1_taken;
+static atomic_int sig_taken;
 
-static void on_usr1(int sig)
+static void on_signal(int sig)
 {
 	(void)sig;
-	atomic_fetch_add(&usr1_taken, 1);
+	atomic_fetch_add(&sig_taken, 1);
 }
 
-/* SIGUSR1's handler: with SA_RESTART or without. */
-static void usr1_handler(int flags)
+/* @sig's handler, with @flags (SA_RESTART, SA_RESETHAND, or none), or SIG_DFL. */
+static void set_handler(int sig, int flags, bool on)
 {
-	struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = flags};
+	struct sigaction sa = {.sa_handler = on ? on_signal : SIG_DFL, .sa_flags = flags};
 
 	sigemptyset(&sa.sa_mask);
-	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	assert_int_equal(sigaction(sig, &sa, NULL), 0);
 }
 
 /*
- * Signal the waiter every 20 ms, at most 50 times, until it returns (it
- * may not be asleep yet when the first comes); true if it did.
+ * Signal the waiter (SIGUSR1's handler made anew with @flags each time: an
+ * SA_RESETHAND one is gone once it ran) every 20 ms, at most 50 times,
+ * until it returns (it may not be asleep yet when the first comes); true
+ * if it did.
  */
-static bool signal_until_returned(struct waiter *w)
+static bool signal_until_returned(struct waiter *w, int flags)
 {
 	for (int i = 0; i < 50; i++) {
+		set_handler(SIGUSR1, flags, true);
 		assert_int_equal(pthread_kill(w->tid, SIGUSR1), 0);
 		poll(NULL, 0, 20);
 		if (pthread_tryjoin_np(w->tid, NULL) == 0)
@@ -259,35 +265,66 @@ static bool signal_until_returned(struct waiter *w)
 	return false;
 }
 
+/* A handler with @flags ends the waiter with -1/EINTR; the channel works on. */
+static void expect_eintr(struct fx *f, int flags, uint32_t len)
+{
+	struct waiter w;
+
+	waiter_start(f, &w);
+	if (!signal_until_returned(&w, flags)) {
+		send_one(f, len, len, 0); /* let it go before failing */
+		pthread_join(w.tid, NULL);
+		fail_msg("a handler with flags %#x did not end ibv_get_cq_event", flags);
+	}
+	assert_int_equal(w.ret, -1);
+	assert_int_equal(w.err, EINTR);
+	set_handler(SIGUSR1, 0, false);
+	arm_send_expect_event(f, len + 1, len + 1);
+}
+
 static void test_blocked_get_cq_event_and_signals(void **state)
 {
 	struct fx *f = *state;
 	struct waiter w;
+	pid_t pid;
 
 	/* SA_RESTART: ten signals taken, and still waiting; a datagram ends it. */
-	usr1_handler(SA_RESTART);
-	atomic_store(&usr1_taken, 0);
+	set_handler(SIGUSR1, SA_RESTART, true);
+	atomic_store(&sig_taken, 0);
 	waiter_start(f, &w);
 	for (int i = 0; i < 10; i++) {
 		assert_int_equal(pthread_kill(w.tid, SIGUSR1), 0);
 		poll(NULL, 0, 20);
 	}
-	assert_int_equal(atomic_load(&usr1_taken), 10);
+	assert_true(atomic_load(&sig_taken) >= 1); /* (a standard signal may coalesce) */
 	assert_int_equal(pthread_tryjoin_np(w.tid, NULL), EBUSY);
 	waiter_send_expect_event(f, &w, 50, 6);
+	set_handler(SIGUSR1, 0, false);
 
-	/* No SA_RESTART: the wait ends with EINTR, and the channel works on. */
-	usr1_handler(0);
+	/*
+	 * A stop and SIGCONT (from a child) while SIGUSR2 has a handler without
+	 * SA_RESTART that never runs: read(2) sleeps through them, so must we.
+	 */
+	set_handler(SIGUSR2, 0, true);
 	waiter_start(f, &w);
-	if (!signal_until_returned(&w)) {
-		send_one(f, 51, 7, 0); /* let it go before failing */
-		pthread_join(w.tid, NULL);
-		fail_msg("a handler without SA_RESTART did not end ibv_get_cq_event");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		poll(NULL, 0, 50);
+		kill(getppid(), SIGSTOP);
+		poll(NULL, 0, 50);
+		kill(getppid(), SIGCONT);
+		_exit(0);
 	}
-	assert_int_equal(w.ret, -1);
-	assert_int_equal(w.err, EINTR);
-	signal(SIGUSR1, SIG_DFL);
-	arm_send_expect_event(f, 52, 8);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	poll(NULL, 0, 50);
+	assert_int_equal(pthread_tryjoin_np(w.tid, NULL), EBUSY);
+	waiter_send_expect_event(f, &w, 51, 7);
+	set_handler(SIGUSR2, 0, false);
+
+	/* No SA_RESTART, and SA_RESETHAND (signal() under strict ISO C): EINTR. */
+	expect_eintr(f, 0, 60);
+	expect_eintr(f, SA_RESETHAND, 70);
 }
 
 static void test_fd_quiet_until_armed(void **state)
