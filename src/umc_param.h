@@ -72,9 +72,9 @@ enum umc_param {
 	UMC_QPN_TRIES = 64,
 
 	/*
-	 * RoCEv2 unicast demultiplexer (link/roce/ucast.c): one process per
-	 * host address owns UDP 4791 and forwards each datagram to the
-	 * process that owns its DestQP.
+	 * RoCEv2 unicast demultiplexer (link/roce/ucast.c, uc_demux.c): one
+	 * process per host address owns UDP 4791 and forwards each datagram
+	 * to the process that owns its DestQP.
 	 */
 	UMC_UC_MSG_QPNS = 64,	     /* QPNs per claim message */
 	UMC_UC_BACKLOG = 128,	     /* pending connections to the demultiplexer */

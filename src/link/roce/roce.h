@@ -272,7 +272,7 @@ void roce_uc_qp_del(struct roce_qp *qp);
 void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd);
 
 /* ------------------------------------------------------------------------- */
-/* The unicast demultiplexer's control protocol (ucast.c).                   */
+/* The unicast demultiplexer's control protocol (ucast.c, uc_demux.c).       */
 
 /*
  * Where a demultiplexer listens: the abstract AF_UNIX SOCK_SEQPACKET name
