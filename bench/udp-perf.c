@@ -14,7 +14,16 @@
  *             off, the same 4 MiB receive buffer umcast asks for;
  *             recvmmsg() of up to -B datagrams per call straight into a
  *             ring of -d slots (no extra copy: the transport's limit);
- *   ping/pong as umc-perf -L: A is -m, B is -g (default -m plus one).
+ *   ping/pong as umc-perf -L: A is -m, B is -g (default -m plus one);
+ *   -G        RoCEv2's datagram shape, what umcast asks of the kernel
+ *             beyond the bytes: each receive also takes the source address
+ *             and the TTL and TOS (IP_RECVTTL, IP_RECVTOS: the GRH's
+ *             fields) and scatters the headers, the payload and the ICRC
+ *             over three iovecs; each send gathers three; the receiving
+ *             socket is bound to the interface (SO_BINDTODEVICE), the
+ *             sending one sends DF and no UDP checksum (IP_PMTUDISC_DO,
+ *             SO_NO_CHECK).  The floor for umcast's kernel share, with
+ *             none of its user-space work.
  *
  * Options, roles and output: perf_common.c (the "result ..." line with
  * transport=udp); this file is how raw UDP sends and receives.
@@ -40,6 +49,9 @@
 #include "perf_common.h"
 
 #define HDR PERF_ROCE_OVERHEAD
+#define TAIL 4 /* -G: the bytes of HDR that stand for the ICRC, after the payload */
+/* -G: room for the two control messages (TTL, TOS) a receive takes */
+#define RX_CTL (2 * CMSG_SPACE(sizeof(int)))
 #define RX_SOCKBUF (4 << 20) /* umcast's UMC_RX_SOCKBUF */
 
 static const char prog[] = "udp-perf";
@@ -87,6 +99,12 @@ static int tx_socket(void)
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr), "IP_MULTICAST_IF");
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl), "IP_MULTICAST_TTL");
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one), "IP_MULTICAST_LOOP");
+	if (o.roce_shape) {
+		int df = IP_PMTUDISC_DO;
+
+		setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof(df), "IP_MTU_DISCOVER");
+		setopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one), "SO_NO_CHECK");
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		perf_die("bind");
 	return fd;
@@ -108,6 +126,16 @@ static int rx_socket(struct in_addr grp)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	setopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero), "IP_MULTICAST_ALL");
+	if (o.roce_shape) {
+		char ifname[IF_NAMESIZE];
+
+		if (!if_indextoname((unsigned)ifindex, ifname))
+			perf_die("if_indextoname");
+		setopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname),
+		       "SO_BINDTODEVICE");
+		setopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one), "IP_RECVTTL");
+		setopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one), "IP_RECVTOS");
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		perf_die("bind");
 	setopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr), "IP_ADD_MEMBERSHIP");
@@ -122,7 +150,7 @@ struct tx {
 	int fd;
 	struct sockaddr_in dst;
 	struct mmsghdr *msg;
-	struct iovec (*iov)[2];
+	struct iovec (*iov)[3];
 	uint8_t *buf; /* depth slots of size */
 };
 
@@ -147,13 +175,14 @@ static void tx_send(struct tx *t, uint8_t **bufs, int n)
 	int done = 0;
 
 	for (int i = 0; i < n; i++) {
-		t->iov[i][0] = (struct iovec){(void *)roce_hdr, HDR};
+		t->iov[i][0] = (struct iovec){(void *)roce_hdr, o.roce_shape ? HDR - TAIL : HDR};
 		t->iov[i][1] = (struct iovec){bufs[i], o.size};
+		t->iov[i][2] = (struct iovec){(void *)(roce_hdr + HDR - TAIL), TAIL};
 		t->msg[i].msg_hdr = (struct msghdr){
 			.msg_name = o.connected ? NULL : &t->dst,
 			.msg_namelen = o.connected ? 0 : sizeof(t->dst),
 			.msg_iov = t->iov[i],
-			.msg_iovlen = 2,
+			.msg_iovlen = o.roce_shape ? 3 : 2,
 		};
 	}
 	while (done < n) {
@@ -172,8 +201,12 @@ struct rx {
 	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation) */
 	uint32_t block, nblocks; /* the ring is used in blocks of -B slots */
 	bool used;		 /* the last recvmmsg filled some of the block */
+	int got;		 /* -G: what the last recvmmsg filled (its lengths to reset) */
 	struct mmsghdr *msg;
-	struct iovec *iov;
+	struct iovec *iov;	   /* per datagram 1, or with -G 3: headers, payload, ICRC */
+	uint8_t (*hdr)[HDR + 1];   /* -G: the headers' and the ICRC's scratch (+1: truncation) */
+	struct sockaddr_in *names; /* -G: the source addresses */
+	uint8_t (*ctl)[RX_CTL];	   /* -G: the control messages */
 };
 
 static size_t rx_slot_len(void)
@@ -181,18 +214,53 @@ static size_t rx_slot_len(void)
 	return HDR + o.size + 1;
 }
 
+/* Iovecs per datagram, and the one a datagram's payload lands in. */
+static int rx_niov(void)
+{
+	return o.roce_shape ? 3 : 1;
+}
+
+static struct iovec *rx_payload_iov(struct rx *r, int i)
+{
+	return &r->iov[i * rx_niov() + (o.roce_shape ? 1 : 0)];
+}
+
+/* -G: what the kernel overwrites in a datagram's msghdr, set again. */
+static void rx_reset_lens(struct rx *r, int i)
+{
+	r->msg[i].msg_hdr.msg_namelen = sizeof(r->names[i]);
+	r->msg[i].msg_hdr.msg_controllen = RX_CTL;
+}
+
 static void rx_init(struct rx *r, struct in_addr grp)
 {
+	int niov = rx_niov();
+
 	r->fd = rx_socket(grp);
 	r->buf = calloc(o.depth, rx_slot_len());
 	r->msg = calloc(o.batch, sizeof(*r->msg));
-	r->iov = calloc(o.batch, sizeof(*r->iov));
-	if (!r->buf || !r->msg || !r->iov)
+	r->iov = calloc((size_t)o.batch * niov, sizeof(*r->iov));
+	r->hdr = calloc(o.batch, sizeof(*r->hdr));
+	r->names = calloc(o.batch, sizeof(*r->names));
+	r->ctl = calloc(o.batch, sizeof(*r->ctl));
+	if (!r->buf || !r->msg || !r->iov || !r->hdr || !r->names || !r->ctl)
 		perf_die("calloc");
 	r->nblocks = (uint32_t)(o.depth / o.batch);
 	for (int i = 0; i < o.batch; i++) {
-		r->iov[i] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), rx_slot_len()};
-		r->msg[i].msg_hdr = (struct msghdr){.msg_iov = &r->iov[i], .msg_iovlen = 1};
+		struct iovec *v = &r->iov[i * niov];
+
+		r->msg[i].msg_hdr = (struct msghdr){.msg_iov = v, .msg_iovlen = (size_t)niov};
+		if (!o.roce_shape) {
+			v[0] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), rx_slot_len()};
+			continue;
+		}
+		/* The payload in the ring, the rest beside it, as umcast lands it. */
+		v[0] = (struct iovec){r->hdr[i], HDR - TAIL};
+		v[1] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), o.size};
+		v[2] = (struct iovec){r->hdr[i] + HDR - TAIL, TAIL + 1};
+		r->msg[i].msg_hdr.msg_name = &r->names[i];
+		r->msg[i].msg_hdr.msg_control = r->ctl[i];
+		rx_reset_lens(r, i);
 	}
 }
 
@@ -210,6 +278,9 @@ static void rx_free(struct rx *r)
 	free(r->buf);
 	free(r->msg);
 	free(r->iov);
+	free(r->hdr);
+	free(r->names);
+	free(r->ctl);
 }
 
 /*
@@ -224,8 +295,10 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 	if (r->used) {
 		r->block = (r->block + 1) % r->nblocks;
 		for (int i = 0; i < o.batch; i++)
-			r->iov[i].iov_base =
+			rx_payload_iov(r, i)->iov_base =
 				r->buf + ((size_t)r->block * o.batch + i) * rx_slot_len();
+		for (int i = 0; i < r->got; i++)
+			rx_reset_lens(r, i);
 		r->used = false;
 	}
 	n = recvmmsg(r->fd, r->msg, (unsigned)o.batch, MSG_DONTWAIT, NULL);
@@ -235,8 +308,9 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 		perf_die("recvmmsg");
 	}
 	for (int i = 0; i < n; i++)
-		payloads[i] = (uint8_t *)r->iov[i].iov_base + HDR;
+		payloads[i] = (uint8_t *)rx_payload_iov(r, i)->iov_base + (o.roce_shape ? 0 : HDR);
 	r->used = n > 0;
+	r->got = o.roce_shape ? n : 0;
 	return n;
 }
 
@@ -425,6 +499,8 @@ static void usage(void)
 		"  -e       sleep in poll(2) instead of busy-polling\n"
 		"  -E       -e, sleeping on an epoll set of the sockets (as on a completion channel)\n"
 		"  -c       connect() the sending socket (no route lookup per datagram)\n"
+		"  -G       RoCEv2's datagram shape: source address, TTL and TOS with each\n"
+		"           receive, three iovecs per datagram, umcast's socket options\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
 		prog);
@@ -435,7 +511,7 @@ static const struct perf_transport udp = {
 	.prog = prog,
 	.name = "udp",
 	/* -o is taken and ignored: a plain UDP sender is never a member. */
-	.optstring = "m:g:b:p:scoL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
+	.optstring = "m:g:b:p:scoGL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
 	.size_max = 65000,
 	.batch_max = 1024,
 	.port = 5791,

@@ -53,6 +53,7 @@ struct perf_opts {
 	bool sender, send_only;		   /* -s, -o */
 	bool events, connected;		   /* -e, -c */
 	bool epoll_set;			   /* -E (udp-perf): -e through an epoll set */
+	bool roce_shape;		   /* -G (udp-perf): RoCEv2's receive and send shape */
 	double rate;			   /* -r */
 	int ready_fd;			   /* -R */
 	int idle_ms, timeout_ms;	   /* -I, -T */
