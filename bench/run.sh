@@ -22,9 +22,11 @@
 #     next to ISA-L's crc32 over the same bytes in the same run;
 #   - SA joins per second and 10 000 group creations, umc-sm against
 #     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
-#   - diagnostic: umcast again with UMC_RX_THREAD=0, and where a busy
-#     round trip's time goes, kernel and user space, per side
-#     (bench/critpath.c, x86-64; DIAG=0 skips both).
+#   - diagnostic: umcast again with UMC_RX_THREAD=0; the transport's
+#     floor, raw UDP round trips with RoCEv2's datagram shape (udp-perf -G,
+#     busy and on an epoll set); and where a busy round trip's time goes,
+#     kernel and user space, per side (bench/critpath.c, x86-64; DIAG=0
+#     skips all three).
 #
 # Besides the table it writes $BUILD/bench-summary.txt, one line per
 # figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
@@ -117,14 +119,21 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 # 1 -> 1 rate only.  udpE: raw UDP whose event-driven ends sleep in poll(2)
 # on an epoll set of the socket (udp-perf -E), the way a completion
 # channel's fd is woken; event-driven round trips only, a diagnostic.
+# udpG, udpEG: raw UDP with RoCEv2's datagram shape (udp-perf -G: the
+# source address, TTL and TOS with every receive, three iovecs per
+# datagram, umcast's socket options), busy-polling round trips and
+# event-driven ones on an epoll set: what umcast's datagrams cost the
+# kernel with none of umcast's user-space work; diagnostics.
 declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
-	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf [udpE]=$BIN/udp-perf)
+	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf [udpE]=$BIN/udp-perf [udpG]=$BIN/udp-perf
+	[udpEG]=$BIN/udp-perf)
 declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]=""
-	[udpE]="")
+	[udpE]="" [udpG]="" [udpEG]="")
 declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR"
-	[udpE]="-E")
+	[udpE]="-E" [udpG]="-G" [udpEG]="-E -G")
 declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
-	[umcast0]=239.10.3.1 [umcib]=239.10.4.1 [udpE]=239.10.5.1)
+	[umcast0]=239.10.3.1 [umcib]=239.10.4.1 [udpE]=239.10.5.1 [udpG]=239.10.6.1
+	[udpEG]=239.10.7.1)
 DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
@@ -256,9 +265,10 @@ med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
 # receivers, or in the busy-polling (lat) or event-driven (ev) round trips.
 order() {
 	local list=() t
-	for t in umcast umcast0 udp udpE libfabric umcib; do
+	for t in umcast umcast0 udp udpE udpG udpEG libfabric umcib; do
 		case $t in
-		udpE) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
+		udpE | udpEG) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
+		udpG) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
@@ -266,7 +276,7 @@ order() {
 		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] && [ "$size" -le "$IB_MTU" ] ||
 			continue ;;
 		esac
-		[ "${3:-}" = ev ] && [ "$t" != umcast ] && [ "$t" != udp ] && [ "$t" != udpE ] && continue
+		[ "${3:-}" = ev ] && [[ " umcast udp udpE udpEG " != *" $t "* ]] && continue
 		list+=("$t")
 	done
 	if (($1 % 2 == 0)); then
@@ -402,6 +412,11 @@ for size in $SIZES; do
 	figure "evlat_p50_vs_udp_$size" ratio "${EA[umcast,$size]:-}" "${EA[udp,$size]:-}"
 	figure "diag_evlat_p50_vs_udp_epoll_$size" ratio "${EA[umcast,$size]:-}" "${EA[udpE,$size]:-}"
 	figure "udp_epoll_vs_udp_evlat_$size" ratio "${EA[udpE,$size]:-}" "${EA[udp,$size]:-}"
+	figure "diag_p50_vs_udp_shape_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpG,$size]:-}"
+	figure "udp_shape_vs_udp_p50_$size" ratio "${LA[udpG,$size]:-}" "${LA[udp,$size]:-}"
+	figure "diag_evlat_p50_vs_udp_epoll_shape_$size" ratio "${EA[umcast,$size]:-}" \
+		"${EA[udpEG,$size]:-}"
+	figure "udp_epoll_shape_vs_udp_evlat_$size" ratio "${EA[udpEG,$size]:-}" "${EA[udp,$size]:-}"
 	figure "ib_rate_vs_roce_$size" ratio "${RS[umcib,$size,1]:-}" "${RS[umcast,$size,1]:-}"
 	for n in $FANOUT; do
 		figure "fanout${n}_vs_udp_$size" ratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
@@ -526,6 +541,20 @@ if [ "$DIAG" = 1 ]; then
 			"$(fig "diag_rate_vs_udp_$size")" \
 			"$(lat3 "${LA[umcast0,$size]:-}" "${LB[umcast0,$size]:-}" "${LC[umcast0,$size]:-}")" \
 			"$(fig "diag_p50_vs_udp_$size")" "$(fig "diag_fanout${MAXN}_vs_udp_$size")"
+	done
+	echo
+	echo "Diagnostic: the transport's floor, raw UDP with RoCEv2's datagram shape (udp-perf -G:"
+	echo "source address, TTL and TOS per receive, three iovecs per datagram), round-trip p50, us;"
+	echo "busy-polling / event-driven on an epoll set of the socket (-E -G), against raw UDP"
+	echo "(-e for the event-driven) and umcast against it"
+	printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' size "UDP -G" "UDP -G/UDP" \
+		"umcast/UDP -G" "-E -G" "-E -G/UDP -e" "umcast -e/-E -G"
+	for size in $SIZES; do
+		printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' "$size" \
+			"$(med <<<"${LA[udpG,$size]:-}")" "$(fig "udp_shape_vs_udp_p50_$size")" \
+			"$(fig "diag_p50_vs_udp_shape_$size")" "$(med <<<"${EA[udpEG,$size]:-}")" \
+			"$(fig "udp_epoll_shape_vs_udp_evlat_$size")" \
+			"$(fig "diag_evlat_p50_vs_udp_epoll_shape_$size")"
 	done
 	echo
 fi
