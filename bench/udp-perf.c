@@ -16,14 +16,16 @@
  *             ring of -d slots (no extra copy: the transport's limit);
  *   ping/pong as umc-perf -L: A is -m, B is -g (default -m plus one);
  *   -G        RoCEv2's datagram shape, what umcast asks of the kernel
- *             beyond the bytes: each receive also takes the source address
- *             and the TTL and TOS (IP_RECVTTL, IP_RECVTOS: the GRH's
- *             fields) and scatters the headers, the payload and the ICRC
- *             over three iovecs; each send gathers three; the receiving
- *             socket is bound to the interface (SO_BINDTODEVICE), the
- *             sending one sends DF and no UDP checksum (IP_PMTUDISC_DO,
- *             SO_NO_CHECK).  The floor for umcast's kernel share, with
- *             none of its user-space work.
+ *             beyond the bytes: each receive also takes the source
+ *             address and the TTL and TOS (IP_RECVTTL, IP_RECVTOS: the
+ *             GRH's fields) and scatters the headers, the payload and the
+ *             ICRC over three iovecs; each send gathers three; the
+ *             receiving socket is bound to the interface
+ *             (SO_BINDTODEVICE), the sending one sends DF and no UDP
+ *             checksum (IP_PMTUDISC_DO, SO_NO_CHECK).  The floor for
+ *             umcast's kernel share, with none of its user-space work.
+ *             On both ends: the payload starts 4 bytes earlier in the
+ *             datagram.
  *
  * Options, roles and output: perf_common.c (the "result ..." line with
  * transport=udp); this file is how raw UDP sends and receives.
@@ -198,7 +200,7 @@ static void tx_send(struct tx *t, uint8_t **bufs, int n)
 struct rx {
 	int fd;
 	struct perf_rx acct;
-	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation) */
+	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation); -G: of size */
 	uint32_t block, nblocks; /* the ring is used in blocks of -B slots */
 	bool used;		 /* the last recvmmsg filled some of the block */
 	int got;		 /* -G: what the last recvmmsg filled (its lengths to reset) */
@@ -499,8 +501,9 @@ static void usage(void)
 		"  -e       sleep in poll(2) instead of busy-polling\n"
 		"  -E       -e, sleeping on an epoll set of the sockets (as on a completion channel)\n"
 		"  -c       connect() the sending socket (no route lookup per datagram)\n"
-		"  -G       RoCEv2's datagram shape: source address, TTL and TOS with each\n"
-		"           receive, three iovecs per datagram, umcast's socket options\n"
+		"  -G       RoCEv2's datagram shape (on both ends: it moves the payload):\n"
+		"           source address, TTL and TOS with each receive, three iovecs\n"
+		"           per datagram, umcast's socket options\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
 		prog);
