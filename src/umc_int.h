@@ -112,35 +112,34 @@ int umc_cancel_off(void);
 void umc_cancel_restore(int old);
 
 /*
- * UMC_ATFORK_MUTEX - make the process-wide mutex @m safe across fork(2)
- * with the usual pthread_atfork(3) discipline: taken before the fork,
- * released after it in the parent and in the child, so a child never finds
- * it held by a thread it does not have.  @child (a void (*)(void), or NULL)
- * runs in the child while @m is still held, to reset what @m protects.
- * The library's process-wide mutexes never nest, so the order in which the
- * handlers of different files run does not matter.
+ * The library's process-wide mutexes, outermost first: a thread that holds
+ * one may take only those after it.  fork(2) takes every one of them, in
+ * this order, and releases them after it on both sides (the usual
+ * pthread_atfork(3) discipline), so a child never finds one held by a
+ * thread it does not have and a fork never waits against a thread that
+ * holds one and wants another.
  */
-#define UMC_ATFORK_MUTEX(m, child)                                                                 \
-	static void m##_atfork_take(void)                                                          \
-	{                                                                                          \
-		pthread_mutex_lock(&m);                                                            \
-	}                                                                                          \
-	static void m##_atfork_parent(void)                                                        \
-	{                                                                                          \
-		pthread_mutex_unlock(&m);                                                          \
-	}                                                                                          \
-	static void m##_atfork_child(void)                                                         \
-	{                                                                                          \
-		void (*reset)(void) = child;                                                       \
-                                                                                                   \
-		if (reset)                                                                         \
-			reset();                                                                   \
-		pthread_mutex_unlock(&m);                                                          \
-	}                                                                                          \
+enum umc_global_lock {
+	UMC_GL_UC_AGENT, /* starting the unicast agent (link/roce/ucast.c); taken alone */
+	UMC_GL_DEVS,	 /* the device list and its probes (verbs/device.c) */
+	UMC_GL_QPN,	 /* the next QPN (verbs/qp.c); taken alone */
+	UMC_GL_MR,	 /* memory registrations (verbs/pd_mr.c); taken alone */
+	UMC_GL_FD,	 /* the descriptor registry (verbs/fork.c); also under DEVS (a probe) */
+	UMC_GL_COUNT
+};
+
+/*
+ * UMC_ATFORK_MUTEX - put the process-wide mutex @m at place @rank (enum
+ * umc_global_lock) of fork(2)'s order.  @child (a void (*)(void), or NULL)
+ * runs in the child while every such mutex is still held, to reset what
+ * @m protects.
+ */
+#define UMC_ATFORK_MUTEX(m, rank, child)                                                           \
 	__attribute__((constructor)) static void m##_atfork_register(void)                         \
 	{                                                                                          \
-		pthread_atfork(m##_atfork_take, m##_atfork_parent, m##_atfork_child);              \
+		umc_atfork_register(rank, &m, child);                                              \
 	}
+void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*child)(void));
 
 /* ------------------------------------------------------------------------- */
 /* Counters: every drop reason has its own (design: "dropped and counted").   */

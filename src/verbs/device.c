@@ -147,7 +147,7 @@ void umc_devices_forked(void)
 		umc_ctx_forked_ops(&c->vctx.context);
 }
 
-UMC_ATFORK_MUTEX(umc_devs_lock, umc_devices_forked)
+UMC_ATFORK_MUTEX(umc_devs_lock, UMC_GL_DEVS, umc_devices_forked)
 
 /*
  * The device of this process for @dev's port: @dev itself, or in a child

@@ -8,9 +8,11 @@
  * sockets, epoll, eventfd and receive thread.  What the parent made before
  * the fork stays the parent's.  In the child:
  *
- *   - every process-wide lock is consistent: each is taken before the fork
- *     and released after it on both sides (UMC_ATFORK_MUTEX), so the child
- *     never waits for a thread that it does not have;
+ *   - every process-wide lock is consistent: each is taken before the fork,
+ *     all in the one order of enum umc_global_lock, and released after it
+ *     on both sides (UMC_ATFORK_MUTEX), so the child never waits for a
+ *     thread that it does not have, and the fork never waits against a
+ *     thread that holds one of them and wants the next;
  *   - the descriptors the library opened (group and send sockets, the
  *     unicast demultiplexer's connections and sockets, the sockets that
  *     hold QPNs, epoll instances, eventfds, channel socketpairs) are
@@ -41,6 +43,52 @@
 #include "umc_int.h"
 
 unsigned umc_fork_gen;
+
+/* ------------------------------------------------------------------------- */
+/* The process-wide mutexes, taken by fork(2) in one order (umc_int.h).       */
+
+static struct {
+	pthread_mutex_t *m;
+	void (*child)(void);
+} umc_atfork_locks[UMC_GL_COUNT];
+
+void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*child)(void))
+{
+	umc_atfork_locks[rank].m = m;
+	umc_atfork_locks[rank].child = child;
+}
+
+static void umc_atfork_prepare(void)
+{
+	for (int i = 0; i < UMC_GL_COUNT; i++)
+		if (umc_atfork_locks[i].m)
+			pthread_mutex_lock(umc_atfork_locks[i].m);
+}
+
+static void umc_atfork_parent(void)
+{
+	for (int i = UMC_GL_COUNT - 1; i >= 0; i--)
+		if (umc_atfork_locks[i].m)
+			pthread_mutex_unlock(umc_atfork_locks[i].m);
+}
+
+/* Every reset first, with every lock held, then the locks. */
+static void umc_atfork_child(void)
+{
+	for (int i = UMC_GL_COUNT - 1; i >= 0; i--)
+		if (umc_atfork_locks[i].child)
+			umc_atfork_locks[i].child();
+	umc_atfork_parent();
+}
+
+/*
+ * One registration for them all.  The per-mutex constructors only fill
+ * the table, so the order in which the constructors run does not matter.
+ */
+__attribute__((constructor)) static void umc_atfork_init(void)
+{
+	pthread_atfork(umc_atfork_prepare, umc_atfork_parent, umc_atfork_child);
+}
 
 /* ------------------------------------------------------------------------- */
 /* The library's descriptors.                                                */
@@ -118,7 +166,7 @@ static void umc_forked_child(void)
 	umc_fds_forked();
 }
 
-UMC_ATFORK_MUTEX(umc_fd_lock, umc_forked_child)
+UMC_ATFORK_MUTEX(umc_fd_lock, UMC_GL_FD, umc_forked_child)
 
 /* ------------------------------------------------------------------------- */
 /* The data path of the parent's objects in a child.                         */

@@ -63,7 +63,7 @@ static void umc_mr_forked(void)
 		atomic_store_explicit(&umc_mr_slots[i].holds, 0, memory_order_relaxed);
 }
 
-UMC_ATFORK_MUTEX(umc_mr_lock, umc_mr_forked)
+UMC_ATFORK_MUTEX(umc_mr_lock, UMC_GL_MR, umc_mr_forked)
 
 UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {

@@ -40,7 +40,7 @@ static void umc_qpn_forked(void)
 	umc_qpn_next = 0;
 }
 
-UMC_ATFORK_MUTEX(umc_qpn_lock, umc_qpn_forked)
+UMC_ATFORK_MUTEX(umc_qpn_lock, UMC_GL_QPN, umc_qpn_forked)
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two

@@ -95,7 +95,7 @@ static void uc_forked(void)
 	atomic_store(&roce_uc_ag.pending, false);
 }
 
-UMC_ATFORK_MUTEX(uc_ag_lock, uc_forked)
+UMC_ATFORK_MUTEX(uc_ag_lock, UMC_GL_UC_AGENT, uc_forked)
 
 static void uc_sleep_ms(long ms)
 {
@@ -427,7 +427,7 @@ static void *uc_agent_main(void *arg)
 
 /*
  * Start the agent thread once.  Its descriptors are made and recorded
- * before uc_ag_lock is taken (process-wide locks never nest).
+ * before uc_ag_lock is taken, which is taken alone (enum umc_global_lock).
  */
 static int uc_agent_start(void)
 {
