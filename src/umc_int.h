@@ -79,16 +79,41 @@ static inline bool umc_forked(unsigned gen)
 }
 
 /*
- * umc_fd_own - record @fd as a descriptor of the library, to be closed in a
- * child of fork (@user_visible: the application can see the number, e.g.
- * a channel's fd; the child then gets /dev/null at that number instead, so
- * the number stays valid and never names another descriptor).  Best effort:
- * a descriptor that cannot be recorded (no memory) stays open, unused, in a
- * child.  Context: any thread; takes the registry's lock.
+ * The library's descriptors are recorded as they are made, so that a child
+ * of fork closes them (fork.c).  Making and recording are one step under
+ * the registry's lock, which fork(2) takes too (UMC_GL_FD), so no fork in
+ * another thread falls between them and leaves the child a copy unrecorded.
+ *
+ * UMC_FD_NEW(call, user_visible) - evaluate @call, one call that makes one
+ * descriptor (socket(2), accept4(2), epoll_create1(2), eventfd(2),
+ * fcntl(F_DUPFD_CLOEXEC), umc_link_socket), and record what it made.  Its
+ * value is @call's; a failure (-1 with errno, or -errno) passes through,
+ * errno kept.  @user_visible: the application can see the number (a
+ * channel's fd), so the child gets /dev/null at that number instead, which
+ * stays valid and never names another descriptor.  Cancellation is off
+ * meanwhile.  @call must take none of the library's locks.  Best effort: a
+ * descriptor that cannot be recorded (no memory) stays open, unused, in a
+ * child.  Context: any thread, no process-wide lock but UMC_GL_DEVS held.
+ *
+ * umc_fd_begin(), umc_fd_end(@fd, @user_visible) - the same around a
+ * stretch that makes its descriptor some other way (one received with
+ * SCM_RIGHTS); umc_fd_end returns @fd.
+ *
+ * umc_fd_record_late - record @fd, made without either: one the receive
+ * engine took with SCM_RIGHTS from a batch (recvmmsg on the hot path, not
+ * worth the registry's lock per batch).  A fork in the moment between
+ * leaves that child its copy of the socket, unused.
+ *
+ * umc_fd_socketpair - socketpair(2) so: 0 or -errno; sv[0] user-visible
+ * when @user_visible0, sv[1] never.
+ *
+ * umc_fd_close - forget @fd and close it, both at once for fork.
  */
-void umc_fd_own(int fd, bool user_visible);
-
-/* umc_fd_close - forget @fd (umc_fd_own) and close it, both at once for fork. */
+#define UMC_FD_NEW(call, user_visible) (umc_fd_begin(), umc_fd_end((call), (user_visible)))
+void umc_fd_begin(void);
+int umc_fd_end(int fd, bool user_visible);
+void umc_fd_record_late(int fd);
+int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0);
 void umc_fd_close(int fd);
 
 /*

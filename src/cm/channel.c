@@ -40,28 +40,28 @@
 struct umc_cm_channel *umc_cm_chan_create(void)
 {
 	struct umc_cm_channel *chan = calloc(1, sizeof(*chan));
-	int sv[2];
+	int sv[2], ret;
 
 	if (!chan) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+	ret = umc_fd_socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, sv, true);
+	if (ret) {
 		free(chan);
+		errno = -ret;
 		return NULL;
 	}
 	/* Only our end is non-blocking: the user decides for channel->fd. */
 	if (fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
 		int err = errno;
 
-		close(sv[0]);
-		close(sv[1]);
+		umc_fd_close(sv[0]);
+		umc_fd_close(sv[1]);
 		free(chan);
 		errno = err;
 		return NULL;
 	}
-	umc_fd_own(sv[0], true);
-	umc_fd_own(sv[1], false);
 	chan->ch.fd = sv[0];
 	chan->wfd = sv[1];
 	chan->gen = umc_fork_gen;

@@ -122,7 +122,8 @@ void umc_rx_settle(struct umc_rx_pkt *pkt, uint8_t *slot, size_t hdr,
 /*
  * Sockets, the same on every link (sock.c).
  *
- * umc_link_socket - socket(@family, @type, 0); when the soft RLIMIT_NOFILE
+ * umc_link_socket - socket(@family, @type, 0), recorded as the library's
+ * (UMC_FD_NEW; close it with umc_fd_close); when the soft RLIMIT_NOFILE
  * runs out (one socket per group means up to UMC_MAX_MCAST_GRP
  * descriptors), raise it to the hard limit once.  Returns the fd or -errno.
  */

@@ -9,7 +9,7 @@
 
 #include "umc_int.h"
 
-int umc_link_socket(int family, int type)
+static int umc_link_socket_raise(int family, int type)
 {
 	int fd = socket(family, type, 0);
 	struct rlimit rl;
@@ -21,6 +21,11 @@ int umc_link_socket(int family, int type)
 		return -EMFILE;
 	fd = socket(family, type, 0);
 	return fd < 0 ? -errno : fd;
+}
+
+int umc_link_socket(int family, int type)
+{
+	return UMC_FD_NEW(umc_link_socket_raise(family, type), false);
 }
 
 void umc_link_rcvbuf(int fd)

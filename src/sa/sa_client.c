@@ -386,11 +386,9 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c->tid_hi = (uint32_t)random64();
 	c->next_ptid = (uint32_t)(random64() >> 32);
 	c->next_timer = UINT64_MAX;
-	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	/* The library's own: a child of fork closes them (verbs/fork.c). */
-	umc_fd_own(c->fd, false);
-	umc_fd_own(c->wake_fd, false);
+	c->wake_fd = UMC_FD_NEW(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false);
+	c->fd = UMC_FD_NEW(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), false);
 	if (c->fd < 0 || c->wake_fd < 0 || connect(c->fd, (const void *)&c->sm, sizeof(c->sm))) {
 		rc = -errno;
 		goto fail;

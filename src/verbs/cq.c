@@ -57,7 +57,7 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	struct umc_comp_channel *ch;
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct umc_device *dev = ctx_dev(context);
-	int saved;
+	int ret, saved;
 
 	if (umc_dev_forked(dev)) {
 		errno = EIO;
@@ -70,16 +70,17 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	}
 	ch->notify[0] = ch->notify[1] = -1;
 	/* The user's fd; it blocks unless the user sets O_NONBLOCK on it. */
-	ch->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (ch->epfd < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ch->notify))
+	ch->epfd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), true);
+	if (ch->epfd < 0)
 		goto err;
+	ret = umc_fd_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, ch->notify, false);
+	if (ret) {
+		errno = -ret;
+		goto err;
+	}
 	ev.data.fd = ch->notify[0];
 	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
 		goto err;
-	umc_fd_own(ch->epfd, true);
-	umc_fd_own(ch->notify[0], false);
-	umc_fd_own(ch->notify[1], false);
 	ch->ch.fd = ch->epfd;
 	ch->ch.context = context;
 	ch->dev = dev;
@@ -92,12 +93,9 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	return &ch->ch;
 err:
 	saved = errno ? errno : ENOMEM;
-	if (ch->epfd >= 0)
-		close(ch->epfd);
-	if (ch->notify[0] >= 0) {
-		close(ch->notify[0]);
-		close(ch->notify[1]);
-	}
+	umc_fd_close(ch->epfd);
+	umc_fd_close(ch->notify[0]);
+	umc_fd_close(ch->notify[1]);
 	free(ch);
 	errno = saved;
 	return NULL;

@@ -217,7 +217,7 @@ int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
 
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = UMC_FD_NEW(socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), false);
 	if (fd < 0)
 		return -errno;
 	/* connect() on UDP only consults the routing table; nothing is sent. */
@@ -226,7 +226,7 @@ int umc_dev_route(const struct sockaddr *dst, struct sockaddr_storage *src)
 	if (connect(fd, (struct sockaddr *)&to, len) ||
 	    getsockname(fd, (struct sockaddr *)src, &len))
 		ret = -errno;
-	close(fd);
+	umc_fd_close(fd);
 	if (!ret)
 		((struct sockaddr_in *)src)->sin_port = 0;
 	return ret;
@@ -277,11 +277,9 @@ static int umc_dev_rx_init(struct umc_device *dev)
 
 	pthread_mutex_lock(&dev->rx_lock);
 	if (dev->rx_epfd < 0) {
-		dev->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
+		dev->rx_epfd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), false);
 		if (dev->rx_epfd < 0)
 			ret = -errno;
-		else
-			umc_fd_own(dev->rx_epfd, false);
 	}
 	pthread_mutex_unlock(&dev->rx_lock);
 	return ret;

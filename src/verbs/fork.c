@@ -99,11 +99,13 @@ static pthread_mutex_t umc_fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *umc_fd_kind; /* indexed by descriptor number */
 static size_t umc_fd_cap;
 
-void umc_fd_own(int fd, bool user_visible)
+static int umc_fd_cancel_old; /* the holder's cancel state (umc_fd_lock) */
+
+/* Record @fd (umc_fd_lock held). */
+static void __umc_fd_record(int fd, bool user_visible)
 {
 	if (fd < 0)
 		return;
-	pthread_mutex_lock(&umc_fd_lock);
 	if ((size_t)fd >= umc_fd_cap) {
 		size_t cap = umc_fd_cap ? umc_fd_cap : 256;
 
@@ -111,16 +113,51 @@ void umc_fd_own(int fd, bool user_visible)
 			cap *= 2;
 		uint8_t *grown = realloc(umc_fd_kind, cap);
 
-		if (!grown) {
-			pthread_mutex_unlock(&umc_fd_lock);
+		if (!grown)
 			return;
-		}
 		memset(grown + umc_fd_cap, 0, cap - umc_fd_cap);
 		umc_fd_kind = grown;
 		umc_fd_cap = cap;
 	}
 	umc_fd_kind[fd] = user_visible ? UMC_FD_USER : UMC_FD_INTERNAL;
+}
+
+void umc_fd_begin(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	pthread_mutex_lock(&umc_fd_lock);
+	umc_fd_cancel_old = old;
+}
+
+int umc_fd_end(int fd, bool user_visible)
+{
+	int err = errno, old = umc_fd_cancel_old;
+
+	__umc_fd_record(fd, user_visible);
 	pthread_mutex_unlock(&umc_fd_lock);
+	pthread_setcancelstate(old, NULL);
+	errno = err;
+	return fd;
+}
+
+void umc_fd_record_late(int fd)
+{
+	umc_fd_begin();
+	umc_fd_end(fd, false);
+}
+
+int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0)
+{
+	int ret;
+
+	umc_fd_begin();
+	ret = socketpair(domain, type, 0, sv) ? -errno : 0;
+	if (!ret)
+		__umc_fd_record(sv[1], false);
+	umc_fd_end(ret ? -1 : sv[0], user_visible0);
+	return ret;
 }
 
 void umc_fd_close(int fd)

@@ -1033,11 +1033,10 @@ static void *umc_rx_thread(void *arg)
 static void umc_rx_kick_open(struct umc_device *dev)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int fd = UMC_FD_NEW(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), false);
 
 	if (fd < 0)
 		return;
-	umc_fd_own(fd, false);
 	if (epoll_ctl(dev->rx_epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		umc_fd_close(fd);
 		return;

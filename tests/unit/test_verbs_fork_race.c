@@ -16,6 +16,7 @@
  * a QPN, a group membership).
  *
  * Cases, each in a child of fork bounded by alarm(2):
+ *   qp        ibv_create_qp on umc_lo (the QPN's socket, the agent's);
  *   ib_probe  the first device probe with umc-sm (umc_ib0's sockets,
  *             made with the device list's lock held: fork takes that lock
  *             too, and must take the two in the library's one order, or
@@ -119,6 +120,31 @@ static void raced(int family, void (*call)(void *), void *arg)
 /* ------------------------------------------------------------------------- */
 /* The cases.                                                                */
 
+static struct ibv_pd *g_pd;
+static struct ibv_cq *g_cq;
+static struct ibv_qp *g_qp;
+
+static void c_create_qp(void *arg)
+{
+	(void)arg;
+	g_qp = t_create_qp(g_pd, g_cq, 0);
+}
+
+static void body_qp(void)
+{
+	struct ibv_context *ctx = t_open_dev("umc_lo");
+
+	need(ctx != NULL, "umc_lo");
+	g_pd = ibv_alloc_pd(ctx);
+	g_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	need(g_pd && g_cq, "ibv_alloc_pd, ibv_create_cq");
+	raced(AF_UNIX, c_create_qp, NULL);
+	need(g_qp != NULL, "ibv_create_qp");
+	need(ibv_destroy_qp(g_qp) == 0, "ibv_destroy_qp");
+	need(ibv_destroy_cq(g_cq) == 0 && ibv_dealloc_pd(g_pd) == 0, "teardown");
+	need(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
 static void c_device_list(void *arg)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -174,7 +200,7 @@ static void run_case(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {CASE(ib_probe, true)};
+	const struct CMUnitTest tests[] = {CASE(qp, false), CASE(ib_probe, true)};
 	int ret;
 
 	/* Before anything probes, so that every case probes afresh, with umc_ib0. */

@@ -49,14 +49,14 @@ static int ib_data_iface(const struct sockaddr_in *sm, struct in_addr *addr, uns
 	struct sockaddr_in local;
 	socklen_t len = sizeof(local);
 	struct ifaddrs *ifa_list;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+	int fd = UMC_FD_NEW(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), false), ret = 0;
 
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)sm, sizeof(*sm)) ||
 	    getsockname(fd, (struct sockaddr *)&local, &len))
 		ret = -errno;
-	close(fd);
+	umc_fd_close(fd);
 	if (ret)
 		return ret;
 	*addr = local.sin_addr;

@@ -43,7 +43,7 @@ static int ib_rx_socket(uint32_t addr, uint16_t port, bool reuse)
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
 		int ret = -errno;
 
-		umc_sys_close(fd); /* under rx_lock: not a cancellation point */
+		umc_fd_close(fd); /* under rx_lock: not a cancellation point */
 		return ret;
 	}
 	return fd;
@@ -56,7 +56,6 @@ int ib_ucast_open(struct ib_port *port)
 
 	if (fd < 0)
 		return fd;
-	umc_fd_own(fd, false);
 	port->ucast.ep.fd = fd;
 	port->ucast.ep.mcg = NULL;
 	return 0;
@@ -83,7 +82,6 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		free(e);
 		return ret;
 	}
-	umc_fd_own(e->ep.fd, false);
 	mr.imr_multiaddr.s_addr = htonl(group);
 	mr.imr_address = port->data_addr;
 	if (setsockopt(e->ep.fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))

@@ -46,10 +46,9 @@ static int ib_tx_socket(struct ib_port *port)
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
 		ret = -errno;
 	if (ret) {
-		umc_sys_close(fd); /* under sq_lock */
+		umc_fd_close(fd); /* under sq_lock: not a cancellation point */
 		return ret;
 	}
-	umc_fd_own(fd, false);
 	return fd;
 }
 

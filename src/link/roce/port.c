@@ -291,7 +291,8 @@ int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
 	bool v4 = umc_gid_is_v4mapped(mgid);
 	struct sockaddr_storage to;
 	socklen_t len = umc_gid_to_sockaddr(mgid, UMC_ROCEV2_UDP_PORT, &to);
-	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+	int fd = UMC_FD_NEW(socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), false);
+	int ret = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -305,7 +306,7 @@ int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
 	}
 	if (!ret)
 		ret = connect(fd, (struct sockaddr *)&to, len);
-	close(fd);
+	umc_fd_close(fd);
 	return ret ? -ENODEV : 0;
 }
 

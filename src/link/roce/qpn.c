@@ -32,7 +32,6 @@ int roce_qpn_hold(struct roce_qp *qp)
 
 	if (fd < 0)
 		return fd;
-	umc_fd_own(fd, false);
 	if (bind(fd, (struct sockaddr *)&a, len)) {
 		int err = errno;
 

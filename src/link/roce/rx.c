@@ -93,7 +93,7 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 	if (!ret && bind(fd, (struct sockaddr *)&ss, len))
 		ret = -errno;
 	if (ret) {
-		umc_sys_close(fd); /* under rx_lock: not a cancellation point */
+		umc_fd_close(fd); /* under rx_lock: not a cancellation point */
 		return ret;
 	}
 	return fd;
@@ -114,7 +114,6 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		free(rm);
 		return ret;
 	}
-	umc_fd_own(rm->ep.fd, false);
 	ret = umc_rx_add(dev, &rm->ep);
 	if (ret) {
 		umc_fd_close(rm->ep.fd);

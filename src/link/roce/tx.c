@@ -83,14 +83,13 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 		ret = -errno;
 		goto err;
 	}
-	umc_fd_own(fd, false);
 	ts->fd = fd;
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	qp->tx_sport[sgid] = ts->sport;
 	ts->hop_limit = ts->tclass = -1;
 	return 0;
 err:
-	umc_sys_close(fd); /* under sq_lock */
+	umc_fd_close(fd); /* under sq_lock: not a cancellation point */
 	return ret;
 }
 

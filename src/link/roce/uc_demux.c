@@ -147,7 +147,7 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 void roce_uc_lead_accept(struct uc_leader *l)
 {
 	for (;;) {
-		int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = UMC_FD_NEW(accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), false);
 		struct uc_client *cl;
 
 		if (fd < 0) {
@@ -155,7 +155,6 @@ void roce_uc_lead_accept(struct uc_leader *l)
 				continue;
 			return;
 		}
-		umc_fd_own(fd, false);
 		if (l->ncl == l->clcap) {
 			int cap = l->clcap ? 2 * l->clcap : 8;
 			struct uc_client **grown = realloc(l->cl, (size_t)cap * sizeof(*grown));
@@ -285,15 +284,16 @@ void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 				    .msg_iovlen = 1,
 				    .msg_control = cb.b,
 				    .msg_controllen = sizeof(cb.b)};
-		ssize_t n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		ssize_t n;
 		int fd;
 
+		umc_fd_begin(); /* the descriptor passed with it is made here */
+		n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		fd = umc_fd_end(n > 0 ? roce_take_fd(&mh) : -1, false);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
-		fd = n > 0 ? roce_take_fd(&mh) : -1;
-		umc_fd_own(fd, false);
 		if (n >= (ssize_t)offsetof(struct roce_uc_msg, pid) && m.magic == ROCE_UC_MAGIC &&
 		    m.version != ROCE_UC_VERSION) {
 			struct roce_uc_msg r = {.magic = ROCE_UC_MAGIC,
@@ -478,12 +478,12 @@ void roce_uc_lead_bind(struct uc_leader *l)
  */
 int roce_uc_lead_start(struct uc_dom *d)
 {
-	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
+	int lfd = UMC_FD_NEW(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), false);
 	struct uc_leader *l;
+	int ret;
 
 	if (lfd < 0)
 		return -errno;
-	umc_fd_own(lfd, false);
 	if (bind(lfd, (struct sockaddr *)&d->name, d->name_len) || listen(lfd, UMC_UC_BACKLOG)) {
 		ret = -errno;
 		umc_fd_close(lfd);

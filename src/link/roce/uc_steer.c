@@ -67,7 +67,6 @@ int roce_uc_port_socket(const struct uc_dom *d, bool group)
 
 	if (fd < 0)
 		return fd;
-	umc_fd_own(fd, false);
 	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
 	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
 	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
@@ -298,11 +297,12 @@ void roce_uc_dom_steer_drop(struct uc_dom *d)
 {
 	pthread_mutex_lock(&d->steer_lock);
 	if (d->steer_ep && d->own_idx >= 0) {
-		int dummy = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int dummy = UMC_FD_NEW(socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
+				       false);
 
 		if (dummy >= 0) {
 			dup3(dummy, d->steer_ep->ep.fd, O_CLOEXEC);
-			close(dummy);
+			umc_fd_close(dummy);
 		}
 	}
 	for (uint32_t i = 0; i < d->grpcap; i++) {
@@ -350,10 +350,10 @@ int roce_uc_steer_adopt(struct uc_leader *l)
 	if (__uc_dom_whole(d)) {
 		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
 		spare = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*spare));
-		own = socks && spare ? fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0) : -1;
+		own = socks && spare ? UMC_FD_NEW(fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0), false)
+				     : -1;
 	}
 	if (own >= 0) {
-		umc_fd_own(own, false);
 		for (int i = 0; i < n; i++) {
 			socks[i] = i == d->own_idx ? own : d->grp[i];
 			if (i != d->own_idx)

@@ -57,7 +57,7 @@
  * port's QPNs.  Order: dev->rx_lock, dev->lock, ctl_lock, steer_lock,
  * qset_lock; the agent thread only try-locks ctl_lock.
  * uc_ag_lock (process-wide, fork-safe) is taken alone.  Every descriptor
- * is recorded with umc_fd_own, so a child of fork closes them.
+ * is recorded as it is made (UMC_FD_NEW), so a child of fork closes them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -280,11 +280,12 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 	uint64_t deadline = uc_now_ms() + UMC_UC_CONNECT_MS;
 
 	for (;;) {
-		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err;
+		int fd = UMC_FD_NEW(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
+				    false);
+		int err;
 
 		if (fd < 0)
 			return -errno;
-		umc_fd_own(fd, false);
 		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
 			if (uc_dom_register(d, fd) == 0) {
 				atomic_store(&d->reconnect, false);
@@ -435,12 +436,10 @@ static int uc_agent_start(void)
 
 	if (__atomic_load_n(&roce_uc_ag.running, __ATOMIC_ACQUIRE))
 		return 0;
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	epfd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), false);
+	wake = UMC_FD_NEW(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), false);
 	if (epfd < 0 || wake < 0)
 		ret = -errno;
-	umc_fd_own(epfd, false);
-	umc_fd_own(wake, false);
 	pthread_mutex_lock(&uc_ag_lock);
 	if (!ret && !roce_uc_ag.running) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &roce_uc_ag.wake_tag};
@@ -485,19 +484,16 @@ static int uc_port_get(struct roce_port *rp, struct roce_uc **ucp)
 	 * an idle port costs a busy-polling receiver one epoll_wait, not a
 	 * recvmmsg per socket.
 	 */
-	uc->set.ep.fd = epoll_create1(EPOLL_CLOEXEC);
+	uc->set.ep.fd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), false);
 	uc->set.kind = ROCE_EP_UC_SET;
-	if (uc->set.ep.fd < 0 ||
-	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
-		ret = -errno;
-		if (uc->set.ep.fd >= 0)
-			close(uc->set.ep.fd);
+	ret = uc->set.ep.fd < 0 ? -errno
+				: umc_fd_socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, sv,
+						    false);
+	if (ret) {
+		umc_fd_close(uc->set.ep.fd);
 		free(uc);
 		return ret;
 	}
-	umc_fd_own(uc->set.ep.fd, false);
-	umc_fd_own(sv[0], false);
-	umc_fd_own(sv[1], false);
 	/* The demultiplexer's sends are charged to this end: give it room. */
 	if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
@@ -836,7 +832,7 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 		return;
 	}
 	if (fd >= 0)
-		umc_fd_own(fd, false);
+		umc_fd_record_late(fd);
 	pthread_mutex_lock(&d->steer_lock);
 	if (c->op == ROCE_UC_CTL_SOCK) {
 		if (c->size > d->gsize)
