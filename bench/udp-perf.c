@@ -496,7 +496,7 @@ static void usage(void)
 		"  -m addr  group (-L: A, ping->pong)   -g addr  -L: echo group B (default m+1)\n"
 		"  -b addr  local address (127.0.0.1)   -p port  UDP port (5791)\n"
 		"  -s       sender                      -L ping|pong  latency mode\n"
-		"  -S bytes payload (64; datagrams are 32 bytes longer, as RoCEv2's)\n"
+		"  -S bytes payload (64, at least 8; datagrams are 32 bytes longer, as RoCEv2's)\n"
 		"  -n count -D secs -r rate -B batch (32) -d depth (2048) -q sockets\n"
 		"  -e       sleep in poll(2) instead of busy-polling\n"
 		"  -E       -e, sleeping on an epoll set of the sockets (as on a completion channel)\n"

@@ -101,7 +101,9 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 			else
 				t->usage();
 			break;
-		case 'S': o->size = (uint32_t)NUM("-S", 0, t->size_max); break;
+		/* Every message carries its sequence number (perf_put_seq):
+		 * loss, the end marker and ping's match all need it. */
+		case 'S': o->size = (uint32_t)NUM("-S", sizeof(uint64_t), t->size_max); break;
 		case 'n': o->count = (uint64_t)NUM("-n", 1, 1e15); break;
 		case 'D': o->duration = NUM("-D", 0.001, 3600); break;
 		case 'r': o->rate = NUM("-r", 1, 1e10); break;

@@ -678,7 +678,7 @@ static void usage(void)
 		"  -s         sender (default: receiver)\n"
 		"  -o         sender joins as a send-only full member\n"
 		"  -L ping|pong  latency mode: ping sends and times the echo, pong echoes\n"
-		"  -S bytes   message size (default 64)\n"
+		"  -S bytes   message size (default 64, at least 8)\n"
 		"  -n count   messages (sender), per QP (receiver), round trips (ping)\n"
 		"  -D secs    sender: run for this long instead of -n\n"
 		"  -r rate    sender: at most this many messages/s (k, M suffixes)\n"
