@@ -96,7 +96,6 @@ void free(void *p)
  */
 enum { BATCH = 64, ROUNDS = 200, SIZE = 256, SLOT = 40 + SIZE + 16 };
 
-static pid_t sm_pid;
 
 struct rig {
 	struct ibv_context *ctx;
@@ -310,16 +309,8 @@ int main(void)
 		cmocka_unit_test(test_unicast_path_allocates_nothing),
 		cmocka_unit_test(test_ib_landing_allocates_nothing),
 	};
-	int rc;
 
 	isolated = t_isolate_netns(); /* first: umc-sm and the devices live in it */
-
-	/* Before any device opens: the IB port registers with this umc-sm. */
-	if (!t_start_sm(&sm_pid)) {
-		fprintf(stderr, "test_hotpath_alloc: umc-sm did not start ($UMC_BIN)\n");
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	t_stop_sm(sm_pid);
-	return rc;
+	/* The group's umc-sm starts before any device opens: the IB port registers with it. */
+	return cmocka_run_group_tests(tests, t_sm_required, t_sm_stop);
 }

@@ -29,11 +29,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#define CASE_ALARM_S 20 /* a child still running after this hung */
 #define GROUP "239.1.77.1"
 #define IB_ADDR "127.0.0.2" /* umc_ib0's IPoIB address (UMC_IB_ADDR's default) */
-
-static pid_t sm_pid;
 
 /* ------------------------------------------------------------------------- */
 /* One call on a thread with a cancel pending.                               */
@@ -82,25 +79,6 @@ static void need(bool ok, const char *what)
 		fprintf(stderr, "failed: %s (errno %d)\n", what, errno);
 		_exit(12);
 	}
-}
-
-/* Run @body in a child of fork, bounded by alarm(2); it must exit 0. */
-static void in_child(void (*body)(void))
-{
-	pid_t pid = fork();
-	int status;
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(CASE_ALARM_S);
-		body();
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFSIGNALED(status))
-		fail_msg("the child hung (signal %d): a lock was left held", WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* The child's open descriptors. */
@@ -411,40 +389,17 @@ static void body_ib_leave(void)
 
 /* ------------------------------------------------------------------------- */
 
-/* A case: its body (in the test's state) in a child. */
-struct case_body {
-	void (*body)(void);
-	bool ib; /* needs umc-sm: skipped (and said so) when it did not start */
-};
-
-static void run_case(void **state)
-{
-	const struct case_body *c = *state;
-
-	if (c->ib && !sm_pid)
-		skip();
-	in_child(c->body);
-}
-
-#define CASE(name, ib) {#name, run_case, NULL, NULL, &(struct case_body){body_##name, ib}}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    CASE(first_probe, false), CASE(bind_unknown, false), CASE(resolve, false),
-	    CASE(join, false),	      CASE(leave, false),	 CASE(qp, false),
-	    CASE(reg_mr, false),      CASE(fork, false),	 CASE(ib_probe, true),
-	    CASE(ib_ah, true),	      CASE(ib_join, true),	 CASE(ib_leave, true),
+	    T_CHILD_CASE(first_probe, false), T_CHILD_CASE(bind_unknown, false),
+	    T_CHILD_CASE(resolve, false),     T_CHILD_CASE(join, false),
+	    T_CHILD_CASE(leave, false),	      T_CHILD_CASE(qp, false),
+	    T_CHILD_CASE(reg_mr, false),      T_CHILD_CASE(fork, false),
+	    T_CHILD_CASE(ib_probe, true),     T_CHILD_CASE(ib_ah, true),
+	    T_CHILD_CASE(ib_join, true),      T_CHILD_CASE(ib_leave, true),
 	};
-	int ret;
 
-	/* Before anything probes, so that every child probes afresh, with umc_ib0. */
-	if (!t_start_sm(&sm_pid)) {
-		fprintf(stderr, "test_verbs_cancel_setup: umc-sm did not start ($UMC_BIN): IB skipped\n");
-		sm_pid = 0;
-	}
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	if (sm_pid)
-		t_stop_sm(sm_pid);
-	return ret;
+	/* umc-sm before anything probes, so that every child probes afresh, with umc_ib0. */
+	return cmocka_run_group_tests(tests, t_sm_optional, t_sm_stop);
 }

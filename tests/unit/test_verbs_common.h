@@ -531,6 +531,92 @@ static inline bool t_start_sm(pid_t *pid)
 	return true;
 }
 
+/*
+ * A test program's own umc-sm, as cmocka group fixtures: t_sm_required or
+ * t_sm_optional as the group setup starts it before the first case (so
+ * before any device opens), t_sm_stop as the group teardown stops it.
+ * Where it does not start, t_sm_required fails the group; t_sm_optional
+ * says so and runs it, and the cases that need it skip (t_sm_running).
+ */
+static inline pid_t *t_sm_pid(void)
+{
+	static pid_t pid;
+
+	return &pid;
+}
+
+static inline bool t_sm_running(void)
+{
+	return *t_sm_pid() != 0;
+}
+
+static inline int t_sm_start(bool required)
+{
+	if (t_start_sm(t_sm_pid()))
+		return 0;
+	*t_sm_pid() = 0;
+	fprintf(stderr, "%s: umc-sm did not start ($UMC_BIN)%s\n", program_invocation_short_name,
+		required ? "" : ": its InfiniBand cases skipped");
+	return required ? -1 : 0;
+}
+
+static inline int t_sm_required(void **state)
+{
+	return t_sm_start(true);
+}
+
+static inline int t_sm_optional(void **state)
+{
+	return t_sm_start(false);
+}
+
+static inline int t_sm_stop(void **state)
+{
+	if (t_sm_running())
+		t_stop_sm(*t_sm_pid());
+	*t_sm_pid() = 0;
+	return 0;
+}
+
+/*
+ * A case whose body runs in a child of fork, so that it probes the
+ * devices afresh, bounded by T_CHILD_ALARM_S of alarm(2); the body
+ * _exit()s non-zero to fail.  @ib: it needs umc-sm (t_sm_running).
+ * T_CHILD_CASE(name, ib) runs body_<name>.
+ */
+#define T_CHILD_ALARM_S 20
+
+struct t_child_case {
+	void (*body)(void);
+	bool ib;
+};
+
+static inline void t_child_case_run(void **state)
+{
+	const struct t_child_case *c = *state;
+	pid_t pid;
+	int status;
+
+	if (c->ib && !t_sm_running())
+		skip();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(T_CHILD_ALARM_S);
+		c->body();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fail_msg("the case's child hung (signal %d): it waited for a lock that was never "
+			 "released", WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+#define T_CHILD_CASE(name, ib)                                                                     \
+	{#name, t_child_case_run, NULL, NULL, &(struct t_child_case){body_##name, ib}}
+
 /* Wait (bounded) until umc_ib0's port @ctx is ACTIVE: umc-sm registered it. */
 static inline bool t_ib_port_active(struct ibv_context *ctx)
 {

@@ -28,10 +28,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#define CASE_ALARM_S 20	 /* a child still running after this hung */
 #define RACE_WAIT_MS 300 /* how long a made socket waits for the fork to fall in */
-
-static pid_t sm_pid;
 
 /* ------------------------------------------------------------------------- */
 /* socket(2), raced.                                                          */
@@ -168,48 +165,10 @@ static void body_ib_probe(void)
 
 /* ------------------------------------------------------------------------- */
 
-struct case_body {
-	void (*body)(void);
-	bool ib; /* needs umc-sm: skipped (and said so) when it did not start */
-};
-
-static void run_case(void **state)
-{
-	const struct case_body *c = *state;
-	pid_t pid;
-	int status;
-
-	if (c->ib && !sm_pid)
-		skip();
-	pid = fork(); /* so that the case's process probes afresh */
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(CASE_ALARM_S);
-		c->body();
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFSIGNALED(status))
-		fail_msg("the case hung (signal %d): the fork and the call wait for each other",
-			 WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-#define CASE(name, ib) {#name, run_case, NULL, NULL, &(struct case_body){body_##name, ib}}
-
 int main(void)
 {
-	const struct CMUnitTest tests[] = {CASE(qp, false), CASE(ib_probe, true)};
-	int ret;
+	const struct CMUnitTest tests[] = {T_CHILD_CASE(qp, false), T_CHILD_CASE(ib_probe, true)};
 
-	/* Before anything probes, so that every case probes afresh, with umc_ib0. */
-	if (!t_start_sm(&sm_pid)) {
-		fprintf(stderr, "test_verbs_fork_race: umc-sm did not start ($UMC_BIN): IB skipped\n");
-		sm_pid = 0;
-	}
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	if (sm_pid)
-		t_stop_sm(sm_pid);
-	return ret;
+	/* umc-sm before anything probes, so that every case probes afresh, with umc_ib0. */
+	return cmocka_run_group_tests(tests, t_sm_optional, t_sm_stop);
 }

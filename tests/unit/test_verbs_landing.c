@@ -57,7 +57,6 @@ struct link_env {
 static struct link_env ib_env = {.name = "umc_ib0", .ib = true};
 static struct link_env roce_env = {.name = "umc_lo"};
 static unsigned group_seq;
-static pid_t sm_pid;
 
 static int setup(void **state)
 {
@@ -623,15 +622,8 @@ int main(void)
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
 	};
-	int rc;
 
 	/* Before any device opens: no background receive thread in this process. */
 	setenv("UMC_RX_THREAD", "0", 1);
-	if (!t_start_sm(&sm_pid)) {
-		fprintf(stderr, "test_verbs_landing: umc-sm did not start ($UMC_BIN)\n");
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	t_stop_sm(sm_pid);
-	return rc;
+	return cmocka_run_group_tests(tests, t_sm_required, t_sm_stop);
 }

@@ -24,8 +24,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-static pid_t sm_pid;
-
 /* Does thread @tid of this process block signal @sig (SigBlk in its status)? */
 static bool task_blocks(const char *tid, int sig)
 {
@@ -142,7 +140,7 @@ static void start_ib(void)
 
 static void test_ib_threads_block_signals(void **state)
 {
-	if (!sm_pid)
+	if (!t_sm_running())
 		skip();
 	check_in_child(start_ib, 2);
 }
@@ -153,14 +151,6 @@ int main(void)
 	    cmocka_unit_test(test_roce_threads_block_signals),
 	    cmocka_unit_test(test_ib_threads_block_signals),
 	};
-	int rc;
 
-	if (!t_start_sm(&sm_pid)) {
-		fprintf(stderr, "test_verbs_signals: umc-sm did not start ($UMC_BIN): IB skipped\n");
-		sm_pid = 0;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (sm_pid)
-		t_stop_sm(sm_pid);
-	return rc;
+	return cmocka_run_group_tests(tests, t_sm_optional, t_sm_stop);
 }
