@@ -60,24 +60,6 @@ void roce_uc_steer_reset(struct uc_leader *l)
 	l->steer = false;
 }
 
-/* A socket bound to @d's addr:4791 (with SO_REUSEPORT when @group); fd or -errno. */
-int roce_uc_port_socket(const struct uc_dom *d, bool group)
-{
-	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
-
-	if (fd < 0)
-		return fd;
-	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
-	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
-	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
-		ret = -errno;
-	if (ret) {
-		umc_fd_close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 struct uc_run {
 	uint32_t lo, hi; /* consecutive QPNs of one owner */
 	uint32_t idx;
