@@ -3,10 +3,11 @@
 #
 # Every message of umc-perf, udp-perf and fi-perf carries its 64-bit
 # sequence number (loss accounting, the sender's end marker, ping's match
-# of its echo), so -S below 8 is refused at once (exit 2, the option's
-# range on stderr) instead of a ping that waits for its timeout.  At the
-# bound itself, 8 bytes, a round-trip run of umc-perf and of udp-perf
-# completes on loopback with every round trip counted and none lost.
+# of its echo), so -S below 8, or not a number at all ("nan"), is refused
+# at once (exit 2, the option's range on stderr) instead of a ping that
+# waits for its timeout.  At the bound itself, 8 bytes, a round-trip run
+# of umc-perf and of udp-perf completes on loopback with every round trip
+# counted and none lost.
 #
 # Env: UMC_BUILD_DIR (ctest sets it).
 set -u
@@ -20,26 +21,45 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 tools=(umc-perf udp-perf)
 [ -x "$bin/fi-perf" ] && tools+=(fi-perf) # built only with libfabric-dev
 
-# 1. -S 7: refused by the option parser, in every mode.
+# 1. -S 7, and -S nan (a NaN is below no bound and above none): refused
+# by the option parser, in every mode.
 for t in "${tools[@]}"; do
 	for mode in "-L ping" "-L pong" "-s" ""; do
-		# shellcheck disable=SC2086
-		timeout 10 "$bin/$t" $mode -m 239.1.7.1 -S 7 -n 10 >"$tmp/out" 2>"$tmp/err"
-		rc=$?
-		if [ $rc = 2 ] && grep -q "invalid value '7' for -S (8\.\." "$tmp/err"; then
-			ok "$t ${mode:-(receiver)} -S 7: exit 2, $(cat "$tmp/err")"
-		else
-			bad "$t ${mode:-(receiver)} -S 7: exit $rc, stderr: $(head -2 "$tmp/err")"
-		fi
+		for v in 7 nan; do
+			# shellcheck disable=SC2086
+			timeout 10 "$bin/$t" $mode -m 239.1.7.1 -S $v -n 10 >"$tmp/out" 2>"$tmp/err"
+			rc=$?
+			if [ $rc = 2 ] && grep -q "invalid value '$v' for -S (8\.\." "$tmp/err"; then
+				ok "$t ${mode:-(receiver)} -S $v: exit 2, $(cat "$tmp/err")"
+			else
+				bad "$t ${mode:-(receiver)} -S $v: exit $rc, stderr: $(head -2 "$tmp/err")"
+			fi
+		done
 	done
 done
 
 # 2. -S 8: a round trip run completes, every round trip counted.
-n=200 group=239.1.7.11
+n=200
 for t in umc-perf udp-perf; do
-	timeout 30 "$bin/$t" -L pong -m $group -S 8 -I 2000 -T 20000 >"$tmp/pong" 2>&1 &
+	group=239.1.7.11
+	[ $t = udp-perf ] && group=239.1.7.21
+	# The pong's ready byte (-R: joined, every receive posted), waited for
+	# (bounded) instead of a sleep: a ping sent before it is lost, and
+	# lost counts the warm-up round trips too.
+	rm -f "$tmp/ready"
+	mkfifo "$tmp/ready"
+	exec {rfd}<>"$tmp/ready"
+	timeout 30 "$bin/$t" -L pong -m $group -S 8 -I 2000 -T 20000 -R 9 9>"$tmp/ready" \
+		>"$tmp/pong" 2>&1 &
 	pong=$!
-	sleep 0.5
+	if ! read -r -t 20 -N 1 -u "$rfd" _; then
+		exec {rfd}<&-
+		bad "$t -S 8: the pong was not ready within 20 s: $(tail -2 "$tmp/pong")"
+		kill "$pong" 2>/dev/null
+		wait "$pong"
+		continue
+	fi
+	exec {rfd}<&-
 	timeout 30 "$bin/$t" -L ping -m $group -S 8 -n $n -w 10 >"$tmp/ping" 2>&1
 	rc=$?
 	wait $pong
@@ -49,7 +69,6 @@ for t in umc-perf udp-perf; do
 	else
 		bad "$t -S 8: exit $rc: $(tail -2 "$tmp/ping")"
 	fi
-	group=239.1.7.21
 done
 
 echo "$passes passed, $fails failed"

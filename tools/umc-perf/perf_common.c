@@ -40,8 +40,10 @@ static double parse_num(const char *opt, const char *s, double min, double max)
 		case 'g': case 'G': v *= 1e9; end++; break;
 		}
 	}
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "%s: invalid value '%s' for %s (%g..%g)\n", prog, s, opt, min, max);
+	/* !(in range), not (out of range): a NaN ("nan") is neither. */
+	if (errno || end == s || *end || !(v >= min && v <= max)) {
+		fprintf(stderr, "%s: invalid value '%s' for %s (%.15g..%.15g)\n", prog, s, opt, min,
+			max);
 		exit(2);
 	}
 	return v;
