@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -505,6 +506,8 @@ static inline bool t_start_sm(pid_t *pid)
 	snprintf(path, sizeof(path), "%s/umc-sm", bin);
 	*pid = fork();
 	if (*pid == 0) {
+		/* Gone with the test process, even one killed by a timeout. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		close(pfd[0]);
 		dup2(pfd[1], 3);
 		execl(path, "umc-sm", "--listen", "127.0.0.1:0", "--ready-fd", "3", (char *)NULL);
@@ -545,6 +548,14 @@ static inline pid_t *t_sm_pid(void)
 	return &pid;
 }
 
+/* The process that started it: a forked case's child never stops it. */
+static inline pid_t *t_sm_owner(void)
+{
+	static pid_t owner;
+
+	return &owner;
+}
+
 static inline bool t_sm_running(void)
 {
 	return *t_sm_pid() != 0;
@@ -552,6 +563,7 @@ static inline bool t_sm_running(void)
 
 static inline int t_sm_start(bool required)
 {
+	*t_sm_owner() = getpid();
 	if (t_start_sm(t_sm_pid()))
 		return 0;
 	*t_sm_pid() = 0;
@@ -572,6 +584,8 @@ static inline int t_sm_optional(void **state)
 
 static inline int t_sm_stop(void **state)
 {
+	if (getpid() != *t_sm_owner())
+		return 0;
 	if (t_sm_running())
 		t_stop_sm(*t_sm_pid());
 	*t_sm_pid() = 0;
@@ -581,7 +595,10 @@ static inline int t_sm_stop(void **state)
 /*
  * A case whose body runs in a child of fork, so that it probes the
  * devices afresh, bounded by T_CHILD_ALARM_S of alarm(2); the body
- * _exit()s non-zero to fail.  @ib: it needs umc-sm (t_sm_running).
+ * _exit()s non-zero to fail.  A cmocka assertion in the child fails the
+ * case too, if less tidily: the child's copy of the runner goes on with
+ * the later cases and exits non-zero (or meets its alarm), and its group
+ * teardown leaves umc-sm alone (t_sm_owner).  @ib: it needs umc-sm (t_sm_running).
  * T_CHILD_CASE(name, ib) runs body_<name>.
  */
 #define T_CHILD_ALARM_S 20
@@ -607,9 +624,11 @@ static inline void t_child_case_run(void **state)
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		fail_msg("the case's child hung (%d s): it waited for what never came, such as a "
+			 "lock never released", T_CHILD_ALARM_S);
 	if (WIFSIGNALED(status))
-		fail_msg("the case's child hung (signal %d): it waited for a lock that was never "
-			 "released", WTERMSIG(status));
+		fail_msg("the case's child died (signal %d)", WTERMSIG(status));
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
