@@ -38,6 +38,16 @@ for t in "${tools[@]}"; do
 	done
 done
 
+# umc-perf above the path MTU (4096 on umc_lo): a usage error too, found
+# once the port is known.
+timeout 10 "$bin/umc-perf" -L ping -m 239.1.7.1 -S 4097 -n 10 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && grep -q -- "-S 4097 is above the path MTU 4096" "$tmp/err"; then
+	ok "umc-perf -S 4097: exit 2, $(cat "$tmp/err")"
+else
+	bad "umc-perf -S 4097: exit $rc, stderr: $(head -2 "$tmp/err")"
+fi
+
 # 2. -S 8: a round trip run completes, every round trip counted.
 n=200
 for t in umc-perf udp-perf; do

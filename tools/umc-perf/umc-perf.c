@@ -155,7 +155,7 @@ static void setup_verbs(struct ibv_context *verbs)
 	if (o.size > (128u << pa.active_mtu)) {
 		fprintf(stderr, "%s: -S %u is above the path MTU %u\n", prog, o.size,
 			128u << pa.active_mtu);
-		exit(1);
+		exit(2); /* a usage error, found once the port is known */
 	}
 	g.pd = ibv_alloc_pd(verbs);
 	if (!g.pd)
