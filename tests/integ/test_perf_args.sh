@@ -18,6 +18,19 @@ fails=0 passes=0
 ok() { echo "ok: $*"; passes=$((passes + 1)); }
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
+# usage_error LABEL PATTERN CMD...: CMD (bounded) exits 2 with PATTERN on stderr.
+usage_error() {
+	local label=$1 pattern=$2 rc
+	shift 2
+	timeout 10 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 2 ] && grep -q -- "$pattern" "$tmp/err"; then
+		ok "$label: exit 2, $(cat "$tmp/err")"
+	else
+		bad "$label: exit $rc, stderr: $(head -2 "$tmp/err")"
+	fi
+}
+
 tools=(umc-perf udp-perf)
 [ -x "$bin/fi-perf" ] && tools+=(fi-perf) # built only with libfabric-dev
 
@@ -27,26 +40,16 @@ for t in "${tools[@]}"; do
 	for mode in "-L ping" "-L pong" "-s" ""; do
 		for v in 7 nan; do
 			# shellcheck disable=SC2086
-			timeout 10 "$bin/$t" $mode -m 239.1.7.1 -S $v -n 10 >"$tmp/out" 2>"$tmp/err"
-			rc=$?
-			if [ $rc = 2 ] && grep -q "invalid value '$v' for -S (8\.\." "$tmp/err"; then
-				ok "$t ${mode:-(receiver)} -S $v: exit 2, $(cat "$tmp/err")"
-			else
-				bad "$t ${mode:-(receiver)} -S $v: exit $rc, stderr: $(head -2 "$tmp/err")"
-			fi
+			usage_error "$t ${mode:-(receiver)} -S $v" "invalid value '$v' for -S (8\.\." \
+				"$bin/$t" $mode -m 239.1.7.1 -S $v -n 10
 		done
 	done
 done
 
 # umc-perf above the path MTU (4096 on umc_lo): a usage error too, found
 # once the port is known.
-timeout 10 "$bin/umc-perf" -L ping -m 239.1.7.1 -S 4097 -n 10 >"$tmp/out" 2>"$tmp/err"
-rc=$?
-if [ $rc = 2 ] && grep -q -- "-S 4097 is above the path MTU 4096" "$tmp/err"; then
-	ok "umc-perf -S 4097: exit 2, $(cat "$tmp/err")"
-else
-	bad "umc-perf -S 4097: exit $rc, stderr: $(head -2 "$tmp/err")"
-fi
+usage_error "umc-perf -S 4097" "-S 4097 is above the path MTU 4096" \
+	"$bin/umc-perf" -L ping -m 239.1.7.1 -S 4097 -n 10
 
 # 2. -S 8: a round trip run completes, every round trip counted.
 n=200

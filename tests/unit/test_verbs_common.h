@@ -541,32 +541,29 @@ static inline bool t_start_sm(pid_t *pid)
  * Where it does not start, t_sm_required fails the group; t_sm_optional
  * says so and runs it, and the cases that need it skip (t_sm_running).
  */
-static inline pid_t *t_sm_pid(void)
+struct t_sm {
+	pid_t pid;   /* umc-sm's, or 0 */
+	pid_t owner; /* the process that started it: a forked case's child never stops it */
+};
+
+static inline struct t_sm *t_sm(void)
 {
-	static pid_t pid;
+	static struct t_sm sm;
 
-	return &pid;
-}
-
-/* The process that started it: a forked case's child never stops it. */
-static inline pid_t *t_sm_owner(void)
-{
-	static pid_t owner;
-
-	return &owner;
+	return &sm;
 }
 
 static inline bool t_sm_running(void)
 {
-	return *t_sm_pid() != 0;
+	return t_sm()->pid != 0;
 }
 
 static inline int t_sm_start(bool required)
 {
-	*t_sm_owner() = getpid();
-	if (t_start_sm(t_sm_pid()))
+	t_sm()->owner = getpid();
+	if (t_start_sm(&t_sm()->pid))
 		return 0;
-	*t_sm_pid() = 0;
+	t_sm()->pid = 0;
 	fprintf(stderr, "%s: umc-sm did not start ($UMC_BIN)%s\n", program_invocation_short_name,
 		required ? "" : ": its InfiniBand cases skipped");
 	return required ? -1 : 0;
@@ -584,11 +581,11 @@ static inline int t_sm_optional(void **state)
 
 static inline int t_sm_stop(void **state)
 {
-	if (getpid() != *t_sm_owner())
+	if (getpid() != t_sm()->owner)
 		return 0;
 	if (t_sm_running())
-		t_stop_sm(*t_sm_pid());
-	*t_sm_pid() = 0;
+		t_stop_sm(t_sm()->pid);
+	t_sm()->pid = 0;
 	return 0;
 }
 
@@ -598,8 +595,8 @@ static inline int t_sm_stop(void **state)
  * _exit()s non-zero to fail.  A cmocka assertion in the child fails the
  * case too, if less tidily: the child's copy of the runner goes on with
  * the later cases and exits non-zero (or meets its alarm), and its group
- * teardown leaves umc-sm alone (t_sm_owner).  @ib: it needs umc-sm (t_sm_running).
- * T_CHILD_CASE(name, ib) runs body_<name>.
+ * teardown leaves umc-sm alone (t_sm()->owner).  @ib: it needs umc-sm
+ * (t_sm_running).  T_CHILD_CASE(name, ib) runs body_<name>.
  */
 #define T_CHILD_ALARM_S 20
 
