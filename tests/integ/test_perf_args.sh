@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_perf_args.sh - the measuring tools' -S bound, as a user meets it.
+# test_perf_args.sh - the measuring tools' -S bound and whole-number
+# options, as a user meets them.
 #
 # Every message of umc-perf, udp-perf and fi-perf carries its 64-bit
 # sequence number (loss accounting, the sender's end marker, ping's match
@@ -7,7 +8,8 @@
 # at once (exit 2, the option's range on stderr) instead of a ping that
 # waits for its timeout.  At the bound itself, 8 bytes, a round-trip run
 # of umc-perf and of udp-perf completes on loopback with every round trip
-# counted and none lost.
+# counted and none lost.  A count or size with a fraction left (-S 8.5)
+# is refused too, where it used to be cut down without a word.
 #
 # Env: UMC_BUILD_DIR (ctest sets it).
 set -u
@@ -44,6 +46,17 @@ for t in "${tools[@]}"; do
 				"$bin/$t" $mode -m 239.1.7.1 -S $v -n 10
 		done
 	done
+done
+
+# A fraction where a count is meant (-S 8.5 used to become 8 without a
+# word): refused, in each tool; a fractional -D and a suffixed count are not.
+for t in "${tools[@]}"; do
+	usage_error "$t -S 8.5" "invalid value '8.5' for -S (not a whole number)" \
+		"$bin/$t" -s -m 239.1.7.1 -S 8.5 -n 10
+	usage_error "$t -n 1.5" "invalid value '1.5' for -n (not a whole number)" \
+		"$bin/$t" -s -m 239.1.7.1 -n 1.5
+	usage_error "$t -n 1.5k -D 0.5 -S x" "invalid value 'x' for -S" \
+		"$bin/$t" -s -m 239.1.7.1 -n 1.5k -D 0.5 -S x
 done
 
 # umc-perf above the path MTU (4096 on umc_lo): a usage error too, found

@@ -25,8 +25,11 @@ void perf_die(const char *what)
 	exit(1);
 }
 
-/* A number with an optional k/M/G suffix (powers of 1000); exits 2 outside [min, max]. */
-static double parse_num(const char *opt, const char *s, double min, double max)
+/*
+ * A number with an optional k/M/G suffix (powers of 1000); exits 2 outside
+ * [min, max], or when @whole and it has a fraction left (-S 8.5, -n 1.5).
+ */
+static double parse_num(const char *opt, const char *s, double min, double max, bool whole)
 {
 	char *end;
 	double v;
@@ -44,6 +47,12 @@ static double parse_num(const char *opt, const char *s, double min, double max)
 	if (errno || end == s || *end || !(v >= min && v <= max)) {
 		fprintf(stderr, "%s: invalid value '%s' for %s (%.15g..%.15g)\n", prog, s, opt, min,
 			max);
+		exit(2);
+	}
+	/* In range, so the cast is defined (every bound here is below 2^63). */
+	if (whole && v != (double)(long long)v) {
+		fprintf(stderr, "%s: invalid value '%s' for %s (not a whole number)\n", prog, s,
+			opt);
 		exit(2);
 	}
 	return v;
@@ -71,7 +80,8 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 	struct perf_opts *o = t->o;
 	int op;
 
-#define NUM(opt, min, max) parse_num(opt, optarg, min, max)
+#define NUM(opt, min, max) parse_num(opt, optarg, min, max, true)
+#define REAL(opt, min, max) parse_num(opt, optarg, min, max, false)
 	prog = t->prog;
 	*o = (struct perf_opts){
 		.bind = "127.0.0.1",
@@ -107,8 +117,8 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 		 * loss, the end marker and ping's match all need it. */
 		case 'S': o->size = (uint32_t)NUM("-S", sizeof(uint64_t), t->size_max); break;
 		case 'n': o->count = (uint64_t)NUM("-n", 1, 1e15); break;
-		case 'D': o->duration = NUM("-D", 0.001, 3600); break;
-		case 'r': o->rate = NUM("-r", 1, 1e10); break;
+		case 'D': o->duration = REAL("-D", 0.001, 3600); break;
+		case 'r': o->rate = REAL("-r", 1, 1e10); break;
 		case 'B': o->batch = (int)NUM("-B", 1, t->batch_max); break;
 		case 'd': o->depth = (int)NUM("-d", 1, 16384); break;
 		case 'q': o->qps = (int)NUM("-q", 1, PERF_MAX_QPS); break;
@@ -124,6 +134,7 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 		}
 	}
 #undef NUM
+#undef REAL
 	if (optind < argc || !o->group)
 		t->usage();
 	if (o->batch > o->depth)
