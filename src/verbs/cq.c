@@ -251,6 +251,17 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 	}
 }
 
+/* Is no event queued on @ch? */
+static bool umc_chan_empty(struct umc_comp_channel *ch)
+{
+	bool empty;
+
+	pthread_mutex_lock(&ch->lock);
+	empty = !ch->pending;
+	pthread_mutex_unlock(&ch->lock);
+	return empty;
+}
+
 /* Take the first event queued on @ch, if any.  Caller holds ch->lock. */
 static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
 {
@@ -334,13 +345,10 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			 * Datagrams may be waiting that would raise an event: on
 			 * the endpoints that are not cold, or else on any.
 			 */
-			bool skipped, none;
+			bool skipped;
 
 			umc_progress_hot(ch->dev, &skipped);
-			pthread_mutex_lock(&ch->lock);
-			none = !ch->pending;
-			pthread_mutex_unlock(&ch->lock);
-			if (none && skipped)
+			if (skipped && umc_chan_empty(ch))
 				umc_progress(ch->dev, true);
 			pthread_mutex_lock(&ch->lock);
 			ch->takers--;
@@ -398,7 +406,7 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 		release = true;
 		ch = ucq->release_ch;
 	}
-	pthread_cond_signal(&cq->cond);
+	/* No signal of cq->cond: ibv_destroy_cq says EBUSY, it never waits on it. */
 	pthread_mutex_unlock(&cq->mutex);
 	if (release)
 		umc_cq_release_now(cq, ch);
