@@ -99,10 +99,9 @@ static inline bool umc_forked(unsigned gen)
  * stretch that makes its descriptor some other way (one received with
  * SCM_RIGHTS); umc_fd_end returns @fd.
  *
- * umc_fd_record_late - record @fd, made without either: one the receive
- * engine took with SCM_RIGHTS from a batch (recvmmsg on the hot path, not
- * worth the registry's lock per batch).  A fork in the moment between
- * leaves that child its copy of the socket, unused.
+ * umc_fd_record - between umc_fd_begin() and umc_fd_end(), record one
+ * more internal descriptor (-1: none): those a batch of received
+ * datagrams carried (SCM_RIGHTS).
  *
  * umc_fd_socketpair - socketpair(2) so: 0 or -errno; sv[0] user-visible
  * when @user_visible0, sv[1] never.
@@ -112,7 +111,7 @@ static inline bool umc_forked(unsigned gen)
 #define UMC_FD_NEW(call, user_visible) (umc_fd_begin(), umc_fd_end((call), (user_visible)))
 void umc_fd_begin(void);
 int umc_fd_end(int fd, bool user_visible);
-void umc_fd_record_late(int fd);
+void umc_fd_record(int fd);
 int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0);
 void umc_fd_close(int fd);
 
@@ -149,7 +148,8 @@ enum umc_global_lock {
 	UMC_GL_DEVS,	 /* the device list and its probes (verbs/device.c) */
 	UMC_GL_QPN,	 /* the next QPN (verbs/qp.c); taken alone */
 	UMC_GL_MR,	 /* memory registrations (verbs/pd_mr.c); taken alone */
-	UMC_GL_FD,	 /* the descriptor registry (verbs/fork.c); also under DEVS (a probe) */
+	UMC_GL_FD,	 /* the descriptor registry (verbs/fork.c); also under DEVS (a probe)
+			    and a device's rx_lock (the engine, reading the unicast input) */
 	UMC_GL_COUNT
 };
 

@@ -142,10 +142,9 @@ int umc_fd_end(int fd, bool user_visible)
 	return fd;
 }
 
-void umc_fd_record_late(int fd)
+void umc_fd_record(int fd)
 {
-	umc_fd_begin();
-	umc_fd_end(fd, false);
+	__umc_fd_record(fd, false);
 }
 
 int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0)

@@ -169,6 +169,7 @@ struct roce_rx {
 	struct iovec uc_iov[UMC_RX_BATCH][2];
 	struct roce_uc_fwd uc_fwd[UMC_RX_BATCH];
 	uint64_t uc_cmsg[UMC_RX_BATCH][4]; /* a steered socket handed over (SCM_RIGHTS) */
+	int uc_fd[UMC_RX_BATCH];	   /* ... taken from it and recorded (-1: none) */
 	/* A group's datagram aimed at a lent receive: headers in q.buf, the rest there. */
 	struct iovec land_iov[UMC_RX_BATCH][UMC_MAX_SGE + 2];
 };
@@ -374,10 +375,9 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
  * control messages (struct roce_uc_ctl) are acted on, not delivered.
  */
 static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct roce_uc_fwd *f,
-			   struct umc_rx_pkt *pkt)
+			   int fd, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
-	int fd = umc_unlikely(m->msg_hdr.msg_controllen) ? roce_take_fd(&m->msg_hdr) : -1;
 	struct umc_sg sg = {m->msg_hdr.msg_iov + 1, 1, 0};
 	size_t off;
 	struct umc_ip_ctx ip = {
@@ -392,7 +392,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 
 	if (umc_unlikely(fd >= 0)) {
 		if (m->msg_len != sizeof(*f) || f->family != ROCE_UC_FWD_CTL) {
-			umc_sys_close(fd);
+			umc_fd_close(fd);
 			return false;
 		}
 	}
@@ -402,8 +402,8 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 		memcpy(&c, f, sizeof(c));
 		if (m->msg_len == sizeof(c))
 			roce_uc_ctl_input(rp, &c, fd);
-		else if (fd >= 0)
-			umc_sys_close(fd);
+		else
+			umc_fd_close(fd);
 		return false;
 	}
 	CNT_RX(dev, rx_packets);
@@ -422,6 +422,38 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 		return false;
 	umc_rx_settle(pkt, m->msg_hdr.msg_iov[1].iov_base, ROCE_LAND_HDR, NULL, sg.len, off);
 	return true;
+}
+
+/* recvmmsg(2) of up to @max datagrams of @fd, without waiting. */
+static int roce_rx_recv(int fd, struct mmsghdr *msg, int max)
+{
+	int n;
+
+	do
+		n = umc_sys_recvmmsg(fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/*
+ * roce_rx_recv() of the unicast input, whose control messages carry a
+ * descriptor (SCM_RIGHTS): each is taken into @fds[i] (-1: none) and
+ * recorded for fork before the registry's lock is let go, so that a fork
+ * meanwhile waits, and its child closes them.
+ */
+static int roce_rx_recv_fds(int fd, struct mmsghdr *msg, int max, int *fds)
+{
+	int n;
+
+	umc_fd_begin();
+	n = roce_rx_recv(fd, msg, max);
+	for (int i = 0; i < n; i++) {
+		fds[i] = umc_unlikely(msg[i].msg_hdr.msg_controllen) ? roce_take_fd(&msg[i].msg_hdr)
+								     : -1;
+		umc_fd_record(fds[i]);
+	}
+	umc_fd_end(-1, false);
+	return n;
 }
 
 /*
@@ -443,14 +475,14 @@ static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct r
 		msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->land_iov[i], rx->q.buf[base + i],
 						       ROCE_LAND_HDR, &lend->land[i]);
 	}
-	do
-		n = umc_sys_recvmmsg(rm->ep.fd, msg, (unsigned)max, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = rm->kind == ROCE_EP_UC_INPUT ? roce_rx_recv_fds(rm->ep.fd, msg, max, rx->uc_fd + base)
+					 : roce_rx_recv(rm->ep.fd, msg, max);
 	*used = n > 0 ? n : 0;
 	*more |= n == max;
 	for (int i = 0; i < n; i++) {
 		bool ok = rm->kind == ROCE_EP_UC_INPUT
-				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i], &pkts[out])
+				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i],
+						   rx->uc_fd[base + i], &pkts[out])
 				  : roce_rx_one(rp, rm, &msg[i], rx->q.buf[base + i],
 						i < lent ? &lend->land[i] : NULL, &pkts[out]);
 

@@ -827,12 +827,9 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 	if (!d || (c->op == ROCE_UC_CTL_SOCK &&
 		   (fd < 0 || !in_group || !uc_fd_is_group_socket(d, fd)))) {
 		CNT(&rp->dev, rx_malformed);
-		if (fd >= 0)
-			umc_sys_close(fd); /* the engine's, under rx_lock */
+		umc_fd_close(fd);
 		return;
 	}
-	if (fd >= 0)
-		umc_fd_record_late(fd);
 	pthread_mutex_lock(&d->steer_lock);
 	if (c->op == ROCE_UC_CTL_SOCK) {
 		if (c->size > d->gsize)
