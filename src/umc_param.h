@@ -132,6 +132,15 @@ enum umc_param {
 #ifndef UMC_RX_COLD_STRIDE
 #define UMC_RX_COLD_STRIDE 8
 #endif
+/*
+ * A group endpoint whose last datagram carried at least this many payload
+ * bytes gets one receive more lent than its last burst brought, so that a
+ * burst one longer lands in place too; below it the copy of that one
+ * datagram costs less than the lend (progress.c umc_rx_lend).
+ */
+#ifndef UMC_RX_SPARE_LEND_MIN
+#define UMC_RX_SPARE_LEND_MIN 1024
+#endif
 /* Receive socket buffer asked for (the kernel caps it at net.core.rmem_max). */
 #ifndef UMC_RX_SOCKBUF
 #define UMC_RX_SOCKBUF (4 << 20)

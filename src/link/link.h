@@ -52,7 +52,8 @@ struct umc_rx_ep {
 	 * lent.
 	 */
 	struct umc_mcg *mcg;
-	int lend_hint; /* the engine's: packets its last burst brought (progress.c) */
+	int lend_hint;	 /* the engine's: packets its last burst brought (progress.c) */
+	bool lend_spare; /* ... and whether the last was large: lend one receive more */
 	/* The engine's, under rx_lock (progress.c "Cold endpoints", "Woken drains"): */
 	unsigned long seen;  /* the device's rx_got when this endpoint last delivered */
 	unsigned long reads; /* reads of this endpoint (one syscall each) */

@@ -495,8 +495,9 @@ static void umc_rx_unlend(struct umc_device *dev)
  * before it (umc_rx_lendable); none at all when a receive of another QP of
  * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
  * two atomic operations per SGE even when nothing arrives, so a burst lends
- * what the endpoint's last one brought, plus one (a datagram beyond the
- * lend is copied), and a busy-polling program's empty polls soon lend one.
+ * what the endpoint's last one brought (at least one), plus one when its
+ * datagrams are large (UMC_RX_SPARE_LEND_MIN); a datagram beyond the lend
+ * is copied, and a busy-polling program's empty polls soon lend one.
  * Returns the lend for the link (n may be 0).  Context: dev->rx_lock held.
  */
 static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *ep,
@@ -505,7 +506,7 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	static const struct umc_rx_lend none;
 	struct umc_rx_lender *l = dev->rx_lender;
 	struct umc_qp *qp;
-	int k = 0;
+	int k = 0, want;
 
 	if (!ep->mcg)
 		return &none;
@@ -518,8 +519,9 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	l->qp = qp = umc_rx_landing_qp(ep->mcg);
 	if (!qp)
 		return &l->lend;
-	if (max > ep->lend_hint + 1)
-		max = ep->lend_hint + 1;
+	want = ep->lend_hint + (ep->lend_spare || !ep->lend_hint);
+	if (max > want)
+		max = want;
 	pthread_spin_lock(&qp->rq_lock);
 	l->head = qp->rq_head;
 	for (uint32_t posted = qp->rq_tail - qp->rq_head; k < max && (uint32_t)k < posted; k++) {
@@ -744,6 +746,8 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep, bool woken
 		umc_rx_unlend(dev);
 		/* An empty poll halves the hint: a quiet endpoint ends up lending one. */
 		ep->lend_hint = n ? n : ep->lend_hint / 2;
+		if (n)
+			ep->lend_spare = pkts[n - 1].len >= UMC_RX_SPARE_LEND_MIN;
 		ep->reads++;
 		total += n;
 	}
