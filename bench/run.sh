@@ -326,18 +326,24 @@ for ((k = 0; k < REPS; k++)); do
 done
 ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}"
 
-# Where a busy round trip goes (DIAG): both sides of a ping-pong of
-# CP_SIZE bytes under bench/critpath.c (LD_PRELOAD), umcast and raw UDP back
-# to back, REPS pairs (their result lines, traced, go to $RESULTS too).
+# Where a round trip goes (DIAG): both sides of a ping-pong of CP_SIZE
+# bytes under bench/critpath.c (LD_PRELOAD), umcast and raw UDP back to
+# back, REPS pairs (their result lines, traced, go to $RESULTS too): busy
+# polling against raw UDP, then both ends asleep (-e) against raw UDP with
+# RoCEv2's shape woken through an epoll set (udpEG), as a channel's fd is.
 # CP[t,side,figure]: the repetitions' mean_us values; CP[t,side,figure,n]:
-# their counts.
+# their counts; t is "umcast-e" and "udpEG-e" for the event-driven runs.
 CP_SIZE=${CP_SIZE:-64}
 CP_LIB=$BUILD/lib/umc-critpath.so
 CP_FIGS="user_rx_to_tx send recv_data recv_empty poll_user epoll0"
+CP_EV_FIGS="user_rx_to_tx send recv_data recv_empty"
 declare -A CP
+# cp_once TRANSPORT [-e]
 cp_once() {
-	local t=$1 side name count mean p50
-	read -r p50 _ < <(LAT_ENV="LD_PRELOAD=$CP_LIB" lat_once "$t" "$CP_SIZE")
+	local t=$1 ev=${2:-} side name count mean p50
+	# shellcheck disable=SC2086 # $ev: no word, or -e
+	read -r p50 _ < <(LAT_ENV="LD_PRELOAD=$CP_LIB" lat_once "$t" "$CP_SIZE" $ev)
+	t+=$ev
 	for side in pong ping; do
 		while read -r _ name count mean; do
 			CP[$t,$side,$name]+="${mean#mean_us=} "
@@ -347,9 +353,10 @@ cp_once() {
 	CP[$t,p50]+="$p50 "
 }
 if [ "$DIAG" = 1 ] && [ -f "$CP_LIB" ]; then
-	log "== where a busy $CP_SIZE-byte round trip goes (bench/critpath.c, $REPS pairs)"
+	log "== where a $CP_SIZE-byte round trip goes, busy and event-driven (bench/critpath.c, $REPS pairs)"
 	for ((k = 0; k < REPS; k++)); do
 		if ((k % 2)); then cp_once udp; cp_once umcast; else cp_once umcast; cp_once udp; fi
+		if ((k % 2)); then cp_once udpEG -e; cp_once umcast -e; else cp_once umcast -e; cp_once udpEG -e; fi
 	done
 fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -558,13 +565,15 @@ if [ "$DIAG" = 1 ]; then
 	done
 	echo
 fi
-if [ -n "${CP[umcast,p50]:-}" ]; then
-	echo "Where a busy $CP_SIZE-byte round trip goes (bench/critpath.c): mean us per call,"
+# cp_table UMCAST_KEY UDP_KEY "FIGURES" TITLE: the critpath split of both sides.
+cp_table() {
+	local u=$1 w=$2 figs=$3 f c m r row
+	echo "$4 (bench/critpath.c): mean us per call,"
 	echo "medians of $REPS runs; calls per round trip in parentheses where not 1"
 	printf '%-14s | %-17s | %-17s | %-17s | %-17s\n' figure "umcast pong" "UDP pong" "umcast ping" "UDP ping"
-	for f in $CP_FIGS; do
+	for f in $figs; do
 		row=$(printf '%-14s' "$f")
-		for c in umcast,pong udp,pong umcast,ping udp,ping; do
+		for c in "$u,pong" "$w,pong" "$u,ping" "$w,ping"; do
 			m=$(med <<<"${CP[$c,$f]:-}")
 			r=$(awk -v a="$(med <<<"${CP[$c,$f,n]:-}")" -v b="$(med <<<"${CP[$c,send,n]:-}")" \
 				'BEGIN {if (b > 0 && (a / b < 0.95 || a / b > 1.05)) printf "(%.2f)", a / b}')
@@ -572,8 +581,15 @@ if [ -n "${CP[umcast,p50]:-}" ]; then
 		done
 		echo "$row"
 	done
-	echo "round-trip p50: umcast $(med <<<"${CP[umcast,p50]}") us, UDP $(med <<<"${CP[udp,p50]}") us (both traced)"
+	echo "round-trip p50: umcast $(med <<<"${CP[$u,p50]}") us, UDP $(med <<<"${CP[$w,p50]}") us (both traced)"
 	echo
+}
+if [ -n "${CP[umcast,p50]:-}" ]; then
+	cp_table umcast udp "$CP_FIGS" "Where a busy $CP_SIZE-byte round trip goes"
+fi
+if [ -n "${CP[umcast-e,p50]:-}" ]; then
+	cp_table umcast-e udpEG-e "$CP_EV_FIGS" \
+		"Where an event-driven $CP_SIZE-byte round trip goes, both ends asleep (UDP: -E -G)"
 fi
 echo "ICRC over 4096-byte messages, one core: $(med <<<"$ICRC_S") GB/s;" \
 	"ISA-L crc32 alone over the same bytes: $(med <<<"$ISAL_S") GB/s; ratio $(fig icrc_vs_crc32_4096)"
