@@ -43,7 +43,7 @@
 #define RACE_WAIT_MS 300 /* how long a made socket waits for the fork to fall in */
 
 /* ------------------------------------------------------------------------- */
-/* socket(2), raced.                                                          */
+/* socket(2) and the engine's recvmmsg, raced.                               */
 
 enum { RACE_SCM_RIGHTS = -1 }; /* race.family: a received descriptor, in any thread */
 
