@@ -495,7 +495,7 @@ struct umc_cq {
 	uint32_t head, tail; /* consumer, producer */
 	int armed;	     /* 0 or enum umc_cq_arm */
 	atomic_int usecnt;   /* QPs using this CQ */
-	unsigned events;     /* CQ events handed out by ibv_get_cq_event (under ibcq.mutex) */
+	atomic_uint events;  /* CQ events handed out: counted as taken, under the channel's lock */
 	bool release;	     /* destroy when the last event is acked (umc_cq_release) */
 	struct ibv_comp_channel *release_ch; /* and then this channel, if not NULL */
 	bool notify_pending; /* queued on the channel */
@@ -538,8 +538,9 @@ void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held);
 /*
  * umc_cq_release - destroy @cq, and then @ch if not NULL, for the CM's
  * rdma_destroy_qp: at once if no CQ event ibv_get_cq_event handed out is
- * unacked, otherwise when ibv_ack_cq_events acks the last of them.
- * @cq must have no QP left.
+ * unacked, otherwise when ibv_ack_cq_events acks the last of them.  An
+ * event of @cq still queued on its channel is dropped, as the kernel drops
+ * a destroyed CQ's unread events.  @cq must have no QP left.
  */
 void umc_cq_release(struct ibv_cq *cq, struct ibv_comp_channel *ch);
 

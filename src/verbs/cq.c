@@ -262,7 +262,11 @@ static bool umc_chan_empty(struct umc_comp_channel *ch)
 	return empty;
 }
 
-/* Take the first event queued on @ch, if any.  Caller holds ch->lock. */
+/*
+ * Take the first event queued on @ch, if any, and count it as handed out
+ * in the same step (umc_cq_release checks the count under this lock).
+ * Caller holds ch->lock.
+ */
 static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
 {
 	struct umc_cq *ucq = ch->pending;
@@ -273,6 +277,7 @@ static struct umc_cq *__umc_chan_take(struct umc_comp_channel *ch)
 	if (!ch->pending)
 		ch->pending_tail = &ch->pending;
 	ucq->notify_pending = false;
+	atomic_fetch_add_explicit(&ucq->events, 1, memory_order_relaxed);
 	__umc_chan_sync(ch);
 	return ucq;
 }
@@ -356,9 +361,6 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			pthread_mutex_unlock(&ch->lock);
 		}
 		if (ucq) {
-			pthread_mutex_lock(&ucq->ibcq.mutex);
-			ucq->events++;
-			pthread_mutex_unlock(&ucq->ibcq.mutex);
 			*cq = &ucq->ibcq;
 			*cq_context = ucq->ibcq.cq_context;
 			return 0;
@@ -401,7 +403,7 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 		return;
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
-	if (ucq->release && cq->comp_events_completed == ucq->events) {
+	if (ucq->release && cq->comp_events_completed == atomic_load(&ucq->events)) {
 		ucq->release = false;
 		release = true;
 		ch = ucq->release_ch;
@@ -412,18 +414,32 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 		umc_cq_release_now(cq, ch);
 }
 
+/*
+ * Under the lock of @ibcq's channel (then ibcq.mutex: the one place the
+ * two nest), so that no ibv_get_cq_event takes an event of it meanwhile:
+ * an event still queued is dropped, as the kernel drops the unread events
+ * of a CQ it destroys, and every event taken before is counted.  @ibcq
+ * has no QP left, so none is queued after.
+ */
 void umc_cq_release(struct ibv_cq *ibcq, struct ibv_comp_channel *ch)
 {
 	struct umc_cq *cq = to_ucq(ibcq);
+	struct umc_comp_channel *own = ibcq->channel ? to_uchan(ibcq->channel) : NULL;
 	bool now;
 
+	if (own) {
+		pthread_mutex_lock(&own->lock);
+		__umc_chan_unlink(own, cq);
+	}
 	pthread_mutex_lock(&ibcq->mutex);
-	now = cq->events == ibcq->comp_events_completed;
+	now = atomic_load(&cq->events) == ibcq->comp_events_completed;
 	if (!now) {
 		cq->release = true;
 		cq->release_ch = ch;
 	}
 	pthread_mutex_unlock(&ibcq->mutex);
+	if (own)
+		pthread_mutex_unlock(&own->lock);
 	if (now)
 		umc_cq_release_now(ibcq, ch);
 }
@@ -484,7 +500,7 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (umc_dev_forked(cq->dev))
 		return EIO;
 	pthread_mutex_lock(&ibcq->mutex);
-	unacked = cq->events != ibcq->comp_events_completed;
+	unacked = atomic_load(&cq->events) != ibcq->comp_events_completed;
 	pthread_mutex_unlock(&ibcq->mutex);
 	if (atomic_load(&cq->usecnt) || unacked)
 		return EBUSY;
