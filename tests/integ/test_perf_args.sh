@@ -55,8 +55,11 @@ for t in "${tools[@]}"; do
 		"$bin/$t" -s -m 239.1.7.1 -S 8.5 -n 10
 	usage_error "$t -n 1.5" "invalid value '1.5' for -n (not a whole number)" \
 		"$bin/$t" -s -m 239.1.7.1 -n 1.5
-	usage_error "$t -n 1.5k -D 0.5 -S x" "invalid value 'x' for -S" \
-		"$bin/$t" -s -m 239.1.7.1 -n 1.5k -D 0.5 -S x
+	usage_error "$t -n 1.0005k" "invalid value '1.0005k' for -n (not a whole number)" \
+		"$bin/$t" -s -m 239.1.7.1 -n 1.0005k
+	# 1.001k is 1000.9999999999999 in binary: still the whole 1001.
+	usage_error "$t -n 1.5k -w 1.001k -S 2.01k -D 0.5 -B x" "invalid value 'x' for -B" \
+		"$bin/$t" -s -m 239.1.7.1 -n 1.5k -w 1.001k -S 2.01k -D 0.5 -B x
 done
 
 # umc-perf above the path MTU (4096 on umc_lo): a usage error too, found

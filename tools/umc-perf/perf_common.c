@@ -8,6 +8,7 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,25 +32,37 @@ void perf_die(const char *what)
  */
 static double parse_num(const char *opt, const char *s, double min, double max, bool whole)
 {
+	double v, scale = 1;
 	char *end;
-	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
 	if (end != s && *end) {
 		switch (*end) {
-		case 'k': case 'K': v *= 1e3; end++; break;
-		case 'm': case 'M': v *= 1e6; end++; break;
-		case 'g': case 'G': v *= 1e9; end++; break;
+		case 'k': case 'K': scale = 1e3; end++; break;
+		case 'm': case 'M': scale = 1e6; end++; break;
+		case 'g': case 'G': scale = 1e9; end++; break;
 		}
 	}
+	v *= scale;
 	/* !(in range), not (out of range): a NaN ("nan") is neither. */
 	if (errno || end == s || *end || !(v >= min && v <= max)) {
 		fprintf(stderr, "%s: invalid value '%s' for %s (%.15g..%.15g)\n", prog, s, opt, min,
 			max);
 		exit(2);
 	}
-	/* In range, so the cast is defined (every bound here is below 2^63). */
+	/*
+	 * In range, so the casts are defined (every bound of a whole option
+	 * is in [0, 2^63)).  A suffix multiplies in binary: 1.001k is
+	 * 1000.9999999999999, so a scaled value within a few ulps of a whole
+	 * number is that number.
+	 */
+	if (whole && scale != 1) {
+		double r = (double)(long long)(v + 0.5);
+
+		if ((v > r ? v - r : r - v) <= 4 * DBL_EPSILON * v)
+			v = r;
+	}
 	if (whole && v != (double)(long long)v) {
 		fprintf(stderr, "%s: invalid value '%s' for %s (not a whole number)\n", prog, s,
 			opt);
