@@ -99,9 +99,13 @@ static inline bool umc_forked(unsigned gen)
  * stretch that makes its descriptor some other way (one received with
  * SCM_RIGHTS); umc_fd_end returns @fd.
  *
- * umc_fd_record - between umc_fd_begin() and umc_fd_end(), record one
- * more internal descriptor (-1: none): those a batch of received
- * datagrams carried (SCM_RIGHTS).
+ * umc_fd_begin_raw(), umc_fd_end_raw() - the same for a stretch that makes
+ * only raw system calls (umc_sys.h), so no cancellation point: the
+ * registry's lock alone, without umc_fd_begin's two updates of the
+ * cancellation state (the receive engine's read of the unicast input).
+ *
+ * umc_fd_record - in either stretch, record one more internal descriptor
+ * (-1: none): those a batch of received datagrams carried (SCM_RIGHTS).
  *
  * umc_fd_socketpair - socketpair(2) so: 0 or -errno; sv[0] user-visible
  * when @user_visible0, sv[1] never.
@@ -111,7 +115,9 @@ static inline bool umc_forked(unsigned gen)
 #define UMC_FD_NEW(call, user_visible) (umc_fd_begin(), umc_fd_end((call), (user_visible)))
 void umc_fd_begin(void);
 int umc_fd_end(int fd, bool user_visible);
+void umc_fd_begin_raw(void);
 void umc_fd_record(int fd);
+void umc_fd_end_raw(void);
 int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0);
 void umc_fd_close(int fd);
 

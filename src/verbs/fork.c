@@ -142,9 +142,19 @@ int umc_fd_end(int fd, bool user_visible)
 	return fd;
 }
 
+void umc_fd_begin_raw(void)
+{
+	pthread_mutex_lock(&umc_fd_lock);
+}
+
 void umc_fd_record(int fd)
 {
 	__umc_fd_record(fd, false);
+}
+
+void umc_fd_end_raw(void)
+{
+	pthread_mutex_unlock(&umc_fd_lock);
 }
 
 int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0)

@@ -259,8 +259,9 @@ int roce_uc_qp_add(struct roce_qp *qp);
 void roce_uc_qp_del(struct roce_qp *qp);
 /*
  * roce_uc_ctl_input - act on control message @c from a demultiplexer,
- * read on the port's input with descriptor @fd (-1 if none, else recorded
- * for fork already, ours to keep or to umc_fd_close): ROCE_UC_CTL_SOCK with ROCE_UC_CTL_OWN: receive from @fd (a
+ * read on the port's input with descriptor @fd (-1 if none, else
+ * recorded for fork already, ours to keep or to umc_fd_close):
+ * ROCE_UC_CTL_SOCK with ROCE_UC_CTL_OWN: receive from @fd (a
  * ROCE_EP_UC_SOCK endpoint in the port's unicast set) in place of the
  * earlier one; without: hold @fd at its index; ROCE_UC_CTL_FRESH: close
  * every socket of the old group.  A descriptor that is not a datagram

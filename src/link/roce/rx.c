@@ -439,20 +439,21 @@ static int roce_rx_recv(int fd, struct mmsghdr *msg, int max)
  * roce_rx_recv() of the unicast input, whose control messages carry a
  * descriptor (SCM_RIGHTS): each is taken into @fds[i] (-1: none) and
  * recorded for fork before the registry's lock is let go, so that a fork
- * meanwhile waits, and its child closes them.
+ * meanwhile waits, and its child closes them.  Every call in the stretch
+ * is raw (roce_take_fd closes the extra descriptors with umc_sys_close).
  */
 static int roce_rx_recv_fds(int fd, struct mmsghdr *msg, int max, int *fds)
 {
 	int n;
 
-	umc_fd_begin();
+	umc_fd_begin_raw();
 	n = roce_rx_recv(fd, msg, max);
 	for (int i = 0; i < n; i++) {
 		fds[i] = umc_unlikely(msg[i].msg_hdr.msg_controllen) ? roce_take_fd(&msg[i].msg_hdr)
 								     : -1;
 		umc_fd_record(fds[i]);
 	}
-	umc_fd_end(-1, false);
+	umc_fd_end_raw();
 	return n;
 }
 
