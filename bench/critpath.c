@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * critpath.c - where a busy ping-pong round trip spends its time, split
- * into the kernel's share and user space's, measured in the process.
+ * critpath.c - where a ping-pong round trip (busy-polling or event-driven)
+ * spends its time, split into the kernel's share and user space's,
+ * measured in the process.
  *
  * An LD_PRELOAD library for one side of a ping-pong (umc-perf -L, or
  * udp-perf -L, the raw UDP baseline).  It wraps the three calls both

@@ -281,8 +281,8 @@ static unsigned long data_path_allocs(const char *name, bool unicast)
 /*
  * Both links land group datagrams in their posted receives, and that
  * allocates nothing.  How many land depends on how the bursts fall (the
- * engine lends what the last burst brought, plus one), so only "some
- * did" is asserted.
+ * engine lends what the last burst brought, plus one for large
+ * datagrams), so only "some did" is asserted.
  */
 static void test_data_path_allocates_nothing(void **state)
 {
