@@ -192,7 +192,8 @@ static void c_create_qp(void *arg)
 	g_qp = t_create_qp(g_pd, g_cq, 0);
 }
 
-static void body_qp(void)
+/* On umc_lo, @call makes g_qp with race(@family) armed; then all goes. */
+static void qp_raced(int family, void (*call)(void *))
 {
 	struct ibv_context *ctx = t_open_dev("umc_lo");
 
@@ -200,11 +201,16 @@ static void body_qp(void)
 	g_pd = ibv_alloc_pd(ctx);
 	g_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	need(g_pd && g_cq, "ibv_alloc_pd, ibv_create_cq");
-	raced(AF_UNIX, c_create_qp, NULL);
+	raced(family, call, NULL);
 	need(g_qp != NULL, "ibv_create_qp");
 	need(ibv_destroy_qp(g_qp) == 0, "ibv_destroy_qp");
 	need(ibv_destroy_cq(g_cq) == 0 && ibv_dealloc_pd(g_pd) == 0, "teardown");
 	need(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
+static void body_qp(void)
+{
+	qp_raced(AF_UNIX, c_create_qp);
 }
 
 /*
@@ -243,7 +249,6 @@ static void c_uc_register(void *arg)
 static void body_uc_sock(void)
 {
 	int ready[2], hold[2];
-	struct ibv_context *ctx;
 	pid_t helper;
 	char c = 0;
 
@@ -256,16 +261,7 @@ static void body_uc_sock(void)
 	}
 	close(hold[0]);
 	need(read(ready[0], &c, 1) == 1 && c == 'y', "the helper's QP on umc_lo");
-	ctx = t_open_dev("umc_lo");
-	need(ctx != NULL, "umc_lo");
-	g_pd = ibv_alloc_pd(ctx);
-	g_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	need(g_pd && g_cq, "ibv_alloc_pd, ibv_create_cq");
-	raced(RACE_SCM_RIGHTS, c_uc_register, NULL);
-	need(g_qp != NULL, "ibv_create_qp");
-	need(ibv_destroy_qp(g_qp) == 0, "ibv_destroy_qp");
-	need(ibv_destroy_cq(g_cq) == 0 && ibv_dealloc_pd(g_pd) == 0, "teardown");
-	need(ibv_close_device(ctx) == 0, "ibv_close_device");
+	qp_raced(RACE_SCM_RIGHTS, c_uc_register);
 	close(hold[1]);
 	need(waitpid(helper, NULL, 0) == helper, "the helper's exit");
 }
