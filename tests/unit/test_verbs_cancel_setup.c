@@ -392,12 +392,18 @@ static void body_ib_leave(void)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T_CHILD_CASE(first_probe, false), T_CHILD_CASE(bind_unknown, false),
-	    T_CHILD_CASE(resolve, false),     T_CHILD_CASE(join, false),
-	    T_CHILD_CASE(leave, false),	      T_CHILD_CASE(qp, false),
-	    T_CHILD_CASE(reg_mr, false),      T_CHILD_CASE(fork, false),
-	    T_CHILD_CASE(ib_probe, true),     T_CHILD_CASE(ib_ah, true),
-	    T_CHILD_CASE(ib_join, true),      T_CHILD_CASE(ib_leave, true),
+		T_CHILD_CASE(first_probe, NULL),
+		T_CHILD_CASE(bind_unknown, NULL),
+		T_CHILD_CASE(resolve, NULL),
+		T_CHILD_CASE(join, NULL),
+		T_CHILD_CASE(leave, NULL),
+		T_CHILD_CASE(qp, NULL),
+		T_CHILD_CASE(reg_mr, NULL),
+		T_CHILD_CASE(fork, NULL),
+		T_CHILD_CASE(ib_probe, t_sm_running),
+		T_CHILD_CASE(ib_ah, t_sm_running),
+		T_CHILD_CASE(ib_join, t_sm_running),
+		T_CHILD_CASE(ib_leave, t_sm_running),
 	};
 
 	/* umc-sm before anything probes, so that every child probes afresh, with umc_ib0. */

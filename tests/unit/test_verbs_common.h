@@ -595,14 +595,15 @@ static inline int t_sm_stop(void **state)
  * _exit()s non-zero to fail.  A cmocka assertion in the child fails the
  * case too, if less tidily: the child's copy of the runner goes on with
  * the later cases and exits non-zero (or meets its alarm), and its group
- * teardown leaves umc-sm alone (t_sm()->owner).  @ib: it needs umc-sm
- * (t_sm_running).  T_CHILD_CASE(name, ib) runs body_<name>.
+ * teardown leaves umc-sm alone (t_sm()->owner).  @needs: NULL, or what
+ * the case needs (t_sm_running: umc-sm), without which it skips.
+ * T_CHILD_CASE(name, needs) runs body_<name>.
  */
 #define T_CHILD_ALARM_S 20
 
 struct t_child_case {
 	void (*body)(void);
-	bool ib;
+	bool (*needs)(void);
 };
 
 static inline void t_child_case_run(void **state)
@@ -611,7 +612,7 @@ static inline void t_child_case_run(void **state)
 	pid_t pid;
 	int status;
 
-	if (c->ib && !t_sm_running())
+	if (c->needs && !c->needs())
 		skip();
 	pid = fork();
 	assert_true(pid >= 0);
@@ -630,8 +631,8 @@ static inline void t_child_case_run(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-#define T_CHILD_CASE(name, ib)                                                                     \
-	{#name, t_child_case_run, NULL, NULL, &(struct t_child_case){body_##name, ib}}
+#define T_CHILD_CASE(name, needs)                                                                  \
+	{#name, t_child_case_run, NULL, NULL, &(struct t_child_case){body_##name, needs}}
 
 /* Wait (bounded) until umc_ib0's port @ctx is ACTIVE: umc-sm registered it. */
 static inline bool t_ib_port_active(struct ibv_context *ctx)
