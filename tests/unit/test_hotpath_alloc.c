@@ -96,7 +96,6 @@ void free(void *p)
  */
 enum { BATCH = 64, ROUNDS = 200, SIZE = 256, SLOT = 40 + SIZE + 16 };
 
-
 struct rig {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
