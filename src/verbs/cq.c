@@ -251,17 +251,6 @@ static void __umc_chan_unlink(struct umc_comp_channel *ch, struct umc_cq *cq)
 	}
 }
 
-/* Is no event queued on @ch? */
-static bool umc_chan_empty(struct umc_comp_channel *ch)
-{
-	bool empty;
-
-	pthread_mutex_lock(&ch->lock);
-	empty = !ch->pending;
-	pthread_mutex_unlock(&ch->lock);
-	return empty;
-}
-
 /*
  * Take the first event queued on @ch, if any, and count it as handed out
  * in the same step (umc_cq_release checks the count under this lock).
@@ -353,9 +342,12 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			bool skipped;
 
 			umc_progress_hot(ch->dev, &skipped);
-			if (skipped && umc_chan_empty(ch))
-				umc_progress(ch->dev, true);
 			pthread_mutex_lock(&ch->lock);
+			if (skipped && !ch->pending) {
+				pthread_mutex_unlock(&ch->lock);
+				umc_progress(ch->dev, true);
+				pthread_mutex_lock(&ch->lock);
+			}
 			ch->takers--;
 			ucq = __umc_chan_take(ch);
 			pthread_mutex_unlock(&ch->lock);
