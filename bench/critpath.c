@@ -8,8 +8,9 @@
  * udp-perf -L, the raw UDP baseline).  It wraps the three calls both
  * programs receive and send with, recvmmsg(2), sendmmsg(2) and a
  * non-blocking epoll_wait(2) (also when made through syscall(2), as
- * umcast makes them), reads the time stamp counter around each
- * and, at exit, prints to stderr one line per figure:
+ * umcast makes them), and poll(2), which both sleep in with -e; reads
+ * the time stamp counter around each and, at exit, prints to stderr one
+ * line per figure:
  *
  *   critpath NAME count=N mean_us=M
  *
@@ -27,6 +28,10 @@
  *                   returned nothing: the rest of a busy poll's loop
  *   in_window       calls made inside user_rx_to_tx's window (their time
  *                   is in it; 0 means the window is user time only)
+ *   wake_to_rx      time from a blocking poll(2) that returned ready to
+ *                   the next recvmmsg() call (-e: what a woken side does
+ *                   before it reads the datagram; umcast's calls between,
+ *                   such as an epoll_wait(), included)
  *
  * A datagram that arrives during a busy poll waits, on average, half a
  * loop iteration (recv_empty + poll_user + the epoll0 share) before it is
@@ -46,6 +51,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,23 +67,25 @@ struct figure {
 	uint64_t n, ticks;
 };
 
-enum { USER_RX_TO_TX, SEND, RECV_DATA, RECV_EMPTY, EPOLL0, POLL_USER, IN_WINDOW, NFIG };
+enum { USER_RX_TO_TX, SEND, RECV_DATA, RECV_EMPTY, EPOLL0, POLL_USER, IN_WINDOW, WAKE_TO_RX, NFIG };
 
 static struct figure fig[NFIG] = {
 	[USER_RX_TO_TX] = {"user_rx_to_tx"}, [SEND] = {"send"},
 	[RECV_DATA] = {"recv_data"},	     [RECV_EMPTY] = {"recv_empty"},
 	[EPOLL0] = {"epoll0"},		     [POLL_USER] = {"poll_user"},
-	[IN_WINDOW] = {"in_window"},
+	[IN_WINDOW] = {"in_window"},	     [WAKE_TO_RX] = {"wake_to_rx"},
 };
 
 static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
 static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned, int);
+static int (*real_poll)(struct pollfd *, nfds_t, int);
 static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
 static long (*real_syscall)(long, ...);
 static double ticks_per_us;
 static uint64_t rx_data_end; /* when a recvmmsg() last returned datagrams; 0: sent since */
 static uint64_t empty_end;   /* when the last empty poll's call returned; 0: not in a poll */
 static bool started;	     /* a datagram has been sent */
+static uint64_t woke;	     /* when a blocking poll(2) last returned; 0: received since */
 
 static void add(int f, uint64_t ticks)
 {
@@ -100,6 +108,7 @@ __attribute__((constructor)) static void critpath_init(void)
 	real_recvmmsg = dlsym(RTLD_NEXT, "recvmmsg");
 	real_sendmmsg = dlsym(RTLD_NEXT, "sendmmsg");
 	real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
+	real_poll = dlsym(RTLD_NEXT, "poll");
 	real_syscall = dlsym(RTLD_NEXT, "syscall");
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	t0 = __rdtsc();
@@ -120,6 +129,9 @@ __attribute__((destructor)) static void critpath_report(void)
 /* Around a recvmmsg() that started at @t0 and returned @n. */
 static void recv_before(uint64_t t0)
 {
+	if (woke)
+		add(WAKE_TO_RX, t0 - woke);
+	woke = 0;
 	if (empty_end)
 		add(POLL_USER, t0 - empty_end);
 }
@@ -170,6 +182,15 @@ int recvmmsg(int fd, struct mmsghdr *msg, unsigned vlen, int flags, struct times
 	recv_before(t0);
 	n = real_recvmmsg(fd, msg, vlen, flags, timeout);
 	recv_after(t0, n);
+	return n;
+}
+
+int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	int n = real_poll(fds, nfds, timeout);
+
+	if (timeout != 0 && n > 0)
+		woke = __rdtsc();
 	return n;
 }
 

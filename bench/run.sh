@@ -336,7 +336,7 @@ ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}"
 CP_SIZE=${CP_SIZE:-64}
 CP_LIB=$BUILD/lib/umc-critpath.so
 CP_FIGS="user_rx_to_tx send recv_data recv_empty poll_user epoll0"
-CP_EV_FIGS="user_rx_to_tx send recv_data recv_empty"
+CP_EV_FIGS="wake_to_rx user_rx_to_tx send recv_data recv_empty"
 declare -A CP
 # cp_once TRANSPORT [-e]
 cp_once() {
