@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/netns.sh - the private network namespace the bench scripts run in
-# (bench/run.sh, bench/rx-instr.sh, bench/sm-bench.sh source it).
+# (bench/run.sh, bench/rx-instr.sh, bench/footprint.sh and bench/sm-bench.sh
+# source it).
 #
 # UMC_BENCH_INNER says where a script runs: unset before it has chosen,
 # "netns" in the namespace it executed itself again in, "host" when it

@@ -78,7 +78,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		mkdir -p "$BUILD"
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
 			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
-		targets=(umc-perf udp-perf icrc-bench umc-sm)
+		targets=(umc-perf udp-perf icrc-bench umc-sm lackey-lines) # lackey-lines: footprint.sh
 		[ "$(uname -m)" = x86_64 ] && targets+=(umc-critpath) # bench/critpath.c
 		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt),
 		# sa_client (sm-bench.sh's client) when libibumad-dev is.
