@@ -5,12 +5,12 @@
  * measured in the process.
  *
  * An LD_PRELOAD library for one side of a ping-pong (umc-perf -L, or
- * udp-perf -L, the raw UDP baseline).  It wraps the three calls both
- * programs receive and send with, recvmmsg(2), sendmmsg(2) and a
- * non-blocking epoll_wait(2) (also when made through syscall(2), as
- * umcast makes them), and poll(2), which both sleep in with -e; reads
- * the time stamp counter around each and, at exit, prints to stderr one
- * line per figure:
+ * udp-perf -L, the raw UDP baseline).  It wraps the calls both programs
+ * receive and send with, recvmmsg(2), sendmmsg(2) and a non-blocking
+ * epoll_wait(2) (also when made through syscall(2), as umcast makes
+ * them), and poll(2), which both sleep in with -e; reads the time stamp
+ * counter around each and, at exit, prints to stderr one line per
+ * figure:
  *
  *   critpath NAME count=N mean_us=M
  *
@@ -29,9 +29,10 @@
  *   in_window       calls made inside user_rx_to_tx's window (their time
  *                   is in it; 0 means the window is user time only)
  *   wake_to_rx      time from a blocking poll(2) that returned ready to
- *                   the next recvmmsg() call (-e: what a woken side does
- *                   before it reads the datagram; umcast's calls between,
- *                   such as an epoll_wait(), included)
+ *                   the same thread's next recvmmsg() call (-e: what a
+ *                   woken side does before it reads the datagram;
+ *                   umcast's calls between, such as an epoll_wait(),
+ *                   included)
  *
  * A datagram that arrives during a busy poll waits, on average, half a
  * loop iteration (recv_empty + poll_user + the epoll0 share) before it is
@@ -85,7 +86,10 @@ static double ticks_per_us;
 static uint64_t rx_data_end; /* when a recvmmsg() last returned datagrams; 0: sent since */
 static uint64_t empty_end;   /* when the last empty poll's call returned; 0: not in a poll */
 static bool started;	     /* a datagram has been sent */
-static uint64_t woke;	     /* when a blocking poll(2) last returned; 0: received since */
+/* When this thread's blocking poll(2) last returned; 0: it received since.
+ * Per thread: umcast's other threads (the unicast agent, the SA client)
+ * also sleep in poll(2). */
+static __thread uint64_t woke;
 
 static void add(int f, uint64_t ticks)
 {

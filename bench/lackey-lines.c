@@ -6,20 +6,27 @@
  *
  * Usage: lackey-lines SKIP WINDOW COUNT
  *
- * The first SKIP instructions (start-up and warm-up) are left out; then
- * COUNT windows of WINDOW instructions each are read, and for each the
- * distinct 64-byte lines holding the instructions run ("I" records) and
- * the data loaded, stored or modified (" L", " S", " M" records) are
- * counted.  Prints "code_lines=C data_lines=D windows=N", the means per
- * window.  With WINDOW the instructions of one unit of work (one round
- * trip, say), in a steady state where every unit runs the same code, a
- * window holds what one unit touches: what a cache that forgot everything
- * between two units (a sleeping thread's, after the kernel and other
- * programs ran) has to fetch again.  bench/footprint.sh drives it.
+ * The first SKIP instructions (start-up and warm-up) and the data accesses
+ * they make are left out; then COUNT windows of WINDOW instructions each
+ * are read, and for each the distinct 64-byte lines holding the
+ * instructions run ("I" records) and the data loaded, stored or modified
+ * (" L", " S", " M" records; an access that crosses a line boundary
+ * counts both lines) are counted.  Prints "code_lines=C data_lines=D
+ * windows=N": the means per window (one decimal) and how many windows the
+ * trace held, which is COUNT unless it ended first.  The rest of the trace
+ * is read to its end, so that the writer is never cut off.
  *
- * Exit status 2 for bad arguments, 1 when the trace ended before the
- * first window did.
+ * With WINDOW the instructions of one unit of work (one round trip, say),
+ * in a steady state where every unit runs the same code, a window holds
+ * what one unit touches: what a cache that kept nothing from one unit to
+ * the next (a sleeping thread's, after the kernel and other programs ran)
+ * would have to fetch again.  bench/footprint.sh drives it.
+ *
+ * Exit status: 2 for bad arguments, 1 when no window was completed or a
+ * window touched more lines than the sets hold (TABLE_SIZE / 2).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,39 +35,58 @@
 enum { LINE_SHIFT = 6, TABLE_BITS = 20, TABLE_SIZE = 1 << TABLE_BITS };
 
 /*
- * A set of line numbers, emptied in O(1) per window: a slot belongs to the
- * current window only if its stamp is the window's.
+ * A set of line numbers, open addressing, emptied in O(1) per window: a
+ * slot belongs to the current window only if its stamp is the window's.
+ * Kept at most half full, so that a probe always ends.
  */
 struct line_set {
 	uint64_t line[TABLE_SIZE];
 	uint32_t stamp[TABLE_SIZE];
+	uint64_t n; /* lines in the current window */
 };
 
 static struct line_set code, data;
 
-/* Add @line to @s for window @w; 1 if it was not there yet. */
-static int line_add(struct line_set *s, uint32_t w, uint64_t line)
+/* Add @line to @s for window @w. */
+static void line_add(struct line_set *s, uint32_t w, uint64_t line)
 {
 	uint64_t h = (line * 0x9e3779b97f4a7c15u) >> (64 - TABLE_BITS);
 
 	for (;; h = (h + 1) & (TABLE_SIZE - 1)) {
-		if (s->stamp[h] != w) {
-			s->stamp[h] = w;
-			s->line[h] = line;
-			return 1;
-		}
+		if (s->stamp[h] != w)
+			break;
 		if (s->line[h] == line)
-			return 0;
+			return;
 	}
+	if (s->n >= TABLE_SIZE / 2) {
+		fprintf(stderr, "lackey-lines: a window touched more than %d lines: "
+				"make WINDOW smaller\n",
+			TABLE_SIZE / 2);
+		exit(1);
+	}
+	s->stamp[h] = w;
+	s->line[h] = line;
+	s->n++;
 }
 
-/* A decimal count (0 or more), or exit 2. */
+/* Every line that the access at @addr of @size bytes covers. */
+static void access_add(struct line_set *s, uint32_t w, uint64_t addr, uint64_t size)
+{
+	uint64_t last = (addr + (size ? size - 1 : 0)) >> LINE_SHIFT;
+
+	for (uint64_t line = addr >> LINE_SHIFT; line <= last; line++)
+		line_add(s, w, line);
+}
+
+/* A decimal count (digits only, 0 or more), or exit 2. */
 static long arg(const char *s, const char *what)
 {
 	char *end;
-	long v = strtol(s, &end, 10);
+	long v;
 
-	if (*s == 0 || *end != 0 || v < 0) {
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end != 0 || errno == ERANGE) {
 		fprintf(stderr, "lackey-lines: %s: not a count: '%s'\n", what, s);
 		exit(2);
 	}
@@ -70,8 +96,9 @@ static long arg(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	long skip, window, count, done = 0, in_window = 0;
-	uint64_t code_sum = 0, data_sum = 0, ncode = 0, ndata = 0;
+	uint64_t code_sum = 0, data_sum = 0;
 	uint32_t w = 1; /* stamp of the current window; 0 marks a free slot */
+	bool counting = false; /* past the skipped instructions and their data */
 	char rec[256];
 
 	if (argc != 4) {
@@ -85,42 +112,39 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lackey-lines: WINDOW and COUNT must be at least 1\n");
 		return 2;
 	}
-	while (fgets(rec, sizeof(rec), stdin)) {
-		/* "I  addr,size" or " L addr,size" (S, M): the address in hex. */
+	while (done < count && fgets(rec, sizeof(rec), stdin)) {
+		/* "I  addr,size" or " L addr,size" (S, M): hexadecimal, decimal. */
 		bool is_code = rec[0] == 'I';
 		bool is_data = rec[0] == ' ' && (rec[1] == 'L' || rec[1] == 'S' || rec[1] == 'M');
-		uint64_t line;
+		uint64_t addr, size;
+		char *p;
 
 		if (!is_code && !is_data)
 			continue;
-		if (is_code && skip) {
-			skip--;
-			continue;
-		}
-		if (skip)
+		if (is_code && !counting && skip-- == 0)
+			counting = true;
+		if (!counting)
 			continue;
 		if (is_code && in_window++ == window) { /* this one opens the next window */
-			code_sum += ncode;
-			data_sum += ndata;
-			ncode = ndata = 0;
+			code_sum += code.n;
+			data_sum += data.n;
+			code.n = data.n = 0;
 			in_window = 1;
 			w++;
 			if (++done == count)
 				break;
 		}
-		line = strtoull(rec + 3, NULL, 16) >> LINE_SHIFT;
-		if (is_code)
-			ncode += line_add(&code, w, line);
-		else
-			ndata += line_add(&data, w, line);
+		addr = strtoull(rec + 3, &p, 16);
+		size = *p == ',' ? strtoull(p + 1, NULL, 10) : 1;
+		access_add(is_code ? &code : &data, w, addr, size);
 	}
-	while (fgets(rec, sizeof(rec), stdin)) /* the writer finishes its run */
+	while (fgets(rec, sizeof(rec), stdin)) /* let the writer finish its run */
 		;
 	if (!done) {
 		fprintf(stderr, "lackey-lines: the trace ended before the first window did\n");
 		return 1;
 	}
-	printf("code_lines=%.0f data_lines=%.0f windows=%ld\n", (double)code_sum / (double)done,
+	printf("code_lines=%.1f data_lines=%.1f windows=%ld\n", (double)code_sum / (double)done,
 	       (double)data_sum / (double)done, done);
 	return 0;
 }
