@@ -134,9 +134,11 @@ struct roce_qp {
 	 * The port each send socket is bound to, per source GID index (0:
 	 * none yet).  Bound exclusively, so (address, port) names this QP on
 	 * the host: how IBV_QP_CREATE_BLOCK_SELF_MCAST_LB recognises its
-	 * packets (rx.c).
+	 * packets (rx.c).  Written under sq_lock and read under rx_lock, so
+	 * atomic; relaxed, since a packet from the socket can only come
+	 * after the store that names its port.
 	 */
-	uint16_t tx_sport[UMC_MAX_GIDS];
+	atomic_ushort tx_sport[UMC_MAX_GIDS];
 	struct roce_tx *tx;
 	bool uc_claimed; /* its QPN is claimed at the host's demultiplexer (ucast.c) */
 	bool qpn_held;	 /* qpn_fd holds its QPN on the host (qpn.c) */

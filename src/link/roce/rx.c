@@ -294,6 +294,7 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 {
 	union ibv_gid src;
 	struct umc_qp *qp;
+	uint16_t sport;
 	int gi;
 
 	umc_gid_from_ip(&src, ip->family == 4, ip->src);
@@ -303,7 +304,10 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 	if (gi == dev->gid_count)
 		return NULL;
 	qp = __umc_qp_by_num(dev, src_qpn);
-	return qp && to_roce_qp(qp)->tx_sport[gi] == ip->sport ? qp : NULL;
+	if (!qp)
+		return NULL;
+	sport = atomic_load_explicit(&to_roce_qp(qp)->tx_sport[gi], memory_order_relaxed);
+	return sport == ip->sport ? qp : NULL;
 }
 
 /*

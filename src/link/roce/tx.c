@@ -85,7 +85,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 	}
 	ts->fd = fd;
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	qp->tx_sport[sgid] = ts->sport;
+	atomic_store_explicit(&qp->tx_sport[sgid], ts->sport, memory_order_relaxed);
 	ts->hop_limit = ts->tclass = -1;
 	return 0;
 err:
