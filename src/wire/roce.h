@@ -81,6 +81,41 @@ void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, s
 uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_t *hdr,
 			size_t hdr_len);
 
+/*
+ * struct umc_icrc_memo - the ICRC prefix of a stream's last packet, kept
+ * by the caller for umc_icrc_start_memo(): what umc_icrc_start() was given,
+ * the PSN as zeros (@hdr), and the register it returned (@reg).  A zeroed
+ * memo holds nothing.
+ */
+struct umc_icrc_memo {
+	uint8_t src[16], dst[16];
+	uint8_t hdr[UMC_UD_HDR_MAX];
+	uint32_t udp_len;
+	uint16_t sport, dport, ip_id;
+	uint8_t family, hdr_len;
+	bool df;
+	uint32_t reg;
+};
+
+/**
+ * umc_icrc_start_memo - umc_icrc_start() of a packet of a stream.
+ * @m: the stream's memo (read, and rewritten when the packet's prefix
+ *     differs from the last one in more than its PSN)
+ *
+ * The other parameters and the result are umc_icrc_start()'s, bit for bit.
+ * Consecutive packets of a QP to one destination differ in the ICRC's
+ * prefix only in their PSN (BTH bytes 9-11).  The CRC is affine over GF(2)
+ * in its input, so such a packet's register is the memo's plus the CRC,
+ * from a zero register without inversion, of its PSN and the header bytes
+ * after it as zeros: six table lookups (icrc_psn_table.py) instead of
+ * building the prefix and a CRC call over it.  Header lengths other than a
+ * UD SEND's (20 or 24 bytes) are not remembered.
+ *
+ * Context: pure, any context; @m is the caller's to serialize.
+ */
+uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c, size_t udp_len,
+			     const uint8_t *hdr, size_t hdr_len);
+
 /**
  * umc_icrc_compute - the ICRC of a whole UDP payload @p of @len bytes (BTH
  * through ICRC; the last 4 bytes are not read).
@@ -133,10 +168,11 @@ struct umc_sg;
 
 /**
  * umc_rocev2_rx_check_sg - umc_rocev2_rx_check() of a datagram that arrived
- * in pieces (wire/sg.h): the same checks and results (roce_rx.c).
+ * in pieces (wire/sg.h): the same checks and results (roce_rx.c).  @memo:
+ * the receiving endpoint's umc_icrc_start_memo() memo, or NULL.
  */
 int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
 			   struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
-			   bool *id_solved);
+			   bool *id_solved, struct umc_icrc_memo *memo);
 
 #endif /* UMC_WIRE_ROCE_H */

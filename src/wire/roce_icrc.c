@@ -28,6 +28,7 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
+#include "wire/icrc_psn_table.h"
 #include "wire/roce.h"
 
 enum {
@@ -122,6 +123,87 @@ uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_
 	 * CRC, so that an IPv4 prefix is 48 bytes, three 16-byte folds.
 	 */
 	return crc32_gzip_refl(LRH_STANDIN_CRC, pre, n);
+}
+
+enum { BTH_PSN = 9 }; /* the PSN: BTH bytes 9-11 */
+
+static uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Does @m hold the prefix of these inputs, but for the PSN?  Every input
+ * umc_icrc_start() reads but BTH byte 4 (masked): the family, the
+ * addresses, ports and lengths, the IPv4 ID and DF, and the header bytes
+ * around the PSN.  A zeroed memo's family (0) matches no packet's.
+ */
+static bool memo_holds(const struct umc_icrc_memo *m, const struct umc_ip_ctx *c, size_t udp_len,
+		       const uint8_t *hdr, size_t hdr_len)
+{
+	if (m->hdr_len != hdr_len || m->udp_len != udp_len || m->sport != c->sport ||
+	    m->dport != c->dport)
+		return false;
+	if (c->family == 6) {
+		if (m->family != 6 || load64(m->src) != load64(c->src) ||
+		    load64(m->src + 8) != load64(c->src + 8) || load64(m->dst) != load64(c->dst) ||
+		    load64(m->dst + 8) != load64(c->dst + 8))
+			return false;
+	} else if (m->family != 4 || m->ip_id != c->ip_id || m->df != c->df ||
+		   load32(m->src) != load32(c->src) || load32(m->dst) != load32(c->dst)) {
+		return false;
+	}
+	/* BTH bytes 0-3 and 5-8 (byte 4 is masked, 9-11 the PSN), DETH, ImmDt */
+	return load32(hdr) == load32(m->hdr) && load32(hdr + 5) == load32(m->hdr + 5) &&
+	       load64(hdr + UMC_BTH_LEN) == load64(m->hdr + UMC_BTH_LEN) &&
+	       (hdr_len < UMC_UD_HDR_MAX ||
+		load32(hdr + UMC_UD_HDR_MAX - 4) == load32(m->hdr + UMC_UD_HDR_MAX - 4));
+}
+
+uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c, size_t udp_len,
+			     const uint8_t *hdr, size_t hdr_len)
+{
+	bool imm = hdr_len == UMC_UD_HDR_MAX;
+	uint32_t psn, r;
+
+	if (hdr_len != UMC_BTH_LEN + UMC_DETH_LEN && !imm)
+		return umc_icrc_start(c, udp_len, hdr, hdr_len);
+	if (!memo_holds(m, c, udp_len, hdr, hdr_len)) {
+		bool v6 = c->family == 6;
+
+		memset(m, 0, sizeof(*m));
+		m->family = v6 ? 6 : 4;
+		m->hdr_len = (uint8_t)hdr_len;
+		m->udp_len = (uint32_t)udp_len;
+		m->sport = c->sport;
+		m->dport = c->dport;
+		if (!v6) {
+			m->ip_id = c->ip_id;
+			m->df = c->df;
+		}
+		memcpy(m->src, c->src, v6 ? 16 : 4);
+		memcpy(m->dst, c->dst, v6 ? 16 : 4);
+		memcpy(m->hdr, hdr, hdr_len);
+		memset(m->hdr + BTH_PSN, 0, 3);
+		m->reg = umc_icrc_start(c, udp_len, m->hdr, hdr_len);
+	}
+	/* What the PSN adds (icrc_psn_table.py), nibble by nibble. */
+	psn = (uint32_t)hdr[BTH_PSN] << 16 | (uint32_t)hdr[BTH_PSN + 1] << 8 | hdr[BTH_PSN + 2];
+	r = m->reg;
+	for (int k = 0; k < 6; k++)
+		r ^= umc_icrc_psn_table[imm][k][psn >> (4 * k) & 15];
+	return r;
 }
 
 /**

@@ -43,6 +43,8 @@ static const uint8_t *ud_headers(const struct umc_sg *sg, uint8_t buf[UMC_UD_HDR
  * @payload_off: offset of the first payload byte in the datagram
  * @payload_len: payload bytes, pad excluded
  * @id_solved:   set to whether the IPv4 ID had to be solved
+ * @memo:        the ICRC memo of the stream the datagram came in (the
+ *               receiving endpoint's), or NULL (umc_icrc_start_memo())
  *
  * IBA Annex A17.3.3 (ICRC over the masked IP/UDP headers and the packet);
  * for IPv6 the check is the full 32 bits, for IPv4 with a solved ID the 16
@@ -55,7 +57,7 @@ static const uint8_t *ud_headers(const struct umc_sg *sg, uint8_t buf[UMC_UD_HDR
  */
 int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
 			   struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
-			   bool *id_solved)
+			   bool *id_solved, struct umc_icrc_memo *memo)
 {
 	uint8_t hdr[UMC_UD_HDR_MAX], icrc[UMC_ICRC_LEN];
 	const uint8_t *hp = ud_headers(sg, hdr);
@@ -69,7 +71,8 @@ int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
 	if (ret)
 		return ret;
 	/* The prefix ends with the headers: see umc_icrc_compute() on why. */
-	computed = umc_icrc_start(ip, len, hp, *payload_off);
+	computed = memo ? umc_icrc_start_memo(memo, ip, len, hp, *payload_off)
+			: umc_icrc_start(ip, len, hp, *payload_off);
 	computed = umc_icrc_final(umc_sg_icrc(computed, sg, *payload_off,
 					      len - *payload_off - UMC_ICRC_LEN));
 	umc_sg_read(sg, len - UMC_ICRC_LEN, icrc, UMC_ICRC_LEN);
@@ -97,5 +100,5 @@ int umc_rocev2_rx_check(struct umc_ip_ctx *ip, const uint8_t *p, size_t len,
 	struct iovec iov = {(void *)(uintptr_t)p, len};
 	struct umc_sg sg = {&iov, 1, len};
 
-	return umc_rocev2_rx_check_sg(ip, &sg, h, payload_off, payload_len, id_solved);
+	return umc_rocev2_rx_check_sg(ip, &sg, h, payload_off, payload_len, id_solved, NULL);
 }

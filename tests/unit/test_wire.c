@@ -665,13 +665,14 @@ static void test_rx_check(void **state)
  * A datagram in pieces (recvmmsg into scratch and a posted receive) checks
  * exactly as in one: every vector, cut into three pieces at every pair of
  * points (and with a piece longer than what arrived), gives the same
- * result, headers, offsets and payload length, good or corrupt; and the
- * pieces' bytes read back as the datagram.
+ * result, headers, offsets and payload length, good or corrupt, with and
+ * without an ICRC memo; and the pieces' bytes read back as the datagram.
  */
 static void test_rx_check_sg(void **state)
 {
 	static const char *const names[] = { "V1", "V3", "V5" };
 	uint8_t pkt[MAX_FRAME], back[MAX_FRAME];
+	struct umc_icrc_memo memo = {0};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const struct vec *v = vec(names[i]);
@@ -701,8 +702,9 @@ static void test_rx_check_sg(void **state)
 					struct umc_ip_ctx c2 = c;
 
 					memset(&h2, 0, sizeof(h2));
+					/* every other one through the memo of this stream */
 					assert_int_equal(umc_rocev2_rx_check_sg(&c2, &sg, &h2, &off2, &plen2,
-										&s2),
+										&s2, b % 2 ? &memo : NULL),
 							 want);
 					if (!want) {
 						assert_memory_equal(&h1, &h2, sizeof(h1));
@@ -749,6 +751,59 @@ static void test_icrc_chaining(void **state)
 	}
 	/* too short for a BTH + ICRC: defined result, nothing read */
 	assert_int_equal(umc_icrc_compute(&c, NULL, 15), 0);
+}
+
+/*
+ * umc_icrc_start_memo() against umc_icrc_start() over a stream whose every
+ * step changes the PSN and, every other step, one more input of the
+ * prefix (each context field, each header byte, the lengths, the family):
+ * a memo that missed any input the prefix covers returns a stale register.
+ */
+static void test_icrc_memo(void **state)
+{
+	struct umc_icrc_memo m;
+	struct umc_ip_ctx c;
+	uint8_t hdr[UMC_UD_HDR_MAX];
+	size_t udp_len = 88, hdr_len = UMC_BTH_LEN + UMC_DETH_LEN;
+	int i, hits = 0;
+
+	memset(&m, 0, sizeof(m));
+	rnd_packet(hdr, sizeof(hdr), &c);
+	for (i = 0; i < 20000; i++) {
+		uint32_t psn = (uint32_t)i * 0x10101u, before = m.reg;
+
+		hdr[9] = (uint8_t)(psn >> 16), hdr[10] = (uint8_t)(psn >> 8), hdr[11] = (uint8_t)psn;
+		if (i % 2) {
+			unsigned f = rnd() % 12, b = rnd() % 16;
+
+			switch (f) {
+			case 0: c.src[b % (c.family == 6 ? 16 : 4)] ^= (uint8_t)(1u << (b % 8)); break;
+			case 1: c.dst[b % (c.family == 6 ? 16 : 4)] ^= (uint8_t)(1u << (b % 8)); break;
+			case 2: c.sport ^= (uint16_t)(1u << b); break;
+			case 3: c.dport ^= (uint16_t)(1u << b); break;
+			case 4: c.ip_id ^= (uint16_t)(1u << b); break;
+			case 5: c.df = !c.df; break;
+			case 6: udp_len += 4 * (1 + b); break;
+			case 7: hdr_len = hdr_len == UMC_UD_HDR_MAX ? UMC_UD_HDR_MAX - 4 : UMC_UD_HDR_MAX; break;
+			case 8: c.family = c.family == 6 ? 4 : 6; break;
+			/* masked or outside the prefix: the memo may stay */
+			case 9: c.tclass ^= (uint8_t)b, c.hop_limit ^= (uint8_t)b; break;
+			default: hdr[rnd() % hdr_len] ^= (uint8_t)(1u << (b % 8)); break;
+			}
+			if (udp_len > 4000)
+				udp_len = 88;
+		}
+		assert_int_equal(umc_icrc_start_memo(&m, &c, udp_len, hdr, hdr_len),
+				 umc_icrc_start(&c, udp_len, hdr, hdr_len));
+		hits += m.reg == before;
+	}
+	/* most PSN-only steps were answered from the memo */
+	assert_true(hits > 20000 / 2);
+	/* other header lengths are computed, not remembered */
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(umc_icrc_start_memo(&m, &c, udp_len, hdr, UMC_BTH_LEN),
+			 umc_icrc_start(&c, udp_len, hdr, UMC_BTH_LEN));
+	assert_int_equal(m.reg, 0);
 }
 
 static void test_icrc_covers_invariant_fields(void **state)
@@ -1143,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_rx_check),
 		cmocka_unit_test(test_rx_check_sg),
 		cmocka_unit_test(test_icrc_chaining),
+		cmocka_unit_test(test_icrc_memo),
 		cmocka_unit_test(test_icrc_covers_invariant_fields),
 		cmocka_unit_test(test_decode_truncation),
 		cmocka_unit_test(test_decode_bad_opcode_tver),

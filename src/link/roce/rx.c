@@ -323,7 +323,7 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struc
 	bool id_solved;
 	int ret;
 
-	ret = umc_rocev2_rx_check_sg(ip, sg, &pkt->hdr, off, &plen, &id_solved);
+	ret = umc_rocev2_rx_check_sg(ip, sg, &pkt->hdr, off, &plen, &id_solved, NULL);
 	if (umc_unlikely(ret)) {
 		if (ret == -EILSEQ)
 			CNT(dev, rx_bad_icrc);
