@@ -60,6 +60,7 @@ struct roce_ep {
 	struct umc_rx_ep ep;
 	enum roce_ep_kind kind;
 	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
+	struct umc_icrc_memo memo; /* its last datagram's ICRC prefix (rx_lock) */
 };
 
 /*

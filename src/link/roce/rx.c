@@ -312,10 +312,11 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 
 /*
  * Check the UDP payload @sg (BTH through ICRC) that arrived with IP context
- * @ip (for group @mcg, NULL for unicast): decode, ICRC.  Fill @pkt but for
- * where its payload is (at *@off) and return true if it is to be delivered.
+ * @ip on endpoint @rm (its group, if any, and the ICRC memo of its stream):
+ * decode, ICRC.  Fill @pkt but for where its payload is (at *@off) and
+ * return true if it is to be delivered.
  */
-static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struct umc_sg *sg,
+static bool roce_rx_check(struct roce_port *rp, struct roce_ep *rm, const struct umc_sg *sg,
 			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt, size_t *off)
 {
 	struct umc_device *dev = &rp->dev;
@@ -323,7 +324,7 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struc
 	bool id_solved;
 	int ret;
 
-	ret = umc_rocev2_rx_check_sg(ip, sg, &pkt->hdr, off, &plen, &id_solved, NULL);
+	ret = umc_rocev2_rx_check_sg(ip, sg, &pkt->hdr, off, &plen, &id_solved, &rm->memo);
 	if (umc_unlikely(ret)) {
 		if (ret == -EILSEQ)
 			CNT(dev, rx_bad_icrc);
@@ -334,7 +335,7 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struc
 	if (umc_unlikely(id_solved))
 		CNT(dev, rx_icrc_id_solved);
 	pkt->len = (uint32_t)plen;
-	pkt->mcg = mcg;
+	pkt->mcg = rm->ep.mcg;
 	pkt->sender = umc_unlikely(dev->block_self_qps)
 			      ? roce_rx_sender(dev, ip, pkt->hdr.deth.src_qpn)
 			      : NULL;
@@ -350,7 +351,7 @@ static bool roce_rx_check(struct roce_port *rp, struct umc_mcg *mcg, const struc
  * into @slot and, when the engine lent one, @land (umc_rx_aim()); fill
  * @pkt and return true if it is to be delivered.
  */
-static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct mmsghdr *m,
+static bool roce_rx_one(struct roce_port *rp, struct roce_ep *rm, struct mmsghdr *m,
 			uint8_t *slot, const struct umc_rx_land *land, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
@@ -368,7 +369,7 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
 		CNT(dev, rx_other_if);
 		return false;
 	}
-	if (!roce_rx_check(rp, rm->ep.mcg, &sg, &ip, pkt, &off))
+	if (!roce_rx_check(rp, rm, &sg, &ip, pkt, &off))
 		return false;
 	umc_rx_settle(pkt, slot, ROCE_LAND_HDR, land, sg.len, off);
 	return true;
@@ -378,8 +379,8 @@ static bool roce_rx_one(struct roce_port *rp, const struct roce_ep *rm, struct m
  * Check one datagram the demultiplexer passed on; as roce_rx_one.  Its
  * control messages (struct roce_uc_ctl) are acted on, not delivered.
  */
-static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct roce_uc_fwd *f,
-			   int fd, struct umc_rx_pkt *pkt)
+static bool roce_rx_uc_one(struct roce_port *rp, struct roce_ep *rm, struct mmsghdr *m,
+			   const struct roce_uc_fwd *f, int fd, struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = &rp->dev;
 	struct umc_sg sg = {m->msg_hdr.msg_iov + 1, 1, 0};
@@ -422,7 +423,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct mmsghdr *m, const struct
 	memcpy(ip.src, f->src, sizeof(ip.src));
 	memcpy(ip.dst, f->dst, sizeof(ip.dst));
 	sg.len = m->msg_len - sizeof(*f);
-	if (!roce_rx_check(rp, NULL, &sg, &ip, pkt, &off))
+	if (!roce_rx_check(rp, rm, &sg, &ip, pkt, &off))
 		return false;
 	umc_rx_settle(pkt, m->msg_hdr.msg_iov[1].iov_base, ROCE_LAND_HDR, NULL, sg.len, off);
 	return true;
@@ -467,7 +468,7 @@ static int roce_rx_recv_fds(int fd, struct mmsghdr *msg, int max, int *fds)
  * packets they give into @pkts; *@used: the slots taken.  Returns the
  * packets; sets *@more when the socket may hold more.
  */
-static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct roce_ep *rm,
+static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, struct roce_ep *rm,
 			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more,
 			const struct umc_rx_lend *lend)
 {
@@ -486,7 +487,7 @@ static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, const struct r
 	*more |= n == max;
 	for (int i = 0; i < n; i++) {
 		bool ok = rm->kind == ROCE_EP_UC_INPUT
-				  ? roce_rx_uc_one(rp, &msg[i], &rx->uc_fwd[base + i],
+				  ? roce_rx_uc_one(rp, rm, &msg[i], &rx->uc_fwd[base + i],
 						   rx->uc_fd[base + i], &pkts[out])
 				  : roce_rx_one(rp, rm, &msg[i], rx->q.buf[base + i],
 						i < lent ? &lend->land[i] : NULL, &pkts[out]);

@@ -36,6 +36,7 @@ struct roce_tx {
 	struct iovec iov[UMC_TX_BATCH][UMC_MAX_SGE + 2];
 	uint8_t hdr[UMC_TX_BATCH][UMC_UD_HDR_MAX];
 	uint8_t tail[UMC_TX_BATCH][8]; /* pad (0-3 zero bytes) and ICRC */
+	struct umc_icrc_memo memo;     /* the last packet's ICRC prefix (sq_lock) */
 };
 
 static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgid,
@@ -151,7 +152,7 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	uint32_t crc;
 
 	ip.sport = sport;
-	crc = umc_icrc_start(&ip, udp_len, hdr, hl);
+	crc = umc_icrc_start_memo(&tx->memo, &ip, udp_len, hdr, hl);
 	iov[niov++] = (struct iovec){hdr, hl};
 	for (int i = 0; i < p->num_sge; i++) {
 		void *a = (void *)(uintptr_t)p->sge[i].addr;
