@@ -18,6 +18,8 @@
 #include "test_verbs_common.h"
 
 #include <dirent.h>
+#include <linux/filter.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "link/roce/roce.h"
@@ -505,11 +507,118 @@ static void test_old_group_let_go(void **state)
 }
 
 /*
+ * Does an epoll set of this process (the port's unicast set among them)
+ * hold the socket @fd names?  Its items show in the set's fdinfo by inode.
+ */
+static bool in_an_epoll_set(int fd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	struct stat st;
+	char want[32];
+	bool found = false;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	snprintf(want, sizeof(want), " ino:%lx ", (unsigned long)st.st_ino);
+	assert_non_null(d);
+	while (!found && (de = readdir(d))) {
+		char path[300], to[64], line[256];
+		ssize_t len;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		len = readlink(path, to, sizeof(to) - 1);
+		if (len < 0)
+			continue;
+		to[len] = '\0';
+		if (strcmp(to, "anon_inode:[eventpoll]") != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* closed since readdir */
+		while (!found && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = ' ';
+			found = strncmp(line, "tfd:", 4) == 0 && strstr(line, want);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Poll @r's CQ (the engine reads its input meanwhile) until @cond, for T_MS at most. */
+#define POLL_UNTIL(r, cond)                                                              \
+	do {                                                                             \
+		struct ibv_wc wc_;                                                       \
+		for (int k_ = 0; k_ < T_MS && !(cond); k_++) {                           \
+			assert_int_equal(ibv_poll_cq((r)->q.cq, 1, &wc_), 0);            \
+			usleep(1000); /* bounded by T_MS */                              \
+		}                                                                        \
+	} while (0)
+
+/*
+ * As the demultiplexer of 127.0.0.1, on the port's @input: hand the port
+ * its own socket A of a reuseport group, then another, B, in its place.
+ * A leaves the port's unicast set although this process (the group's
+ * other holders) keeps A open, so A's datagrams wake the set no more; and
+ * the port's read of A ends with the hand-over: a datagram steered to A
+ * stays there.  ROCE_UC_CTL_FRESH then lets go of B and of the group.
+ */
+static void check_replaced_socket_leaves_the_set(struct rig *r, int input,
+						 const struct sockaddr_in *a4)
+{
+	/* classic BPF for the group: every datagram to its first socket, A */
+	struct sock_filter code[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+	struct sock_fprog prog = {.len = 1, .filter = code};
+	struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL, .op = ROCE_UC_CTL_SOCK,
+				.addr_family = 4, .flags = ROCE_UC_CTL_OWN, .size = 3};
+	int one = 1, sock[2], tx;
+	char b[16];
+
+	memcpy(c.dst, &a4->sin_addr, 4);
+	for (int i = 0; i < 2; i++) {
+		sock[i] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(setsockopt(sock[i], SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+		assert_int_equal(bind(sock[i], (const struct sockaddr *)a4, sizeof(*a4)), 0);
+	}
+	assert_int_equal(setsockopt(sock[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+				    sizeof(prog)),
+			 0);
+	c.index = 1;
+	raw_send(input, &c, sizeof(c), &sock[0], 1);
+	POLL_UNTIL(r, in_an_epoll_set(sock[0]));
+	assert_true(in_an_epoll_set(sock[0]));
+	c.index = 2;
+	raw_send(input, &c, sizeof(c), &sock[1], 1);
+	POLL_UNTIL(r, in_an_epoll_set(sock[1]));
+	assert_true(in_an_epoll_set(sock[1]));
+	assert_false(in_an_epoll_set(sock[0]));
+
+	tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(sendto(tx, "to-A", 4, 0, (const struct sockaddr *)a4, sizeof(*a4)), 4);
+	for (int k = 0; k < 20; k++) /* the engine's passes, which must not touch A */
+		assert_int_equal(ibv_poll_cq(r->q.cq, 1, &(struct ibv_wc){0}), 0);
+	assert_int_equal(recv(sock[0], b, sizeof(b), MSG_DONTWAIT), 4);
+	close(tx);
+
+	c.op = ROCE_UC_CTL_FRESH;
+	c.flags = 0;
+	raw_send(input, &c, sizeof(c), NULL, 0);
+	POLL_UNTIL(r, !in_an_epoll_set(sock[1]));
+	assert_false(in_an_epoll_set(sock[1]));
+	close(sock[0]);
+	close(sock[1]);
+}
+
+/*
  * The port's side, with the test as the demultiplexer of 127.0.0.1: a
  * control message naming a socket outside the group it describes (an
  * index past its size, a size past the kernel's limit, or index 0, the
  * demultiplexer's own, as the port's) is dropped and counted, and the
  * descriptor along is closed, not kept: the address can be bound again.
+ * Then a socket the port was told to read and then to replace leaves its
+ * set (check_replaced_socket_leaves_the_set).
  * First of the tests: later ones make this process the demultiplexer.
  */
 static void test_ctl_outside_the_group_dropped(void **state)
@@ -567,6 +676,11 @@ static void test_ctl_outside_the_group_dropped(void **state)
 		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
 		close(u);
 	}
+	check_replaced_socket_leaves_the_set(&r, input, &a4);
+	/* Let go by the port: nobody holds 127.0.0.1:4791. */
+	u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
+	close(u);
 	close(input);
 	close(cfd);
 	close(lfd);

@@ -61,6 +61,7 @@ struct roce_ep {
 	enum roce_ep_kind kind;
 	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
 	struct umc_icrc_memo memo; /* its last datagram's ICRC prefix (rx_lock) */
+	struct roce_ep *retired_next; /* ROCE_EP_UC_SOCK: the next on roce_uc's retired list */
 };
 
 /*
@@ -274,6 +275,13 @@ void roce_uc_qp_del(struct roce_qp *qp);
  * Context: dev->rx_lock held (the engine, reading the input).
  */
 void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd);
+/*
+ * roce_uc_reap - free the steered endpoints that control messages retired
+ * (roce_uc_ctl_input) since the last call: at the start of a burst of the
+ * port's unicast set, when no event of an earlier epoll_wait names them.
+ * Context: dev->rx_lock held.
+ */
+void roce_uc_reap(struct roce_port *rp);
 
 /* ------------------------------------------------------------------------- */
 /* The unicast demultiplexer's control protocol (ucast.c, uc_demux.c).       */

@@ -523,8 +523,11 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
 	/*
 	 * The port's unicast sockets that are ready.  The packets of a burst
 	 * point into the receive slots until the next burst, so each read
-	 * takes the slots after the previous read's.
+	 * takes the slots after the previous read's.  Steered endpoints that
+	 * the last burst's control messages retired are named by no event
+	 * any more: free them.
 	 */
+	roce_uc_reap(rp);
 	n = umc_sys_epoll_poll(ep->fd, ev, 4);
 	for (int i = 0; i < n && slot < max; i++) {
 		out += roce_rx_read(rp, rx, ev[i].data.ptr, slot, pkts + out, max - slot, &used,

@@ -282,6 +282,12 @@ void roce_uc_dom_steer_drop(struct uc_dom *d)
 		int dummy = UMC_FD_NEW(socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
 				       false);
 
+		/*
+		 * Out of the set first: others hold the socket, so its
+		 * datagrams would go on waking the set under the placeholder
+		 * (uc_ep_retire).
+		 */
+		(void)epoll_ctl(d->uc->set.ep.fd, EPOLL_CTL_DEL, d->steer_ep->ep.fd, NULL);
 		if (dummy >= 0) {
 			dup3(dummy, d->steer_ep->ep.fd, O_CLOEXEC);
 			umc_fd_close(dummy);

@@ -755,17 +755,37 @@ static bool uc_fd_is_group_socket(const struct uc_dom *d, int fd)
 }
 
 /*
- * Retire steered endpoint @ep: its socket (or the placeholder after a
- * hang-up) leaves the set as it closes.  An event of the same epoll_wait
- * may still name it: it reads fd -1 (EBADF) until the next retirement
- * frees it.
+ * Retire steered endpoint @ep: its socket leaves the set, then closes.
+ * Closing alone would not take it out: the demultiplexer and the other
+ * processes of the group hold the same socket, and epoll drops an item
+ * only when the last descriptor of its file closes (epoll(7)), so its
+ * datagrams would go on naming @ep.  (After a hang-up the descriptor is
+ * a placeholder that roce_uc_dom_steer_drop() took out already.)
+ * Retiring happens in the engine, while it reads the input
+ * (roce_uc_ctl_input), and an event of the same epoll_wait may still name
+ * @ep, or an endpoint retired before it in the same batch of control
+ * messages: each reads fd -1 (EBADF) until the set's next burst frees
+ * them all (roce_uc_reap).
  */
 static void uc_ep_retire(struct roce_uc *uc, struct roce_ep *ep)
 {
+	(void)epoll_ctl(uc->set.ep.fd, EPOLL_CTL_DEL, ep->ep.fd, NULL);
 	umc_fd_close(ep->ep.fd);
 	ep->ep.fd = -1;
-	free(uc->retired);
+	ep->retired_next = uc->retired;
 	uc->retired = ep;
+}
+
+void roce_uc_reap(struct roce_port *rp)
+{
+	struct roce_uc *uc = rp->uc;
+
+	while (uc && uc->retired) {
+		struct roce_ep *ep = uc->retired;
+
+		uc->retired = ep->retired_next;
+		free(ep);
+	}
 }
 
 /* Read @fd, our socket of @d's group at @idx, in place of the one we had.  steer_lock held. */

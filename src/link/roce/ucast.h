@@ -103,7 +103,7 @@ struct uc_dom {
 struct roce_uc {
 	struct roce_ep set; /* the engine's one endpoint: an epoll of ep and each dom's steer_ep */
 	struct roce_ep ep;  /* the input: datagrams passed on, and group sockets handed over */
-	struct roce_ep *retired; /* a replaced steered socket's endpoint (fd -1), freed later */
+	struct roce_ep *retired; /* replaced steered sockets' endpoints (fd -1), freed later */
 	int data_tx;		 /* its peer, handed to each demultiplexer */
 	struct roce_port *rp;
 	pthread_mutex_t qset_lock;
