@@ -111,7 +111,7 @@ struct umc_icrc_memo {
  * building the prefix and a CRC call over it.  Header lengths other than a
  * UD SEND's (20 or 24 bytes) are not remembered.
  *
- * Context: pure, any context; @m is the caller's to serialize.
+ * Context: any context; writes nothing but @m, which the caller serializes.
  */
 uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c, size_t udp_len,
 			     const uint8_t *hdr, size_t hdr_len);

@@ -50,7 +50,8 @@ static const uint8_t *ud_headers(const struct umc_sg *sg, uint8_t buf[UMC_UD_HDR
  * for IPv6 the check is the full 32 bits, for IPv4 with a solved ID the 16
  * bits left over (umc_icrc_solve_ipv4_id()).
  *
- * Context: pure, any context; reads no byte past sg->len.
+ * Context: any context; writes nothing but its outputs and @memo; reads
+ * no byte past sg->len.
  * Returns: 0; -EBADMSG or -EPROTONOSUPPORT when umc_ud_decode() refuses the
  * datagram (malformed); -EILSEQ when the ICRC is wrong and no IPv4 ID
  * explains it.  @h and the offsets are set only when the decode succeeded.

@@ -312,7 +312,7 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
 
 /*
  * Check the UDP payload @sg (BTH through ICRC) that arrived with IP context
- * @ip on endpoint @rm (its group, if any, and the ICRC memo of its stream):
+ * @ip on endpoint @rm (its group, if any, and its ICRC memo):
  * decode, ICRC.  Fill @pkt but for where its payload is (at *@off) and
  * return true if it is to be delivered.
  */
