@@ -23,6 +23,7 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
+#include "wire/be.h"
 #include "wire/wire.h"
 
 static double now_s(void)
@@ -39,9 +40,7 @@ static volatile uint32_t sink;
 static uint32_t icrc_stream(struct umc_icrc_memo *m, const struct umc_ip_ctx *ip, uint8_t *pkt,
 			    size_t hl, size_t udp_len)
 {
-	uint32_t psn = ((uint32_t)pkt[9] << 16 | (uint32_t)pkt[10] << 8 | pkt[11]) + 1;
-
-	pkt[9] = (uint8_t)(psn >> 16), pkt[10] = (uint8_t)(psn >> 8), pkt[11] = (uint8_t)psn;
+	put_be24(pkt + 9, (get_be24(pkt + 9) + 1) & 0xffffff); /* BTH bytes 9-11 */
 	return umc_icrc_update(umc_icrc_start_memo(m, ip, udp_len, pkt, hl), pkt + hl,
 			       udp_len - hl - UMC_ICRC_LEN);
 }

@@ -28,6 +28,7 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
+#include "wire/be.h"
 #include "wire/icrc_psn_table.h"
 #include "wire/roce.h"
 
@@ -127,6 +128,11 @@ uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_
 
 enum { BTH_PSN = 9 }; /* the PSN: BTH bytes 9-11 */
 
+/*
+ * Unaligned loads in host order, for the memo's compares: equality needs
+ * no byte order, and be.h's would add a byte swap per word on the data
+ * path (about 1.5 ns of a 64-byte packet's 14 in icrc-bench).
+ */
 static uint32_t load32(const uint8_t *p)
 {
 	uint32_t v;
@@ -157,7 +163,8 @@ static bool memo_holds(const struct umc_icrc_memo *m, const struct umc_ip_ctx *c
 		return false;
 	if (c->family == 6) {
 		if (m->family != 6 || load64(m->src) != load64(c->src) ||
-		    load64(m->src + 8) != load64(c->src + 8) || load64(m->dst) != load64(c->dst) ||
+		    load64(m->src + 8) != load64(c->src + 8) ||
+		    load64(m->dst) != load64(c->dst) ||
 		    load64(m->dst + 8) != load64(c->dst + 8))
 			return false;
 	} else if (m->family != 4 || m->ip_id != c->ip_id || m->df != c->df ||
@@ -199,7 +206,7 @@ uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c
 		m->reg = umc_icrc_start(c, udp_len, m->hdr, hdr_len);
 	}
 	/* What the PSN adds (icrc_psn_table.py), nibble by nibble. */
-	psn = (uint32_t)hdr[BTH_PSN] << 16 | (uint32_t)hdr[BTH_PSN + 1] << 8 | hdr[BTH_PSN + 2];
+	psn = get_be24(hdr + BTH_PSN);
 	r = m->reg;
 	for (int k = 0; k < 6; k++)
 		r ^= umc_icrc_psn_table[imm][k][psn >> (4 * k) & 15];
