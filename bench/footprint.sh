@@ -4,10 +4,11 @@
 # bench/footprint.sh - what one event-driven round trip costs the pong in
 # user space, in counts that need no hardware counters and do not drift
 # with the machine's speed as wall-clock times do: the instructions it
-# runs (valgrind's callgrind) and the distinct 64-byte lines of code and
-# of data they touch (valgrind's lackey, read by bench/lackey-lines.c).
-# After a sleep the caches and branch predictors are cold, so the lines
-# touched are what a woken side may have to fetch again (bench/README.md,
+# runs (valgrind's callgrind) and the distinct 64-byte lines, and 4 KiB
+# pages, of code and of data they touch (valgrind's lackey, read by
+# bench/lackey-lines.c).  After a sleep the caches and branch predictors
+# are cold, so the lines touched are what a woken side may have to fetch
+# again, and the pages what its TLB may have to walk again (bench/README.md,
 # "Where an event-driven round trip goes").
 #
 # For umcast (umc-perf -e) and raw UDP with RoCEv2's datagram shape woken

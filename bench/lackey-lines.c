@@ -11,16 +11,19 @@
  * are read, and for each the distinct 64-byte lines holding the
  * instructions run ("I" records) and the data loaded, stored or modified
  * (" L", " S", " M" records; an access that crosses a line boundary
- * counts both lines) are counted.  Prints "code_lines=C data_lines=D
- * windows=N": the means per window (one decimal) and how many windows the
- * trace held, which is COUNT unless it ended first.  The rest of the trace
- * is read to its end, so that the writer is never cut off.
+ * counts both lines) are counted, and so are the distinct 4 KiB pages
+ * they lie on.  Prints "code_lines=C data_lines=D code_pages=P
+ * data_pages=Q windows=N": the means per window (one decimal) and how
+ * many windows the trace held, which is COUNT unless it ended first.  The
+ * rest of the trace is read to its end, so that the writer is never cut
+ * off.
  *
  * With WINDOW the instructions of one unit of work (one round trip, say),
  * in a steady state where every unit runs the same code, a window holds
  * what one unit touches: what a cache that kept nothing from one unit to
  * the next (a sleeping thread's, after the kernel and other programs ran)
- * would have to fetch again.  bench/footprint.sh drives it.
+ * would have to fetch again, and the pages what a TLB that kept nothing
+ * would have to walk again.  bench/footprint.sh drives it.
  *
  * Exit status: 2 for bad arguments, 1 when no window was completed or a
  * window touched more lines than the sets hold (TABLE_SIZE / 2).
@@ -32,7 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { LINE_SHIFT = 6, TABLE_BITS = 20, TABLE_SIZE = 1 << TABLE_BITS };
+enum { LINE_SHIFT = 6, PAGE_SHIFT = 12, TABLE_BITS = 20, TABLE_SIZE = 1 << TABLE_BITS };
 
 /*
  * A set of line numbers, open addressing, emptied in O(1) per window: a
@@ -45,7 +48,7 @@ struct line_set {
 	uint64_t n; /* lines in the current window */
 };
 
-static struct line_set code, data;
+static struct line_set code, data, code_pages, data_pages;
 
 /* Add @line to @s for window @w. */
 static void line_add(struct line_set *s, uint32_t w, uint64_t line)
@@ -69,13 +72,14 @@ static void line_add(struct line_set *s, uint32_t w, uint64_t line)
 	s->n++;
 }
 
-/* Every line that the access at @addr of @size bytes covers. */
-static void access_add(struct line_set *s, uint32_t w, uint64_t addr, uint64_t size)
+/* Every unit of 1 << @shift bytes (a line, a page) that @size bytes at @addr cover. */
+static void access_add(struct line_set *s, unsigned shift, uint32_t w, uint64_t addr,
+		       uint64_t size)
 {
-	uint64_t last = (addr + (size ? size - 1 : 0)) >> LINE_SHIFT;
+	uint64_t last = (addr + (size ? size - 1 : 0)) >> shift;
 
-	for (uint64_t line = addr >> LINE_SHIFT; line <= last; line++)
-		line_add(s, w, line);
+	for (uint64_t unit = addr >> shift; unit <= last; unit++)
+		line_add(s, w, unit);
 }
 
 /* A decimal count (digits only, 0 or more), or exit 2. */
@@ -96,7 +100,7 @@ static long arg(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	long skip, window, count, done = 0, in_window = 0;
-	uint64_t code_sum = 0, data_sum = 0;
+	uint64_t code_sum = 0, data_sum = 0, code_page_sum = 0, data_page_sum = 0;
 	uint32_t w = 1; /* stamp of the current window; 0 marks a free slot */
 	bool counting = false; /* past the skipped instructions and their data */
 	char rec[256];
@@ -128,7 +132,9 @@ int main(int argc, char **argv)
 		if (is_code && in_window++ == window) { /* this one opens the next window */
 			code_sum += code.n;
 			data_sum += data.n;
-			code.n = data.n = 0;
+			code_page_sum += code_pages.n;
+			data_page_sum += data_pages.n;
+			code.n = data.n = code_pages.n = data_pages.n = 0;
 			in_window = 1;
 			w++;
 			if (++done == count)
@@ -136,7 +142,8 @@ int main(int argc, char **argv)
 		}
 		addr = strtoull(rec + 3, &p, 16);
 		size = *p == ',' ? strtoull(p + 1, NULL, 10) : 1;
-		access_add(is_code ? &code : &data, w, addr, size);
+		access_add(is_code ? &code : &data, LINE_SHIFT, w, addr, size);
+		access_add(is_code ? &code_pages : &data_pages, PAGE_SHIFT, w, addr, size);
 	}
 	while (fgets(rec, sizeof(rec), stdin)) /* let the writer finish its run */
 		;
@@ -144,7 +151,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lackey-lines: the trace ended before the first window did\n");
 		return 1;
 	}
-	printf("code_lines=%.1f data_lines=%.1f windows=%ld\n", (double)code_sum / (double)done,
-	       (double)data_sum / (double)done, done);
+	printf("code_lines=%.1f data_lines=%.1f code_pages=%.1f data_pages=%.1f windows=%ld\n",
+	       (double)code_sum / (double)done, (double)data_sum / (double)done,
+	       (double)code_page_sum / (double)done, (double)data_page_sum / (double)done, done);
 	return 0;
 }
