@@ -356,12 +356,15 @@ int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct 
 int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta);
 
 /*
- * umc_pkey_match - do two P_Keys let packets through (IBA 10.9.3): the
- * same 15-bit base and at least one of them a full member (bit 15).
+ * umc_pkey_match - does a packet's P_Key @a pass a QP's @b (IBA 10.9.3):
+ * the same 15-bit base, not 0, and at least one of them a full member
+ * (bit 15).  Base 0 (0x0000, 0x8000) is the invalid P_Key, which an empty
+ * slot of the P_Key table also reads as: it matches nothing, as rxe's
+ * pkey_match refuses it.
  */
 static inline bool umc_pkey_match(uint16_t a, uint16_t b)
 {
-	return ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000);
+	return (a & 0x7fff) != 0 && ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000);
 }
 
 /* GID helpers. */

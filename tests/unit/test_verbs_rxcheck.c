@@ -197,6 +197,56 @@ static void test_pkey(void **state)
 	assert_int_equal(T_CNT(f->e.dev, rx_pkey_viol), viol0 + 1);
 }
 
+/* Move @t's QP to RTS again on P_Key table slot @index, with its receives posted anew. */
+static void qp_on_pkey_index(struct t_qp *t, uint16_t index)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+
+	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE), 0);
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_INIT, .pkey_index = index, .port_num = 1, .qkey = T_QKEY};
+	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							   IBV_QP_QKEY),
+			 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(t_post_recv(t, (size_t)i * 2048, 2048, (uint64_t)i), 0);
+}
+
+/*
+ * The invalid P_Key (base 0) matches nothing, not even an empty slot of
+ * the table, which reads 0x0000 (IBA 10.9.3; rxe's pkey_match).
+ */
+static void test_invalid_pkey(void **state)
+{
+	struct fx *f = *state;
+	uint8_t p[256];
+	struct umc_ud_hdr h = ud_hdr(8);
+	unsigned long viol0 = T_CNT(f->e.dev, rx_pkey_viol);
+	struct ibv_wc wc;
+	__be16 slot = htons(1);
+
+	assert_int_equal(ibv_query_pkey(f->e.ctx, 1, 5, &slot), 0);
+	assert_int_equal(slot, 0);
+	qp_on_pkey_index(&f->r, 5);
+	h.bth.pkey = 0x8000;
+	inject(f, p, build(f, p, &h, 8, 20, 0));
+	h.bth.pkey = 0x0000;
+	inject(f, p, build(f, p, &h, 8, 21, 0));
+	/* The marker's P_Key 0xFFFF does not match slot 5 either: wait for the count. */
+	h.bth.pkey = 0xffff;
+	inject(f, p, build(f, p, &h, 8, 22, 0));
+	for (int i = 0; i < 200 && T_CNT(f->e.dev, rx_pkey_viol) < viol0 + 3; i++) {
+		assert_int_equal(ibv_poll_cq(f->r.cq, 1, &wc), 0);
+		usleep(5000);
+	}
+	assert_int_equal(T_CNT(f->e.dev, rx_pkey_viol), viol0 + 3);
+	t_assert_cq_empty(f->r.cq);
+}
+
 static void test_malformed(void **state)
 {
 	struct fx *f = *state;
@@ -273,6 +323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_injected_datagram_delivered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_icrc_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_pkey, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nonzero_ip_id_solved, setup, teardown),
 	};
