@@ -140,6 +140,7 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 	uint8_t buf[RX_BUF];
 	struct umc_sm_msg m;
 	ssize_t n;
+	int rc;
 
 	c->reg_ptid = new_ptid(c);
 	for (;;) {
@@ -158,9 +159,11 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 					return -ECONNREFUSED;
 				break;
 			}
-			if (umc_sm_msg_decode(buf, (size_t)n, &m) == -EPROTONOSUPPORT)
-				return -EPROTONOSUPPORT;
-			if (m.hdr.type != UMC_SM_REGISTER_REPLY || m.hdr.tid != c->reg_ptid)
+			rc = umc_sm_msg_decode(buf, (size_t)n, &m);
+			if (rc == -EPROTONOSUPPORT)
+				return rc;
+			/* Malformed (a short body, a P_Key count out of range): not a reply. */
+			if (rc || m.hdr.type != UMC_SM_REGISTER_REPLY || m.hdr.tid != c->reg_ptid)
 				continue;
 			if (m.hdr.status != UMC_SM_OK)
 				return register_status_errno(m.hdr.status);

@@ -253,6 +253,81 @@ static void test_open_errors(void **state)
 	assert_null(c);
 }
 
+/*
+ * A fake SM on @fd: answers the first REGISTER with two malformed OK
+ * replies, then a good one (P_Key count 1, LID 9), and the UNREGISTER.
+ */
+static void *fake_sm(void *arg)
+{
+	int fd = *(int *)arg;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint8_t buf[UMC_SM_MAX_MSG + 1], out[UMC_SM_MAX_MSG];
+	struct umc_sm_msg m, r;
+	struct sockaddr_in from;
+	socklen_t fl;
+	ssize_t n;
+	size_t len;
+
+	while (poll(&pfd, 1, WAIT_MS) == 1) {
+		fl = sizeof(from);
+		n = recvfrom(fd, buf, sizeof(buf), 0, (void *)&from, &fl);
+		if (n < 0 || umc_sm_msg_decode(buf, (size_t)n, &m))
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.hdr.tid = m.hdr.tid;
+		r.hdr.epoch = 77;
+		if (m.hdr.type == UMC_SM_UNREGISTER) {
+			r.hdr.type = UMC_SM_UNREGISTER_REPLY;
+			len = umc_sm_msg_encode(out, &r);
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			break;
+		}
+		if (m.hdr.type != UMC_SM_REGISTER)
+			continue;
+		r.hdr.type = UMC_SM_REGISTER_REPLY;
+		r.hdr.lid = 9;
+		r.port = (struct umc_sm_port_info){ .lid = 9, .pkey_count = 1, .pkeys = { 0xffff },
+						    .lease_ms = 600000, .active_mtu = 4 };
+		len = umc_sm_msg_encode(out, &r);
+		out[UMC_SM_HDR_LEN + offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
+		sendto(fd, out, len, 0, (void *)&from, fl);	       /* P_Key count out of range */
+		sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* OK without its body */
+		len = umc_sm_msg_encode(out, &r);
+		sendto(fd, out, len, 0, (void *)&from, fl);
+	}
+	return NULL;
+}
+
+/* The first registration takes only a well-formed reply. */
+static void test_malformed_register_reply(void **state)
+{
+	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
+	struct sockaddr_in self = { .sin_family = AF_INET };
+	socklen_t len = sizeof(self);
+	struct umc_sa_client *c = NULL;
+	struct umc_sa_port_attr pa;
+	pthread_t t;
+	int fd;
+
+	(void)state;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (void *)&self, sizeof(self)), 0);
+	assert_int_equal(getsockname(fd, (void *)&self, &len), 0);
+	assert_int_equal(pthread_create(&t, NULL, fake_sm, &fd), 0);
+	a.sm = self;
+	assert_int_equal(umc_sa_open(&a, &c), 0);
+	umc_sa_query_port(c, &pa);
+	assert_int_equal(pa.active, 1);
+	assert_int_equal(pa.info.lid, 9);
+	assert_int_equal(pa.info.pkey_count, 1);
+	assert_int_equal(pa.info.pkeys[0], 0xffff);
+	assert_int_equal(pa.info.lease_ms, 600000);
+	umc_sa_close(c);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	close(fd);
+}
+
 /* Create, join, OR, leave, and the group goes with its last full member. */
 static void test_join_leave(void **state)
 {
@@ -792,6 +867,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_register),	cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_malformed_register_reply),
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
