@@ -18,6 +18,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include "sm_proc.h"
 #include "umc_param.h"
 #include "wire/be.h"
+#include "wire/ib_rmpp.h"
 #include "wire/sm_proto.h"
 
 enum {
@@ -253,15 +255,26 @@ static void test_open_errors(void **state)
 	assert_null(c);
 }
 
+/* A fake SM: a socket on 127.0.0.1 and what it answers, on a thread of its own. */
+struct fake_sm {
+	int fd;
+	uint16_t port;
+	bool bad_register; /* two malformed OK replies before each good one */
+	pthread_t thread;
+};
+
 /*
- * A fake SM on @fd: answers the first REGISTER with two malformed OK
- * replies, then a good one (P_Key count 1, LID 9), and the UNREGISTER.
+ * Answer each REGISTER with a good reply (P_Key count 1, LID 9), each SA
+ * request with an RMPP DATA segment that carries no data (First and Last,
+ * PayloadLength 20: the SA header only), and the UNREGISTER, which ends it.
  */
-static void *fake_sm(void *arg)
+static void *fake_sm_run(void *arg)
 {
-	int fd = *(int *)arg;
+	struct fake_sm *f = arg;
+	int fd = f->fd;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint8_t buf[UMC_SM_MAX_MSG + 1], out[UMC_SM_MAX_MSG];
+	uint8_t buf[UMC_SM_MAX_MSG + 1], out[UMC_SM_MAX_MSG], mad[UMC_MAD_SIZE];
+	struct umc_sa_hdr h;
 	struct umc_sm_msg m, r;
 	struct sockaddr_in from;
 	socklen_t fl;
@@ -282,40 +295,66 @@ static void *fake_sm(void *arg)
 			sendto(fd, out, len, 0, (void *)&from, fl);
 			break;
 		}
+		r.hdr.lid = 9;
+		if (m.hdr.type == UMC_SM_SA && !umc_sa_hdr_decode(m.mad, UMC_MAD_SIZE, &h) &&
+		    !(h.mad.method & 0x80) && !h.rmpp.flags) {
+			h.mad.method |= 0x80; /* the response */
+			umc_rmpp_seg_encode(mad, &h, NULL, 0, 1);
+			r.hdr.type = UMC_SM_SA_REPLY;
+			r.mad = mad;
+			len = umc_sm_msg_encode(out, &r);
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			continue;
+		}
 		if (m.hdr.type != UMC_SM_REGISTER)
 			continue;
 		r.hdr.type = UMC_SM_REGISTER_REPLY;
-		r.hdr.lid = 9;
 		r.port = (struct umc_sm_port_info){ .lid = 9, .pkey_count = 1, .pkeys = { 0xffff },
 						    .lease_ms = 600000, .active_mtu = 4 };
 		len = umc_sm_msg_encode(out, &r);
-		out[UMC_SM_HDR_LEN + offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
-		sendto(fd, out, len, 0, (void *)&from, fl);	       /* P_Key count out of range */
-		sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* OK without its body */
-		len = umc_sm_msg_encode(out, &r);
+		if (f->bad_register) {
+			out[UMC_SM_HDR_LEN + offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
+			sendto(fd, out, len, 0, (void *)&from, fl); /* P_Key count out of range */
+			sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* OK, no body */
+			len = umc_sm_msg_encode(out, &r);
+		}
 		sendto(fd, out, len, 0, (void *)&from, fl);
 	}
 	return NULL;
+}
+
+static void fake_sm_start(struct fake_sm *f, bool bad_register)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	f->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(f->fd >= 0);
+	assert_int_equal(bind(f->fd, (void *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(f->fd, (void *)&a, &len), 0);
+	f->port = ntohs(a.sin_port);
+	f->bad_register = bad_register;
+	assert_int_equal(pthread_create(&f->thread, NULL, fake_sm_run, f), 0);
+}
+
+static void fake_sm_stop(struct fake_sm *f)
+{
+	assert_int_equal(pthread_join(f->thread, NULL), 0);
+	close(f->fd);
 }
 
 /* The first registration takes only a well-formed reply. */
 static void test_malformed_register_reply(void **state)
 {
 	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
-	struct sockaddr_in self = { .sin_family = AF_INET };
-	socklen_t len = sizeof(self);
 	struct umc_sa_client *c = NULL;
 	struct umc_sa_port_attr pa;
-	pthread_t t;
-	int fd;
+	struct fake_sm f;
 
 	(void)state;
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (void *)&self, sizeof(self)), 0);
-	assert_int_equal(getsockname(fd, (void *)&self, &len), 0);
-	assert_int_equal(pthread_create(&t, NULL, fake_sm, &fd), 0);
-	a.sm = self;
+	fake_sm_start(&f, true);
+	a.sm = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(f.port),
+				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(umc_sa_open(&a, &c), 0);
 	umc_sa_query_port(c, &pa);
 	assert_int_equal(pa.active, 1);
@@ -324,8 +363,7 @@ static void test_malformed_register_reply(void **state)
 	assert_int_equal(pa.info.pkeys[0], 0xffff);
 	assert_int_equal(pa.info.lease_ms, 600000);
 	umc_sa_close(c);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	close(fd);
+	fake_sm_stop(&f);
 }
 
 /* Create, join, OR, leave, and the group goes with its last full member. */
@@ -783,15 +821,15 @@ static void test_hostile(void **state)
 }
 
 /* Run umc-sa against @sm with @args; its stdout in @out; returns its exit status. */
-static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t cap)
+static int umc_sa_at(uint16_t port, const char *args, char *out, size_t cap)
 {
 	const char *bin = getenv("UMC_BIN");
 	char cmd[512];
 	size_t len = 0, n;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "%s/umc-sa --sm 127.0.0.1:%u %s", bin ? bin : "build/bin",
-		 sm->port, args);
+	snprintf(cmd, sizeof(cmd), "%s/umc-sa --sm 127.0.0.1:%u %s", bin ? bin : "build/bin", port,
+		 args);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0)
@@ -799,6 +837,24 @@ static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t 
 	out[len] = 0;
 	n = (size_t)pclose(p);
 	return WIFEXITED((int)n) ? WEXITSTATUS((int)n) : -1;
+}
+
+static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t cap)
+{
+	return umc_sa_at(sm->port, args, out, cap);
+}
+
+/* An SA reply shorter than a ClassPortInfo: umc-sa says so, prints none, exits 1. */
+static void test_umc_sa_short_reply(void **state)
+{
+	struct fake_sm f;
+	char out[1024];
+
+	(void)state;
+	fake_sm_start(&f, false);
+	assert_int_equal(umc_sa_at(f.port, "-c 2>/dev/null", out, sizeof(out)), 1);
+	assert_string_equal(out, "");
+	fake_sm_stop(&f);
 }
 
 /* umc-sa's documented output (umc-sa(1)) for groups, members, one MGID, ClassPortInfo. */
@@ -872,6 +928,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
 		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
+		cmocka_unit_test(test_umc_sa_short_reply),
 	};
 	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
 	size_t i, n = 0;
