@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 
 #include "link/link.h"
+#include "umc_cc.h"
 #include "umc_param.h"
 #include "umc_sys.h"
 #include "wire/wire.h"
@@ -52,8 +53,6 @@
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
-#define umc_likely(x) __builtin_expect(!!(x), 1)
-#define umc_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Linux-internal errno that rdma_cm leaks to user space (kernel-behaviour 7.21). */
 #ifndef ENOTSUPP

@@ -16,6 +16,7 @@
 #include "umc_int.h"
 #include "wire/sg.h"
 
+UMC_HOT
 size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc_rx_land *land)
 {
 	size_t n = 0, left = UMC_RX_SLOT - hdr;
@@ -37,6 +38,7 @@ size_t umc_rx_aim(struct iovec *iov, uint8_t *slot, size_t hdr, const struct umc
 	return n;
 }
 
+UMC_HOT
 void umc_rx_settle(struct umc_rx_pkt *pkt, uint8_t *slot, size_t hdr,
 		   const struct umc_rx_land *land, size_t len, size_t off)
 {

@@ -37,6 +37,7 @@ void umc_link_rcvbuf(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
+UMC_HOT
 void umc_link_sendmmsg(struct umc_device *dev, int fd, struct mmsghdr *msg, int from, int to)
 {
 	while (from < to) {

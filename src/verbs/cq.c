@@ -316,6 +316,7 @@ static bool umc_wait_restarts(void)
  * fork.  Each round receives what waits on the device's sockets first: an
  * event it raises is taken at once, without the socketpair.
  */
+UMC_HOT
 UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
 {
@@ -385,6 +386,7 @@ static void umc_cq_release_now(struct ibv_cq *cq, struct ibv_comp_channel *ch)
  * ibv_ack_cq_events(3).  Acking the last event of a CQ that
  * rdma_destroy_qp released destroys it (umc_cq_release).
  */
+UMC_HOT
 UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
 	struct umc_cq *ucq = to_ucq(cq);
@@ -521,6 +523,7 @@ static inline void umc_wq_free(atomic_uint *wq_held, uint32_t slots)
 		atomic_fetch_sub_explicit(wq_held, slots, memory_order_relaxed);
 }
 
+UMC_HOT
 bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, atomic_uint *wq_held,
 		 uint32_t slots)
 {
@@ -580,6 +583,7 @@ static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
 }
 
 /* ibv_poll_cq(3): the number of completions (0..num_entries), never negative here. */
+UMC_HOT
 int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct umc_cq *cq = to_ucq(ibcq);
@@ -597,6 +601,7 @@ int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
  * (solicited_only 0), or the next solicited receive completion.
  * EINVAL when the CQ has no channel.
  */
+UMC_HOT
 int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct umc_cq *cq = to_ucq(ibcq);

@@ -34,6 +34,7 @@ void umc_gid_from_ip(union ibv_gid *gid, bool v4, const void *addr)
 	}
 }
 
+UMC_HOT
 int umc_gid_to_ip(const union ibv_gid *gid, uint8_t *addr)
 {
 	if (umc_gid_is_v4mapped(gid)) {

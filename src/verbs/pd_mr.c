@@ -104,6 +104,7 @@ static const int umc_mr_access_known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOT
  * order, so nothing is touched and nothing can fault.  Without /proc, only
  * mapped-ness can be asked (mincore).  Returns 0 or -EFAULT.
  */
+UMC_HOT
 static int umc_maps_cover(uintptr_t lo, uintptr_t hi, char perm)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -282,6 +283,7 @@ UMC_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
+UMC_HOT
 bool umc_mr_get(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len, int access)
 {
 	unsigned slot = lkey >> 8;
@@ -300,11 +302,13 @@ bool umc_mr_get(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len, i
 	return false;
 }
 
+UMC_HOT
 void umc_mr_put(uint32_t lkey)
 {
 	atomic_fetch_sub_explicit(&umc_mr_slots[lkey >> 8].holds, 1, memory_order_release);
 }
 
+UMC_HOT
 bool umc_mr_check(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint32_t len, int access)
 {
 	if (!umc_mr_get(pd, lkey, addr, len, access))

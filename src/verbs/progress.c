@@ -578,6 +578,7 @@ static void __umc_rwqe_fail(struct umc_qp *qp, struct ibv_wc *wc, enum ibv_wc_st
  * ibv_modify_qp flushes the queue meanwhile, and a reset cannot come
  * between taking the WQE and accounting its completion.
  */
+UMC_HOT
 static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 {
 	struct umc_device *dev = qp->dev;
@@ -731,6 +732,7 @@ enum { UMC_RX_BURSTS = 4 };
  * pass of a thread that a datagram woke (umc_progress_hot); an endpoint it
  * empties is marked fresh ("Woken drains" at the top of this file).
  */
+UMC_HOT
 static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep, bool woken)
 {
 	struct umc_rx_pkt pkts[UMC_RX_BATCH];
@@ -769,6 +771,7 @@ static bool umc_ep_cold(const struct umc_device *dev, const struct umc_rx_ep *ep
 enum umc_pass { UMC_PASS_ALL, UMC_PASS_BUSY, UMC_PASS_HOT };
 
 /* One pass over the endpoints; *@skipped (if given): it left a cold one out. */
+UMC_HOT
 static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *skipped)
 {
 	struct epoll_event ev[UMC_RX_BATCH];
@@ -828,6 +831,7 @@ int __umc_progress(struct umc_device *dev)
 	return umc_progress_pass(dev, UMC_PASS_ALL, NULL);
 }
 
+UMC_HOT
 int umc_progress(struct umc_device *dev, bool wait)
 {
 	int n;
@@ -856,6 +860,7 @@ int umc_progress(struct umc_device *dev, bool wait)
 	return n;
 }
 
+UMC_HOT
 int umc_progress_hot(struct umc_device *dev, bool *skipped)
 {
 	int n;

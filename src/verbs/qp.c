@@ -371,6 +371,7 @@ void __umc_qp_to_err(struct umc_qp *qp)
 	__umc_qp_flush_rq(qp);
 }
 
+UMC_HOT
 void umc_qp_rx_unlend(struct umc_qp *qp)
 {
 	pthread_spin_lock(&qp->rq_lock);
@@ -520,6 +521,7 @@ static bool umc_sges_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int
  * yet).  *bad_wr is the first WR not posted.  In the error state the WRs
  * are accepted and flushed at once.
  */
+UMC_HOT
 int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
@@ -664,6 +666,7 @@ static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint6
  * does the same).  A Q_Key with the high bit set is replaced by the QP's
  * own (IBA 10.2.4.3).
  */
+UMC_HOT
 int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);

@@ -7,6 +7,7 @@
  */
 #include <isa-l/crc.h>
 
+#include "umc_cc.h"
 #include "wire/crc.h"
 
 /**
@@ -18,6 +19,7 @@
  * Context: pure, any context.
  * Returns: the CRC-32 of everything fed so far (zlib convention).
  */
+UMC_HOT
 uint32_t umc_icrc_update(uint32_t reg, const void *buf, size_t len)
 {
 	if (len == 0)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "umc_cc.h"
 #include "wire/be.h"
 #include "wire/ib.h"
 #include "wire/sg.h"
@@ -63,6 +64,7 @@ void umc_grh_decode(const uint8_t in[UMC_GRH_HDR_LEN], struct umc_grh *g)
 	memcpy(g->dgid, in + 24, 16);
 }
 
+UMC_HOT
 size_t umc_ib_hdr_encode(uint8_t *out, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
 			 size_t payload_len)
 {
@@ -82,6 +84,7 @@ size_t umc_ib_hdr_encode(uint8_t *out, struct umc_ib_hdr *ib, struct umc_ud_hdr 
 	return UMC_LRH_LEN + grh + tl;
 }
 
+UMC_HOT
 uint32_t umc_ib_icrc_start(const uint8_t *hdr, size_t hdr_len)
 {
 	uint8_t m[UMC_IB_HDR_MAX];
@@ -111,6 +114,7 @@ uint32_t umc_ib_icrc_start(const uint8_t *hdr, size_t hdr_len)
  * over the bytes that follow it (vcrc_table.py).  Bytes left over go one
  * at a time through table 0.
  */
+UMC_HOT
 uint16_t umc_vcrc_update(uint16_t reg, const void *buf, size_t len)
 {
 	const uint16_t(*t)[256] = umc_vcrc_table;
@@ -126,6 +130,7 @@ uint16_t umc_vcrc_update(uint16_t reg, const void *buf, size_t len)
 	return reg;
 }
 
+UMC_HOT
 int umc_ib_decode_sg(const struct umc_sg *sg, struct umc_ib_hdr *ib, struct umc_ud_hdr *ud,
 		     size_t *payload_off, size_t *payload_len)
 {

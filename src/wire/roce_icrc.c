@@ -28,6 +28,7 @@
 #include <isa-l/crc.h>
 #include <zlib.h>
 
+#include "umc_cc.h"
 #include "wire/be.h"
 #include "wire/icrc_psn_table.h"
 #include "wire/roce.h"
@@ -178,6 +179,7 @@ static bool memo_holds(const struct umc_icrc_memo *m, const struct umc_ip_ctx *c
 		load32(hdr + UMC_UD_HDR_MAX - 4) == load32(m->hdr + UMC_UD_HDR_MAX - 4));
 }
 
+UMC_HOT
 uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c, size_t udp_len,
 			     const uint8_t *hdr, size_t hdr_len)
 {

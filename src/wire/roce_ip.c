@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "umc_cc.h"
 #include "wire/be.h"
 #include "wire/roce.h"
 
@@ -131,6 +132,7 @@ void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, s
  *
  * Context: pure, any context.
  */
+UMC_HOT
 void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len)
 {
 	if (c->family == 6) {

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 
+#include "umc_cc.h"
 #include "wire/roce.h"
 #include "wire/sg.h"
 
@@ -56,6 +57,7 @@ static const uint8_t *ud_headers(const struct umc_sg *sg, uint8_t buf[UMC_UD_HDR
  * datagram (malformed); -EILSEQ when the ICRC is wrong and no IPv4 ID
  * explains it.  @h and the offsets are set only when the decode succeeded.
  */
+UMC_HOT
 int umc_rocev2_rx_check_sg(struct umc_ip_ctx *ip, const struct umc_sg *sg,
 			   struct umc_ud_hdr *h, size_t *payload_off, size_t *payload_len,
 			   bool *id_solved, struct umc_icrc_memo *memo)

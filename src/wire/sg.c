@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "umc_cc.h"
 #include "wire/crc.h"
 #include "wire/ib.h"
 #include "wire/sg.h"
@@ -46,6 +47,7 @@ static bool sg_walk_next(struct sg_walk *w, const uint8_t **p, size_t *n)
 	return false;
 }
 
+UMC_HOT
 size_t umc_sg_read(const struct umc_sg *sg, size_t off, void *dst, size_t cnt)
 {
 	struct sg_walk w;
@@ -61,6 +63,7 @@ size_t umc_sg_read(const struct umc_sg *sg, size_t off, void *dst, size_t cnt)
 	return (size_t)(d - (uint8_t *)dst);
 }
 
+UMC_HOT
 uint32_t umc_sg_icrc(uint32_t reg, const struct umc_sg *sg, size_t off, size_t cnt)
 {
 	struct sg_walk w;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "umc_cc.h"
 #include "wire/be.h"
 #include "wire/transport.h"
 
@@ -47,6 +48,7 @@ static inline bool op_has_imm(uint8_t opcode)
  * Context: pure, any context.
  * Returns: bytes written, 20 (UMC_BTH_LEN + UMC_DETH_LEN) or 24 with ImmDt.
  */
+UMC_HOT
 size_t umc_ud_hdr_encode(uint8_t *out, const struct umc_ud_hdr *h)
 {
 	const struct umc_bth *b = &h->bth;
@@ -109,6 +111,7 @@ static void bth_decode(const uint8_t *p, struct umc_bth *b)
  * PadCnt exceeds what it carries; -EPROTONOSUPPORT for another opcode or a
  * non-zero TVer.
  */
+UMC_HOT
 int umc_ud_decode(const uint8_t *p, size_t len, struct umc_ud_hdr *h, size_t *payload_off,
 		  size_t *payload_len)
 {

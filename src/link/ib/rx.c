@@ -148,6 +148,7 @@ static struct ib_rx *ib_rx_get(struct ib_port *port)
  * Check one packet that arrived on @e (@sg: its bytes); fill @pkt but for
  * where its payload is (at *@off) and return true to deliver it.
  */
+UMC_HOT
 static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg *sg,
 		      struct umc_rx_pkt *pkt, size_t *off)
 {
@@ -195,6 +196,7 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	return true;
 }
 
+UMC_HOT
 int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		bool *more, const struct umc_rx_lend *lend)
 {

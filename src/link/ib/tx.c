@@ -99,6 +99,7 @@ static struct ib_tx *ib_tx_get(struct ib_qp *qp)
 }
 
 /* Encode packet @p into slot @k: headers, ICRC, VCRC and the iovec list. */
+UMC_HOT
 static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t lid)
 {
 	static const uint8_t zeros[4];
@@ -145,6 +146,7 @@ static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t 
 	mh->msg_controllen = 0;
 }
 
+UMC_HOT
 int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 {
 	struct ib_qp *qp = to_ib_qp(uqp);

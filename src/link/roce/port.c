@@ -35,6 +35,7 @@ void roce_rxq_init(struct roce_rxq *q)
 	roce_rxq_reset(q, 0, UMC_RX_BATCH);
 }
 
+UMC_HOT
 void roce_rxq_reset(struct roce_rxq *q, int base, int n)
 {
 	for (int i = base; i < base + n; i++) {

@@ -208,6 +208,7 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 	return rx;
 }
 
+UMC_HOT
 unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip)
 {
 	const struct sockaddr_storage *from = mh->msg_name;
@@ -316,6 +317,7 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
  * decode, ICRC.  Fill @pkt but for where its payload is (at *@off) and
  * return true if it is to be delivered.
  */
+UMC_HOT
 static bool roce_rx_check(struct roce_port *rp, struct roce_ep *rm, const struct umc_sg *sg,
 			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt, size_t *off)
 {
@@ -468,6 +470,7 @@ static int roce_rx_recv_fds(int fd, struct mmsghdr *msg, int max, int *fds)
  * packets they give into @pkts; *@used: the slots taken.  Returns the
  * packets; sets *@more when the socket may hold more.
  */
+UMC_HOT
 static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, struct roce_ep *rm,
 			int base, struct umc_rx_pkt *pkts, int max, int *used, bool *more,
 			const struct umc_rx_lend *lend)
@@ -504,6 +507,7 @@ static int roce_rx_read(struct roce_port *rp, struct roce_rx *rx, struct roce_ep
 	return out;
 }
 
+UMC_HOT
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more, const struct umc_rx_lend *lend)
 {

@@ -177,6 +177,7 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	mh->msg_controllen = 0;
 }
 
+UMC_HOT
 int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 {
 	struct roce_qp *qp = to_roce_qp(uqp);

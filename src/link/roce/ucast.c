@@ -776,6 +776,7 @@ static void uc_ep_retire(struct roce_uc *uc, struct roce_ep *ep)
 	uc->retired = ep;
 }
 
+UMC_HOT
 void roce_uc_reap(struct roce_port *rp)
 {
 	struct roce_uc *uc = rp->uc;
