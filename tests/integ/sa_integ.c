@@ -6,7 +6,9 @@
  * ready line says which) and stops it with SIGTERM, which must end it with
  * status 0; assertions on what umc-sm counted read its -v log.  Waits are
  * bounded and generous (the suite runs on a loaded machine under the
- * sanitizers); nothing waits for a fixed time to pass.
+ * sanitizers); nothing waits for a fixed time to pass.  Two tests talk to
+ * a fake SM on a thread instead (fake_sm_run), which sends what umc-sm
+ * never does: malformed REGISTER replies, an SA reply without data.
  *
  * Run one test: sa_integ <name substring>.  UMC_SM_VALGRIND=1 runs umc-sm
  * under valgrind.
@@ -820,7 +822,7 @@ static void test_hostile(void **state)
 	test_sm_free(&sm);
 }
 
-/* Run umc-sa against @sm with @args; its stdout in @out; returns its exit status. */
+/* Run umc-sa against the SM at 127.0.0.1:@port with @args; its stdout in @out; its exit status. */
 static int umc_sa_at(uint16_t port, const char *args, char *out, size_t cap)
 {
 	const char *bin = getenv("UMC_BIN");
@@ -839,6 +841,7 @@ static int umc_sa_at(uint16_t port, const char *args, char *out, size_t cap)
 	return WIFEXITED((int)n) ? WEXITSTATUS((int)n) : -1;
 }
 
+/* umc_sa_at() against @sm. */
 static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t cap)
 {
 	return umc_sa_at(sm->port, args, out, cap);
