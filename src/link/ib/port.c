@@ -79,16 +79,17 @@ static int ib_data_iface(const struct sockaddr_in *sm, struct in_addr *addr, uns
 
 /*
  * The IPoIB broadcast group's record from a Get reply (the kernel's cached
- * IPoIB group: joins inherit its fields, RDMA_PS_IPOIB its Q_Key).
+ * IPoIB group: joins inherit its fields, RDMA_PS_IPOIB its Q_Key): @mad,
+ * and its SA data @data of @len bytes (an RMPP reply may hold no record).
  */
-static void ib_bcast_set(struct ib_port *port, const uint8_t *mad)
+static void ib_bcast_set(struct ib_port *port, const uint8_t *mad, const uint8_t *data, size_t len)
 {
 	struct umc_sa_hdr h;
 	struct umc_mcmember rec;
 
-	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.status)
+	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.status || len < UMC_MCMEMBER_LEN)
 		return;
-	umc_mcmember_decode(mad + UMC_SA_HDR_LEN, &rec);
+	umc_mcmember_decode(data, &rec);
 	pthread_mutex_lock(&port->dev.lock);
 	port->bcast = rec;
 	port->bcast_valid = true;
@@ -108,7 +109,7 @@ static void ib_bcast_mad(uint8_t mad[UMC_MAD_SIZE])
 static void ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
 {
 	if (!err)
-		ib_bcast_set(ctx, reply->mad);
+		ib_bcast_set(ctx, reply->mad, reply->data, reply->data_len);
 }
 
 /*
@@ -127,9 +128,10 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 	atomic_store_explicit(&port->lid, a->info.lid, memory_order_relaxed);
 	dev->active_mtu = a->info.active_mtu;
 	dev->guid = a->info.port_guid;
+	/* The SM's table (1..UMC_SM_PKEY_TABLE_MAX, sm_proto.c); the other slots are empty: 0. */
 	dev->pkey_count = a->info.pkey_count;
-	for (int i = 0; i < a->info.pkey_count; i++)
-		dev->pkeys[i] = a->info.pkeys[i];
+	for (int i = 0; i < UMC_MAX_PKEYS; i++)
+		dev->pkeys[i] = i < a->info.pkey_count ? a->info.pkeys[i] : 0;
 	if (dev->gid_count)
 		dev->gids[0] = gid;
 	else
@@ -193,7 +195,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 	__atomic_store_n(&port->sa, sa, __ATOMIC_RELEASE);
 	ib_bcast_mad(mad);
 	if (umc_sa_call(sa, mad, 0, UMC_SA_RETRIES, &res) == 0) {
-		ib_bcast_set(port, res.mad);
+		ib_bcast_set(port, res.mad, res.data, res.data_len);
 		umc_sa_result_free(&res);
 	}
 	return 0;
