@@ -160,11 +160,12 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 				break;
 			}
 			rc = umc_sm_msg_decode(buf, (size_t)n, &m);
-			if (rc == -EPROTONOSUPPORT)
-				return rc;
-			/* Malformed (a short body, a P_Key count out of range): not a reply. */
-			if (rc || m.hdr.type != UMC_SM_REGISTER_REPLY || m.hdr.tid != c->reg_ptid)
-				continue;
+			if (rc && rc != -EPROTONOSUPPORT)
+				continue; /* malformed (a short body, a P_Key count out of range) */
+			if (m.hdr.type != UMC_SM_REGISTER_REPLY || m.hdr.tid != c->reg_ptid)
+				continue; /* the header is decoded for another version too */
+			if (rc)
+				return rc; /* an SM of another version answered */
 			if (m.hdr.status != UMC_SM_OK)
 				return register_status_errno(m.hdr.status);
 			registered(c, &m, umc_sa_now_ms());

@@ -261,19 +261,25 @@ static void test_open_errors(void **state)
 struct fake_sm {
 	int fd;
 	uint16_t port;
-	bool bad_register; /* two malformed OK replies before each good one */
+	bool bad_register;  /* malformed and stray replies before each good one */
+	bool other_version; /* the one reply to REGISTER, of another version; then it ends */
 	pthread_t thread;
 };
 
 /*
- * Answer each REGISTER with a good reply (P_Key count 1, LID 9), each SA
- * request with an RMPP DATA segment that carries no data (First and Last,
- * PayloadLength 20: the SA header only), and the UNREGISTER, which ends it.
+ * Answer each REGISTER with a good reply (P_Key count 1, LID 9): after two
+ * malformed OK replies and one of another version to another TID when
+ * f->bad_register, or instead with one of another version when
+ * f->other_version, which ends it.  Answer each SA request with an RMPP
+ * DATA segment that carries no data (First and Last, PayloadLength 20: the
+ * SA header only), and the UNREGISTER, which ends it.
  */
 static void *fake_sm_run(void *arg)
 {
-	struct fake_sm *f = arg;
+	const struct fake_sm *f = arg;
 	int fd = f->fd;
+	/* Copied: @f is on the test's stack, which a failed assertion leaves. */
+	bool bad_register = f->bad_register, other_version = f->other_version;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	uint8_t buf[UMC_SM_MAX_MSG + 1], out[UMC_SM_MAX_MSG], mad[UMC_MAD_SIZE];
 	struct umc_sa_hdr h;
@@ -314,10 +320,20 @@ static void *fake_sm_run(void *arg)
 		r.port = (struct umc_sm_port_info){ .lid = 9, .pkey_count = 1, .pkeys = { 0xffff },
 						    .lease_ms = 600000, .active_mtu = 4 };
 		len = umc_sm_msg_encode(out, &r);
-		if (f->bad_register) {
+		if (other_version) {
+			out[4] = UMC_SM_PROTO_VERSION + 1;
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			break;
+		}
+		if (bad_register) {
 			out[UMC_SM_HDR_LEN + offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
 			sendto(fd, out, len, 0, (void *)&from, fl); /* P_Key count out of range */
-			sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* OK, no body */
+			sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* no body */
+			r.hdr.tid++;
+			len = umc_sm_msg_encode(out, &r);
+			out[4] = UMC_SM_PROTO_VERSION + 1; /* another version, not our TID */
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			r.hdr.tid--;
 			len = umc_sm_msg_encode(out, &r);
 		}
 		sendto(fd, out, len, 0, (void *)&from, fl);
@@ -325,7 +341,7 @@ static void *fake_sm_run(void *arg)
 	return NULL;
 }
 
-static void fake_sm_start(struct fake_sm *f, bool bad_register)
+static void fake_sm_start(struct fake_sm *f, bool bad_register, bool other_version)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
@@ -336,6 +352,7 @@ static void fake_sm_start(struct fake_sm *f, bool bad_register)
 	assert_int_equal(getsockname(f->fd, (void *)&a, &len), 0);
 	f->port = ntohs(a.sin_port);
 	f->bad_register = bad_register;
+	f->other_version = other_version;
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_sm_run, f), 0);
 }
 
@@ -354,7 +371,7 @@ static void test_malformed_register_reply(void **state)
 	struct fake_sm f;
 
 	(void)state;
-	fake_sm_start(&f, true);
+	fake_sm_start(&f, true, false);
 	a.sm = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(f.port),
 				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(umc_sa_open(&a, &c), 0);
@@ -365,6 +382,22 @@ static void test_malformed_register_reply(void **state)
 	assert_int_equal(pa.info.pkeys[0], 0xffff);
 	assert_int_equal(pa.info.lease_ms, 600000);
 	umc_sa_close(c);
+	fake_sm_stop(&f);
+}
+
+/* An SM of another protocol version answers our REGISTER: -EPROTONOSUPPORT. */
+static void test_other_version_register(void **state)
+{
+	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
+	struct umc_sa_client *c = NULL;
+	struct fake_sm f;
+
+	(void)state;
+	fake_sm_start(&f, false, true);
+	a.sm = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(f.port),
+				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(umc_sa_open(&a, &c), -EPROTONOSUPPORT);
+	assert_null(c);
 	fake_sm_stop(&f);
 }
 
@@ -854,9 +887,9 @@ static void test_umc_sa_short_reply(void **state)
 	char out[1024];
 
 	(void)state;
-	fake_sm_start(&f, false);
-	assert_int_equal(umc_sa_at(f.port, "-c 2>/dev/null", out, sizeof(out)), 1);
-	assert_string_equal(out, "");
+	fake_sm_start(&f, false, false);
+	assert_int_equal(umc_sa_at(f.port, "-c 2>&1", out, sizeof(out)), 1);
+	assert_string_equal(out, "umc-sa: the SA's ClassPortInfo has 0 bytes, not 72\n");
 	fake_sm_stop(&f);
 }
 
@@ -927,6 +960,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_register),	cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_malformed_register_reply),
+		cmocka_unit_test(test_other_version_register),
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
