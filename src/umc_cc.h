@@ -9,15 +9,17 @@
  * and the links' receive and send bursts, the codecs they call, posting,
  * polling and the completion channel's event.  GCC puts such functions
  * in .text.hot, which the linker lays out before the rest of .text (other
- * compilers may take the mark as a hint only), so the code of a packet
- * lies on a few adjacent pages instead of
- * being spread over the library in source order: a thread woken by a
- * datagram fetches the path's code again after its sleep, from 23 pages
- * instead of 33, and its user time from the receive to the send was 5 to
- * 6 % shorter (bench/README.md, "Pages, code layout and prefetching").
- * The set is what callgrind shows a 64-byte ping-pong on RoCEv2 running
- * once or more per round trip, busy-polling and event-driven, with the
- * InfiniBand link's counterparts; inlined functions need no mark.
+ * compilers may take the mark as a hint only), so the library's code of a
+ * packet lies on a few adjacent pages instead of being spread over it in
+ * source order.  A thread woken by a datagram fetches the path's code
+ * again after its sleep: a woken pong's round trip touched 23 pages of
+ * code instead of 33 (the program's and libc's included), and its user
+ * time from the receive to the send was 5 to 6 % shorter (bench/README.md,
+ * "Pages, code layout and prefetching").  The set is what callgrind shows
+ * a 64-byte ping-pong on RoCEv2 running once or more per round trip,
+ * busy-polling and event-driven, with the InfiniBand link's counterparts.
+ * A function that every build inlines needs no mark; one in another file
+ * than its caller is not inlined without link-time optimization.
  */
 #ifndef UMC_CC_H
 #define UMC_CC_H

@@ -104,7 +104,6 @@ static const int umc_mr_access_known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOT
  * order, so nothing is touched and nothing can fault.  Without /proc, only
  * mapped-ness can be asked (mincore).  Returns 0 or -EFAULT.
  */
-UMC_HOT
 static int umc_maps_cover(uintptr_t lo, uintptr_t hi, char perm)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);

@@ -19,6 +19,7 @@ enum {
 	BTH_RESV8A = 4, /* BTH byte masked in the ICRC */
 };
 
+UMC_HOT
 void umc_lrh_encode(uint8_t out[UMC_LRH_LEN], const struct umc_lrh *l)
 {
 	out[0] = (uint8_t)((l->vl & 0x0f) << 4 | (l->lver & LRH_LVER_MASK));
@@ -28,6 +29,7 @@ void umc_lrh_encode(uint8_t out[UMC_LRH_LEN], const struct umc_lrh *l)
 	put_be16(out + 6, l->slid);
 }
 
+UMC_HOT
 void umc_lrh_decode(const uint8_t in[UMC_LRH_LEN], struct umc_lrh *l)
 {
 	l->vl = in[0] >> 4;
@@ -39,6 +41,7 @@ void umc_lrh_decode(const uint8_t in[UMC_LRH_LEN], struct umc_lrh *l)
 	l->slid = (uint16_t)get_be16(in + 6);
 }
 
+UMC_HOT
 void umc_grh_encode(uint8_t out[UMC_GRH_HDR_LEN], const struct umc_grh *g)
 {
 	put_be32(out, (uint32_t)(g->ipver & 0x0f) << 28 | (uint32_t)g->tclass << 20 |
@@ -50,6 +53,7 @@ void umc_grh_encode(uint8_t out[UMC_GRH_HDR_LEN], const struct umc_grh *g)
 	memcpy(out + 24, g->dgid, 16);
 }
 
+UMC_HOT
 void umc_grh_decode(const uint8_t in[UMC_GRH_HDR_LEN], struct umc_grh *g)
 {
 	uint32_t w = get_be32(in);

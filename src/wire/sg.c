@@ -76,6 +76,7 @@ uint32_t umc_sg_icrc(uint32_t reg, const struct umc_sg *sg, size_t off, size_t c
 	return reg;
 }
 
+UMC_HOT
 uint16_t umc_sg_vcrc(uint16_t reg, const struct umc_sg *sg, size_t off, size_t cnt)
 {
 	struct sg_walk w;
