@@ -141,12 +141,13 @@ static inline struct ibv_qp *t_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, u
 	return ibv_create_qp_ex(pd->context, &a);
 }
 
-/* RESET -> INIT -> RTR -> RTS with the minimal UD masks (IBA 10.3.1). */
-static inline int t_qp_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
+/* RESET -> INIT -> RTR -> RTS with the minimal UD masks (IBA 10.3.1), on P_Key slot @pkey_index. */
+static inline int t_qp_rts_pkey(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn,
+				uint16_t pkey_index)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
+		.pkey_index = pkey_index,
 		.port_num = 1,
 		.qkey = qkey,
 	};
@@ -161,6 +162,12 @@ static inline int t_qp_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/* t_qp_rts_pkey() on slot 0, the default P_Key's. */
+static inline int t_qp_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
+{
+	return t_qp_rts_pkey(qp, qkey, sq_psn, 0);
 }
 
 /* A QP in RTS with Q_Key @qkey on a CQ of its own, on completion channel @ch if not NULL. */

@@ -203,15 +203,7 @@ static void qp_on_pkey_index(struct t_qp *t, uint16_t index)
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 
 	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE), 0);
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_INIT, .pkey_index = index, .port_num = 1, .qkey = T_QKEY};
-	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-							   IBV_QP_QKEY),
-			 0);
-	a.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	assert_int_equal(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	assert_int_equal(t_qp_rts_pkey(t->qp, T_QKEY, 0, index), 0);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(t_post_recv(t, (size_t)i * 2048, 2048, (uint64_t)i), 0);
 }
@@ -226,7 +218,6 @@ static void test_invalid_pkey(void **state)
 	uint8_t p[256];
 	struct umc_ud_hdr h = ud_hdr(8);
 	unsigned long viol0 = T_CNT(f->e.dev, rx_pkey_viol);
-	struct ibv_wc wc;
 	__be16 slot = htons(1);
 
 	assert_int_equal(ibv_query_pkey(f->e.ctx, 1, 5, &slot), 0);
@@ -239,10 +230,7 @@ static void test_invalid_pkey(void **state)
 	/* The marker's P_Key 0xFFFF does not match slot 5 either: wait for the count. */
 	h.bth.pkey = 0xffff;
 	inject(f, p, build(f, p, &h, 8, 22, 0));
-	for (int i = 0; i < 200 && T_CNT(f->e.dev, rx_pkey_viol) < viol0 + 3; i++) {
-		assert_int_equal(ibv_poll_cq(f->r.cq, 1, &wc), 0);
-		usleep(5000);
-	}
+	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_pkey_viol, viol0 + 3, T_WAIT_MS));
 	assert_int_equal(T_CNT(f->e.dev, rx_pkey_viol), viol0 + 3);
 	t_assert_cq_empty(f->r.cq);
 }
