@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lackey-lines.c - how many distinct cache lines of code and of data a
- * program touches per unit of work, read from a valgrind lackey trace
- * (valgrind --tool=lackey --trace-mem=yes) on stdin.
+ * lackey-lines.c - how many distinct cache lines, and pages, of code and
+ * of data a program touches per unit of work, read from a valgrind lackey
+ * trace (valgrind --tool=lackey --trace-mem=yes) on stdin.
  *
  * Usage: lackey-lines SKIP WINDOW COUNT
  *
@@ -38,9 +38,9 @@
 enum { LINE_SHIFT = 6, PAGE_SHIFT = 12, TABLE_BITS = 20, TABLE_SIZE = 1 << TABLE_BITS };
 
 /*
- * A set of line numbers, open addressing, emptied in O(1) per window: a
- * slot belongs to the current window only if its stamp is the window's.
- * Kept at most half full, so that a probe always ends.
+ * A set of line (or page) numbers, open addressing, emptied in O(1) per
+ * window: a slot belongs to the current window only if its stamp is the
+ * window's.  Kept at most half full, so that a probe always ends.
  */
 struct line_set {
 	uint64_t line[TABLE_SIZE];
