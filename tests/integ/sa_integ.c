@@ -236,20 +236,28 @@ static void test_register(void **state)
 }
 
 /* Nobody listening: -ECONNREFUSED; a silent peer: -ETIMEDOUT. */
+/* A UDP socket bound to 127.0.0.1 on an ephemeral port; *@addr: where. */
+static int loopback_socket(struct sockaddr_in *addr)
+{
+	socklen_t len = sizeof(*addr);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	*addr = (struct sockaddr_in){ .sin_family = AF_INET,
+				      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(fd, (void *)addr, sizeof(*addr)), 0);
+	assert_int_equal(getsockname(fd, (void *)addr, &len), 0);
+	return fd;
+}
+
 static void test_open_errors(void **state)
 {
 	struct umc_sa_open_args a = { .timeout_ms = 300 };
-	struct sockaddr_in self = { .sin_family = AF_INET };
-	socklen_t len = sizeof(self);
 	struct umc_sa_client *c = NULL;
 	int fd;
 
 	(void)state;
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (void *)&self, sizeof(self)), 0);
-	assert_int_equal(getsockname(fd, (void *)&self, &len), 0);
-	a.sm = self;
+	fd = loopback_socket(&a.sm);
 	assert_int_equal(umc_sa_open(&a, &c), -ETIMEDOUT); /* it never answers */
 	close(fd);
 	a.timeout_ms = WAIT_MS;
@@ -260,7 +268,7 @@ static void test_open_errors(void **state)
 /* A fake SM: a socket on 127.0.0.1 and what it answers, on a thread of its own. */
 struct fake_sm {
 	int fd;
-	uint16_t port;
+	struct sockaddr_in addr; /* the fd's */
 	bool bad_register;  /* malformed and stray replies before each good one */
 	bool other_version; /* the one reply to REGISTER, of another version; then it ends */
 	pthread_t thread;
@@ -343,14 +351,7 @@ static void *fake_sm_run(void *arg)
 
 static void fake_sm_start(struct fake_sm *f, bool bad_register, bool other_version)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-
-	f->fd = socket(AF_INET, SOCK_DGRAM, 0);
-	assert_true(f->fd >= 0);
-	assert_int_equal(bind(f->fd, (void *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(f->fd, (void *)&a, &len), 0);
-	f->port = ntohs(a.sin_port);
+	f->fd = loopback_socket(&f->addr);
 	f->bad_register = bad_register;
 	f->other_version = other_version;
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_sm_run, f), 0);
@@ -372,8 +373,7 @@ static void test_malformed_register_reply(void **state)
 
 	(void)state;
 	fake_sm_start(&f, true, false);
-	a.sm = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(f.port),
-				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	a.sm = f.addr;
 	assert_int_equal(umc_sa_open(&a, &c), 0);
 	umc_sa_query_port(c, &pa);
 	assert_int_equal(pa.active, 1);
@@ -394,8 +394,7 @@ static void test_other_version_register(void **state)
 
 	(void)state;
 	fake_sm_start(&f, false, true);
-	a.sm = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(f.port),
-				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	a.sm = f.addr;
 	assert_int_equal(umc_sa_open(&a, &c), -EPROTONOSUPPORT);
 	assert_null(c);
 	fake_sm_stop(&f);
@@ -888,7 +887,7 @@ static void test_umc_sa_short_reply(void **state)
 
 	(void)state;
 	fake_sm_start(&f, false, false);
-	assert_int_equal(umc_sa_at(f.port, "-c 2>&1", out, sizeof(out)), 1);
+	assert_int_equal(umc_sa_at(ntohs(f.addr.sin_port), "-c 2>&1", out, sizeof(out)), 1);
 	assert_string_equal(out, "umc-sa: the SA's ClassPortInfo has 0 bytes, not 72\n");
 	fake_sm_stop(&f);
 }
