@@ -401,8 +401,6 @@ static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply)
 			g->rec.join_state |= g->leaving; /* send the Delete again */
 		g->leaving = 0;
 	} else {
-		if (!err && reply->data_len < UMC_MCMEMBER_LEN)
-			err = -EINVAL; /* an RMPP reply without the record */
 		/* Recorded even if the joiner left: the bits are held at the SA. */
 		if (!err)
 			umc_mcmember_decode(reply->data, &g->rec);

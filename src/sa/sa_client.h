@@ -79,7 +79,8 @@ struct umc_sa_reply {
 	uint16_t status;     /* MAD Status: 0 success, else IBA 13.4.7 / 15.2.1.1 */
 	const uint8_t *mad;  /* the response MAD (for RMPP: segment 1), UMC_MAD_SIZE bytes */
 	const uint8_t *data; /* the SA data: a GetTable's records, reassembled, else mad + 56 */
-	size_t data_len;     /* bytes at data: records * 8 * AttributeOffset, or 200 */
+	size_t data_len;     /* bytes at data: records * 8 * AttributeOffset (a method that
+				uses RMPP, umc_sa_method_uses_rmpp()), else always 200 */
 };
 
 typedef void (*umc_sa_cb)(void *ctx, int err, const struct umc_sa_reply *reply);

@@ -10,6 +10,7 @@
  * dropped; umc_sa_cancel() waits on c->cond for that mark to clear.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -221,7 +222,11 @@ static void on_segment(struct umc_sa_client *c, struct umc_sa_txn *t, const uint
  * @mad: UMC_MAD_SIZE bytes
  * @now: ms
  *
- * Responses of no pending transaction (late, cancelled) are dropped.
+ * Responses of no pending transaction (late, cancelled) are dropped, and
+ * so is an RMPP-active MAD (a DATA segment, an ABORT, a STOP) for a request
+ * whose method does not use RMPP (umc_sa_method_uses_rmpp()): a Get, Set or
+ * Delete is answered by one MAD, so such a reply always carries the whole
+ * 200 bytes of SA data its consumer decodes.
  */
 void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now)
 {
@@ -235,6 +240,8 @@ void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t n
 	if (!t)
 		return;
 	if (h.rmpp.version && (h.rmpp.flags & UMC_RMPP_FLAG_ACTIVE)) {
+		if (!umc_sa_method_uses_rmpp(t->mad[offsetof(struct umc_sa_mad_wire, method)]))
+			return;
 		if (h.rmpp.type == UMC_RMPP_TYPE_DATA)
 			on_segment(c, t, mad, &h, now);
 		else if (h.rmpp.type == UMC_RMPP_TYPE_ABORT || h.rmpp.type == UMC_RMPP_TYPE_STOP)

@@ -427,6 +427,22 @@ static inline bool umc_mad_is_response(uint8_t method)
 }
 
 /**
+ * umc_sa_method_uses_rmpp - the SA method (request or response) travels
+ * with RMPP active: GetTable, GetTraceTable and GetMulti (IBA 15.2.2 Table
+ * 182; 15.4).  Get, Set, Delete and their responses are single MADs.
+ */
+static inline bool umc_sa_method_uses_rmpp(uint8_t method)
+{
+	switch (method & (uint8_t)~UMC_MAD_METHOD_RESP) {
+	case UMC_SA_METHOD_GET_TABLE:
+	case UMC_SA_METHOD_GET_TRACE_TABLE:
+	case UMC_SA_METHOD_GET_MULTI:
+		return true;
+	}
+	return false;
+}
+
+/**
  * umc_sa_rate_order - the bandwidth rank of a PathRecord rate code (IBA
  * 15.2.5.16 Table 205), so that rates compare by speed: 2.5 < 5 < 10 < 14
  * < 20 < 25 < ... Gb/s.  Codes outside 2..22 rank 0.

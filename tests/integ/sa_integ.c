@@ -8,7 +8,7 @@
  * bounded and generous (the suite runs on a loaded machine under the
  * sanitizers); nothing waits for a fixed time to pass.  Two tests talk to
  * a fake SM on a thread instead (fake_sm_run), which sends what umc-sm
- * never does: malformed REGISTER replies, an SA reply without data.
+ * never does: malformed REGISTER replies, RMPP MADs in reply to a Get.
  *
  * Run one test: sa_integ <name substring>.  UMC_SM_VALGRIND=1 runs umc-sm
  * under valgrind.
@@ -266,6 +266,11 @@ static void test_open_errors(void **state)
 }
 
 /* A fake SM: a socket on 127.0.0.1 and what it answers, on a thread of its own. */
+static const struct umc_class_port_info fake_cpi = {
+	.base_version = 1, .class_version = 2, .cap_mask = 0x0200, .cap_mask2 = 0x1000,
+	.resp_time = 16,
+};
+
 struct fake_sm {
 	int fd;
 	struct sockaddr_in addr; /* the fd's */
@@ -278,9 +283,11 @@ struct fake_sm {
  * Answer each REGISTER with a good reply (P_Key count 1, LID 9): after two
  * malformed OK replies and one of another version to another TID when
  * f->bad_register, or instead with one of another version when
- * f->other_version, which ends it.  Answer each SA request with an RMPP
- * DATA segment that carries no data (First and Last, PayloadLength 20: the
- * SA header only), and the UNREGISTER, which ends it.
+ * f->other_version, which ends it.  Answer each SA request (a Get or Set,
+ * by the same TID) with an RMPP DATA segment that carries no data (First
+ * and Last, PayloadLength 20: the SA header only), then an RMPP ABORT, then
+ * the one GetResp MAD: fake_cpi as its data, the request's data otherwise.
+ * Answer the UNREGISTER, which ends it.
  */
 static void *fake_sm_run(void *arg)
 {
@@ -314,10 +321,19 @@ static void *fake_sm_run(void *arg)
 		r.hdr.lid = 9;
 		if (m.hdr.type == UMC_SM_SA && !umc_sa_hdr_decode(m.mad, UMC_MAD_SIZE, &h) &&
 		    !(h.mad.method & 0x80) && !h.rmpp.flags) {
-			h.mad.method |= 0x80; /* the response */
-			umc_rmpp_seg_encode(mad, &h, NULL, 0, 1);
+			h.mad.method = UMC_MAD_METHOD_GET_RESP;
 			r.hdr.type = UMC_SM_SA_REPLY;
 			r.mad = mad;
+			umc_rmpp_seg_encode(mad, &h, NULL, 0, 1);
+			len = umc_sm_msg_encode(out, &r);
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			umc_rmpp_ctl_encode(mad, &h, UMC_RMPP_TYPE_ABORT, UMC_RMPP_STATUS_T2L, 0, 0);
+			len = umc_sm_msg_encode(out, &r);
+			sendto(fd, out, len, 0, (void *)&from, fl);
+			memcpy(mad, m.mad, UMC_MAD_SIZE);
+			umc_sa_hdr_encode(mad, &h);
+			if (h.mad.attr_id == UMC_SA_ATTR_CLASS_PORT_INFO)
+				umc_cpi_encode(mad + UMC_SA_HDR_LEN, &fake_cpi);
 			len = umc_sm_msg_encode(out, &r);
 			sendto(fd, out, len, 0, (void *)&from, fl);
 			continue;
@@ -397,6 +413,39 @@ static void test_other_version_register(void **state)
 	a.sm = f.addr;
 	assert_int_equal(umc_sa_open(&a, &c), -EPROTONOSUPPORT);
 	assert_null(c);
+	fake_sm_stop(&f);
+}
+
+/*
+ * A Get is answered by one MAD: the client passes over an RMPP DATA segment
+ * without data and an RMPP ABORT with the Get's TID, and hands over the
+ * GetResp after them, with its 200 bytes of SA data.
+ */
+static void test_rmpp_reply_to_get(void **state)
+{
+	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
+	struct umc_class_port_info cpi;
+	struct umc_sa_client *c = NULL;
+	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
+	struct fake_sm f;
+
+	(void)state;
+	fake_sm_start(&f, false, false);
+	a.sm = f.addr;
+	assert_int_equal(umc_sa_open(&a, &c), 0);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
+	assert_int_equal(res.status, 0);
+	assert_int_equal(res.mad[offsetof(struct umc_sa_mad_wire, rmpp_version)], 0);
+	assert_int_equal(res.data_len, UMC_SA_DATA_LEN);
+	umc_cpi_decode(res.data, &cpi);
+	assert_int_equal(cpi.class_version, fake_cpi.class_version);
+	assert_int_equal(cpi.cap_mask, fake_cpi.cap_mask);
+	assert_int_equal(cpi.cap_mask2, fake_cpi.cap_mask2);
+	assert_int_equal(cpi.resp_time, fake_cpi.resp_time);
+	umc_sa_result_free(&res);
+	umc_sa_close(c);
 	fake_sm_stop(&f);
 }
 
@@ -879,16 +928,18 @@ static int umc_sa(const struct test_sm *sm, const char *args, char *out, size_t 
 	return umc_sa_at(sm->port, args, out, cap);
 }
 
-/* An SA reply shorter than a ClassPortInfo: umc-sa says so, prints none, exits 1. */
-static void test_umc_sa_short_reply(void **state)
+/* umc-sa -c prints the ClassPortInfo of the GetResp, not of the RMPP MADs before it. */
+static void test_umc_sa_rmpp_reply(void **state)
 {
 	struct fake_sm f;
 	char out[1024];
 
 	(void)state;
 	fake_sm_start(&f, false, false);
-	assert_int_equal(umc_sa_at(ntohs(f.addr.sin_port), "-c 2>&1", out, sizeof(out)), 1);
-	assert_string_equal(out, "umc-sa: the SA's ClassPortInfo has 0 bytes, not 72\n");
+	assert_int_equal(umc_sa_at(ntohs(f.addr.sin_port), "-c 2>&1", out, sizeof(out)), 0);
+	assert_string_equal(out, "base_version 1\nclass_version 2\ncapability_mask 0x0200\n"
+				 "capability_mask2 0x00001000\nresp_time_value 16\n"
+				 "send_only_full_member yes\n");
 	fake_sm_stop(&f);
 }
 
@@ -960,11 +1011,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_register),	cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_malformed_register_reply),
 		cmocka_unit_test(test_other_version_register),
+		cmocka_unit_test(test_rmpp_reply_to_get),
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
 		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
-		cmocka_unit_test(test_umc_sa_short_reply),
+		cmocka_unit_test(test_umc_sa_rmpp_reply),
 	};
 	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
 	size_t i, n = 0;

@@ -5,7 +5,7 @@ target_link_libraries(sa_integ umcast_static PkgConfig::CMOCKA)
 add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
     sendonly lease_expiry restart get_table_10000 timeout_cancel hostile umc_sa_tool
-    umc_sa_short_reply)
+    umc_sa_rmpp_reply rmpp_reply_to_get)
   umc_test(integ/sa_${t} sa_integ test_${t})
 endforeach()
 # umc-sm under valgrind: no error, no leak, through the hostile datagrams and a

@@ -208,6 +208,20 @@ static void test_rates(void **state)
 	assert_false(umc_sa_mtu_valid(0) || umc_sa_mtu_valid(6));
 }
 
+/* Which SA methods travel with RMPP (IBA 15.2.2 Table 182), request or response. */
+static void test_rmpp_methods(void **state)
+{
+	static const uint8_t rmpp[] = { 0x12, 0x92, 0x13, 0x93, 0x14, 0x94 };
+	static const uint8_t single[] = { 0x01, 0x81, 0x02, 0x06, 0x86, 0x15, 0x95, 0x00 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rmpp); i++)
+		assert_true(umc_sa_method_uses_rmpp(rmpp[i]));
+	for (i = 0; i < sizeof(single); i++)
+		assert_false(umc_sa_method_uses_rmpp(single[i]));
+}
+
 /* PayloadLength counts the 20-byte SA header of every segment (IBA 13.6.2.3). */
 static void test_rmpp_paylen(void **state)
 {
@@ -403,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_rates),		cmocka_unit_test(test_rmpp_paylen),
 		cmocka_unit_test(test_rmpp_round_trip), cmocka_unit_test(test_rmpp_loss),
 		cmocka_unit_test(test_rmpp_bad),	cmocka_unit_test(test_rmpp_ack),
+		cmocka_unit_test(test_rmpp_methods),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,12 +189,6 @@ static int query(struct umc_sa_client *c, const struct opts *o)
 	if (o->cmd == CMD_CPI) {
 		struct umc_class_port_info cpi;
 
-		if (res.data_len < UMC_CPI_LEN) { /* an RMPP reply may carry less */
-			fprintf(stderr, "umc-sa: the SA's ClassPortInfo has %zu bytes, not %d\n",
-				res.data_len, UMC_CPI_LEN);
-			umc_sa_result_free(&res);
-			return 1;
-		}
 		umc_cpi_decode(res.data, &cpi);
 		printf("base_version %u\nclass_version %u\ncapability_mask 0x%04x\n"
 		       "capability_mask2 0x%08x\nresp_time_value %u\nsend_only_full_member %s\n",

@@ -80,14 +80,14 @@ static int ib_data_iface(const struct sockaddr_in *sm, struct in_addr *addr, uns
 /*
  * The IPoIB broadcast group's record from a Get reply (the kernel's cached
  * IPoIB group: joins inherit its fields, RDMA_PS_IPOIB its Q_Key): @mad,
- * and its SA data @data of @len bytes (an RMPP reply may hold no record).
+ * and its SA data @data (the 200 bytes of a Get reply, umc_sa_reply).
  */
-static void ib_bcast_set(struct ib_port *port, const uint8_t *mad, const uint8_t *data, size_t len)
+static void ib_bcast_set(struct ib_port *port, const uint8_t *mad, const uint8_t *data)
 {
 	struct umc_sa_hdr h;
 	struct umc_mcmember rec;
 
-	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.status || len < UMC_MCMEMBER_LEN)
+	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.status)
 		return;
 	umc_mcmember_decode(data, &rec);
 	pthread_mutex_lock(&port->dev.lock);
@@ -109,7 +109,7 @@ static void ib_bcast_mad(uint8_t mad[UMC_MAD_SIZE])
 static void ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
 {
 	if (!err)
-		ib_bcast_set(ctx, reply->mad, reply->data, reply->data_len);
+		ib_bcast_set(ctx, reply->mad, reply->data);
 }
 
 /*
@@ -195,7 +195,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 	__atomic_store_n(&port->sa, sa, __ATOMIC_RELEASE);
 	ib_bcast_mad(mad);
 	if (umc_sa_call(sa, mad, 0, UMC_SA_RETRIES, &res) == 0) {
-		ib_bcast_set(port, res.mad, res.data, res.data_len);
+		ib_bcast_set(port, res.mad, res.data);
 		umc_sa_result_free(&res);
 	}
 	return 0;
