@@ -26,6 +26,17 @@
  *             umcast's kernel share, with none of its user-space work.
  *             On both ends: the payload starts 4 bytes earlier in the
  *             datagram.
+ *   -V        -G and the work every RoCEv2 datagram needs in user space,
+ *             done with umcast's own codecs (src/wire): the sender
+ *             encodes BTH and DETH and computes the ICRC (through a
+ *             memo, as umcast's send path does); the receiver checks the
+ *             ICRC and decodes the headers (umc_rocev2_rx_check_sg, as
+ *             umcast's receive path) and writes the 40-byte GRH in front
+ *             of the payload, as a UD receive buffer holds it.  The
+ *             datagrams are umcast's, byte for byte in length (BTH, DETH,
+ *             payload, ICRC).  The floor for any RoCEv2 implementation on
+ *             UDP sockets: none of the verbs' queues, completions or events.
+ *             On both ends.
  *
  * Options, roles and output: perf_common.c (the "result ..." line with
  * transport=udp); this file is how raw UDP sends and receives.
@@ -49,12 +60,20 @@
 #include <unistd.h>
 
 #include "perf_common.h"
+#include "wire/roce.h"
+#include "wire/sg.h"
 
 #define HDR PERF_ROCE_OVERHEAD
 #define TAIL 4 /* -G: the bytes of HDR that stand for the ICRC, after the payload */
 /* -G: room for the two control messages (TTL, TOS) a receive takes */
 #define RX_CTL (2 * CMSG_SPACE(sizeof(int)))
 #define RX_SOCKBUF (4 << 20) /* umcast's UMC_RX_SOCKBUF */
+/* -V: BTH + DETH, the GRH in front of a receive's payload, the ICRC (and pad) */
+#define V_HDR (UMC_BTH_LEN + UMC_DETH_LEN)
+#define V_GRH 40
+#define V_TAIL (3 + UMC_ICRC_LEN)
+#define V_QKEY 0x01234567u /* RDMA_UDP_QKEY */
+#define V_MCAST_QPN 0xFFFFFFu
 
 static const char prog[] = "udp-perf";
 static struct perf_opts o;
@@ -154,6 +173,12 @@ struct tx {
 	struct mmsghdr *msg;
 	struct iovec (*iov)[3];
 	uint8_t *buf; /* depth slots of size */
+	/* -V: per datagram its BTH + DETH and its tail (pad, ICRC); the stream */
+	uint8_t (*vhdr)[V_HDR];
+	uint8_t (*vtail)[V_TAIL];
+	struct umc_ip_ctx ip; /* what the ICRC covers of the IP and UDP headers */
+	struct umc_icrc_memo memo;
+	uint32_t psn;
 };
 
 static void tx_init(struct tx *t, struct in_addr grp, int n)
@@ -167,8 +192,47 @@ static void tx_init(struct tx *t, struct in_addr grp, int n)
 	t->msg = calloc(n, sizeof(*t->msg));
 	t->iov = calloc(n, sizeof(*t->iov));
 	t->buf = calloc(o.depth, o.size ? o.size : 1);
-	if (!t->msg || !t->iov || !t->buf)
+	t->vhdr = calloc(n, sizeof(*t->vhdr));
+	t->vtail = calloc(n, sizeof(*t->vtail));
+	if (!t->msg || !t->iov || !t->buf || !t->vhdr || !t->vtail)
 		perf_die("calloc");
+	if (o.roce_work) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+
+		if (getsockname(t->fd, (struct sockaddr *)&sa, &len))
+			perf_die("getsockname");
+		t->ip = (struct umc_ip_ctx){.family = 4, .sport = ntohs(sa.sin_port),
+					    .dport = (uint16_t)o.port, .df = true};
+		memcpy(t->ip.src, &bind_addr, 4);
+		memcpy(t->ip.dst, &grp, 4);
+	}
+}
+
+/*
+ * -V: datagram @i as umcast's send path builds it (link/roce/tx.c): BTH and
+ * DETH, and the ICRC over them (through the stream's memo), @payload and
+ * the pad.
+ */
+static void v_encode(struct tx *t, int i, uint8_t *payload)
+{
+	unsigned pad = (4 - o.size % 4) % 4;
+	struct umc_ud_hdr h = {
+		.bth = {.opcode = UMC_OP_UD_SEND_ONLY, .pad_cnt = (uint8_t)pad, .pkey = 0xFFFF,
+			.dest_qpn = V_MCAST_QPN, .psn = t->psn++ & 0xFFFFFF},
+		.deth = {.qkey = V_QKEY, .src_qpn = 0x11},
+	};
+	size_t hl = umc_ud_hdr_encode(t->vhdr[i], &h);
+	uint32_t crc = umc_icrc_start_memo(&t->memo, &t->ip, hl + o.size + pad + UMC_ICRC_LEN,
+					   t->vhdr[i], hl);
+
+	crc = umc_icrc_update(crc, payload, o.size);
+	memset(t->vtail[i], 0, pad);
+	crc = umc_icrc_update(crc, t->vtail[i], pad);
+	umc_icrc_put(t->vtail[i] + pad, umc_icrc_final(crc));
+	t->iov[i][0] = (struct iovec){t->vhdr[i], hl};
+	t->iov[i][1] = (struct iovec){payload, o.size};
+	t->iov[i][2] = (struct iovec){t->vtail[i], pad + UMC_ICRC_LEN};
 }
 
 /* Send datagrams [0, n) whose payloads are @bufs: one sendmmsg (looped on partial). */
@@ -177,9 +241,13 @@ static void tx_send(struct tx *t, uint8_t **bufs, int n)
 	int done = 0;
 
 	for (int i = 0; i < n; i++) {
-		t->iov[i][0] = (struct iovec){(void *)roce_hdr, o.roce_shape ? HDR - TAIL : HDR};
-		t->iov[i][1] = (struct iovec){bufs[i], o.size};
-		t->iov[i][2] = (struct iovec){(void *)(roce_hdr + HDR - TAIL), TAIL};
+		if (o.roce_work) {
+			v_encode(t, i, bufs[i]);
+		} else {
+			t->iov[i][0] = (struct iovec){(void *)roce_hdr, o.roce_shape ? HDR - TAIL : HDR};
+			t->iov[i][1] = (struct iovec){bufs[i], o.size};
+			t->iov[i][2] = (struct iovec){(void *)(roce_hdr + HDR - TAIL), TAIL};
+		}
 		t->msg[i].msg_hdr = (struct msghdr){
 			.msg_name = o.connected ? NULL : &t->dst,
 			.msg_namelen = o.connected ? 0 : sizeof(t->dst),
@@ -199,6 +267,8 @@ static void tx_send(struct tx *t, uint8_t **bufs, int n)
 
 struct rx {
 	int fd;
+	struct in_addr grp;
+	struct umc_icrc_memo memo; /* -V: the ICRC prefix of the last datagram */
 	struct perf_rx acct;
 	uint8_t *buf; /* depth slots of HDR + size (+1 to see truncation); -G: of size */
 	uint32_t block, nblocks; /* the ring is used in blocks of -B slots */
@@ -211,9 +281,15 @@ struct rx {
 	uint8_t (*ctl)[RX_CTL];	   /* -G: the control messages */
 };
 
+/* Where a slot's payload starts: -V leaves room for the GRH in front of it. */
+static size_t rx_payload_off(void)
+{
+	return o.roce_work ? V_GRH : 0;
+}
+
 static size_t rx_slot_len(void)
 {
-	return HDR + o.size + 1;
+	return (o.roce_work ? V_GRH : HDR) + o.size + 1;
 }
 
 /* Iovecs per datagram, and the one a datagram's payload lands in. */
@@ -239,6 +315,7 @@ static void rx_init(struct rx *r, struct in_addr grp)
 	int niov = rx_niov();
 
 	r->fd = rx_socket(grp);
+	r->grp = grp;
 	r->buf = calloc(o.depth, rx_slot_len());
 	r->msg = calloc(o.batch, sizeof(*r->msg));
 	r->iov = calloc((size_t)o.batch * niov, sizeof(*r->iov));
@@ -257,9 +334,11 @@ static void rx_init(struct rx *r, struct in_addr grp)
 			continue;
 		}
 		/* The payload in the ring, the rest beside it, as umcast lands it. */
-		v[0] = (struct iovec){r->hdr[i], HDR - TAIL};
-		v[1] = (struct iovec){r->buf + (size_t)i * rx_slot_len(), o.size};
-		v[2] = (struct iovec){r->hdr[i] + HDR - TAIL, TAIL + 1};
+		size_t hl = o.roce_work ? V_HDR : HDR - TAIL;
+
+		v[0] = (struct iovec){r->hdr[i], hl};
+		v[1] = (struct iovec){r->buf + (size_t)i * rx_slot_len() + rx_payload_off(), o.size};
+		v[2] = (struct iovec){r->hdr[i] + hl, HDR + 1 - hl};
 		r->msg[i].msg_hdr.msg_name = &r->names[i];
 		r->msg[i].msg_hdr.msg_control = r->ctl[i];
 		rx_reset_lens(r, i);
@@ -272,6 +351,8 @@ static void tx_free(struct tx *t)
 	free(t->msg);
 	free(t->iov);
 	free(t->buf);
+	free(t->vhdr);
+	free(t->vtail);
 }
 
 static void rx_free(struct rx *r)
@@ -286,6 +367,43 @@ static void rx_free(struct rx *r)
 }
 
 /*
+ * -V: check datagram @i as umcast's receive path does (link/roce/rx.c: the
+ * IP context from its name and control messages, umc_rocev2_rx_check_sg
+ * through the socket's memo, the keys) and write its GRH in front of the
+ * payload.  A datagram that fails is a broken measurement: exit.
+ */
+static void v_check(struct rx *r, int i)
+{
+	struct msghdr *mh = &r->msg[i].msg_hdr;
+	struct umc_sg sg = {mh->msg_iov, (int)mh->msg_iovlen, r->msg[i].msg_len};
+	struct umc_ip_ctx ip = {.family = 4, .sport = ntohs(r->names[i].sin_port),
+				.dport = (uint16_t)o.port, .df = true};
+	struct umc_ud_hdr h;
+	size_t off, len;
+	bool solved;
+
+	memcpy(ip.src, &r->names[i].sin_addr, 4);
+	memcpy(ip.dst, &r->grp, 4);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		int v;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			ip.hop_limit = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			ip.tclass = *CMSG_DATA(c);
+		}
+	}
+	if (umc_rocev2_rx_check_sg(&ip, &sg, &h, &off, &len, &solved, &r->memo) || solved ||
+	    h.bth.pkey != 0xFFFF || h.bth.dest_qpn != V_MCAST_QPN || h.deth.qkey != V_QKEY ||
+	    len != o.size) {
+		fprintf(stderr, "%s: -V: a datagram failed its RoCEv2 checks\n", prog);
+		exit(1);
+	}
+	umc_grh_synth((uint8_t *)mh->msg_iov[1].iov_base - V_GRH, &ip, r->msg[i].msg_len);
+}
+
+/*
  * Receive up to -B datagrams; *@payloads[i] points at each payload.  Returns
  * the count.  The ring advances a block of -B slots after a call that
  * received something, so an empty poll touches nothing but the syscall.
@@ -297,8 +415,8 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 	if (r->used) {
 		r->block = (r->block + 1) % r->nblocks;
 		for (int i = 0; i < o.batch; i++)
-			rx_payload_iov(r, i)->iov_base =
-				r->buf + ((size_t)r->block * o.batch + i) * rx_slot_len();
+			rx_payload_iov(r, i)->iov_base = r->buf + rx_payload_off() +
+							 ((size_t)r->block * o.batch + i) * rx_slot_len();
 		for (int i = 0; i < r->got; i++)
 			rx_reset_lens(r, i);
 		r->used = false;
@@ -309,8 +427,11 @@ static int rx_burst(struct rx *r, uint8_t **payloads)
 			return 0;
 		perf_die("recvmmsg");
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (o.roce_work)
+			v_check(r, i);
 		payloads[i] = (uint8_t *)rx_payload_iov(r, i)->iov_base + (o.roce_shape ? 0 : HDR);
+	}
 	r->used = n > 0;
 	r->got = o.roce_shape ? n : 0;
 	return n;
@@ -504,6 +625,8 @@ static void usage(void)
 		"  -G       RoCEv2's datagram shape (on both ends: it moves the payload):\n"
 		"           source address, TTL and TOS with each receive, three iovecs\n"
 		"           per datagram, umcast's socket options\n"
+		"  -V       -G and RoCEv2's user-space work, with umcast's codecs (on both\n"
+		"           ends): BTH, DETH and ICRC on send; ICRC, decode and GRH on receive\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
 		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
 		prog);
@@ -514,7 +637,7 @@ static const struct perf_transport udp = {
 	.prog = prog,
 	.name = "udp",
 	/* -o is taken and ignored: a plain UDP sender is never a member. */
-	.optstring = "m:g:b:p:scoGL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
+	.optstring = "m:g:b:p:scoGVL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
 	.size_max = 65000,
 	.batch_max = 1024,
 	.port = 5791,

@@ -9,7 +9,9 @@
 # waits for its timeout.  At the bound itself, 8 bytes, a round-trip run
 # of umc-perf and of udp-perf completes on loopback with every round trip
 # counted and none lost.  A count or size with a fraction left (-S 8.5)
-# is refused too, where it used to be cut down without a word.
+# is refused too, where it used to be cut down without a word.  udp-perf
+# -V (raw UDP doing RoCEv2's user-space work with umcast's codecs, a
+# benchmark floor) completes its round trips and checks what it receives.
 #
 # Env: UMC_BUILD_DIR (ctest sets it).
 set -u
@@ -67,38 +69,65 @@ done
 usage_error "umc-perf -S 4097" "-S 4097 is above the path MTU 4096" \
 	"$bin/umc-perf" -L ping -m 239.1.7.1 -S 4097 -n 10
 
-# 2. -S 8: a round trip run completes, every round trip counted.
-n=200
-for t in umc-perf udp-perf; do
-	group=239.1.7.11
-	[ $t = udp-perf ] && group=239.1.7.21
+# roundtrip TOOL GROUP "PONG_ARGS" "PING_ARGS" N: a bounded round-trip run;
+# sets $rc (the ping's exit status), $line (its result line) and $prc (the
+# pong's), or returns 1 when the pong never got ready.
+roundtrip() {
+	local t=$1 group=$2 pargs=$3 iargs=$4 n=$5 pong rfd
 	# The pong's ready byte (-R: joined, every receive posted), waited for
 	# (bounded) instead of a sleep: a ping sent before it is lost, and
 	# lost counts the warm-up round trips too.
 	rm -f "$tmp/ready"
 	mkfifo "$tmp/ready"
 	exec {rfd}<>"$tmp/ready"
-	timeout 30 "$bin/$t" -L pong -m $group -S 8 -I 2000 -T 20000 -R 9 9>"$tmp/ready" \
+	# shellcheck disable=SC2086
+	timeout 30 "$bin/$t" -L pong -m "$group" $pargs -I 2000 -T 20000 -R 9 9>"$tmp/ready" \
 		>"$tmp/pong" 2>&1 &
 	pong=$!
 	if ! read -r -t 20 -N 1 -u "$rfd" _; then
 		exec {rfd}<&-
-		bad "$t -S 8: the pong was not ready within 20 s: $(tail -2 "$tmp/pong")"
 		kill "$pong" 2>/dev/null
 		wait "$pong"
-		continue
+		return 1
 	fi
 	exec {rfd}<&-
-	timeout 30 "$bin/$t" -L ping -m $group -S 8 -n $n -w 10 >"$tmp/ping" 2>&1
+	# shellcheck disable=SC2086
+	timeout 30 "$bin/$t" -L ping -m "$group" $iargs -n "$n" -w 10 >"$tmp/ping" 2>&1
 	rc=$?
 	wait $pong
+	prc=$?
 	line=$(grep '^result .*role=ping' "$tmp/ping")
-	if [ $rc = 0 ] && [[ "$line" == *" size=8 iters=$n lost=0 "* ]]; then
-		ok "$t -S 8: $n round trips, none lost"
+}
+
+# 2. -S 8: a round trip run completes, every round trip counted; so does
+# udp-perf -V (umcast's codecs on raw UDP), at -S 8 and, with a pad, -S 10.
+n=200
+while read -r t group size args; do
+	label="$t $args -S $size"
+	if ! roundtrip "$t" "$group" "-S $size $args" "-S $size $args" $n; then
+		bad "$label: the pong was not ready within 20 s: $(tail -2 "$tmp/pong")"
+	elif [ $rc = 0 ] && [[ "$line" == *" size=$size iters=$n lost=0 "* ]]; then
+		ok "$label: $n round trips, none lost"
 	else
-		bad "$t -S 8: exit $rc: $(tail -2 "$tmp/ping")"
+		bad "$label: exit $rc: $(tail -2 "$tmp/ping")"
 	fi
-done
+done <<EOF2
+umc-perf 239.1.7.11 8
+udp-perf 239.1.7.21 8
+udp-perf 239.1.7.31 8 -V
+udp-perf 239.1.7.41 10 -V
+EOF2
+
+# 3. udp-perf -V checks what it receives: a -V pong takes the first -G
+# datagram (no BTH, no ICRC) as a broken measurement and exits 1.
+if ! roundtrip udp-perf 239.1.7.51 "-S 8 -V" "-S 8 -G -I 200" 3; then
+	bad "udp-perf -V pong, -G ping: the pong was not ready within 20 s"
+elif [ $prc = 1 ] && grep -q -- "-V: a datagram failed its RoCEv2 checks" "$tmp/pong" &&
+	[[ "$line" == *" iters=0 lost="* ]]; then
+	ok "udp-perf -V pong, -G ping: pong exit 1 ($(head -1 "$tmp/pong")), no echo"
+else
+	bad "udp-perf -V pong, -G ping: pong exit $prc, ping: $line; pong: $(tail -2 "$tmp/pong")"
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails = 0 ]

@@ -138,6 +138,7 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 		case 'e': o->events = true; break;
 		case 'E': o->events = o->epoll_set = true; break;
 		case 'G': o->roce_shape = true; break;
+		case 'V': o->roce_shape = o->roce_work = true; break;
 		case 'O': o->dump = optarg; break;
 		case 'w': o->warmup = (uint64_t)NUM("-w", 0, 1e9); break;
 		case 'R': o->ready_fd = (int)NUM("-R", 0, INT_MAX); break;

@@ -54,6 +54,7 @@ struct perf_opts {
 	bool events, connected;		   /* -e, -c */
 	bool epoll_set;			   /* -E (udp-perf): -e through an epoll set */
 	bool roce_shape;		   /* -G (udp-perf): RoCEv2's receive and send shape */
+	bool roce_work;			   /* -V (udp-perf): -G and RoCEv2's user-space work */
 	double rate;			   /* -r */
 	int ready_fd;			   /* -R */
 	int idle_ms, timeout_ms;	   /* -I, -T */
