@@ -24,7 +24,8 @@
 #     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
 #   - diagnostic: umcast again with UMC_RX_THREAD=0; the transport's
 #     floor, raw UDP round trips with RoCEv2's datagram shape (udp-perf -G,
-#     busy and on an epoll set); and where a busy round trip's time goes,
+#     busy and on an epoll set), and with RoCEv2's user-space work too
+#     (udp-perf -V, umcast's codecs); and where a busy round trip's time goes,
 #     kernel and user space, per side (bench/critpath.c, x86-64; DIAG=0
 #     skips all three).
 #
@@ -123,17 +124,22 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 # source address, TTL and TOS with every receive, three iovecs per
 # datagram, umcast's socket options), busy-polling round trips and
 # event-driven ones on an epoll set: what umcast's datagrams cost the
-# kernel with none of umcast's user-space work; diagnostics.
+# kernel with none of umcast's user-space work; diagnostics.  udpV,
+# udpEV: the same with RoCEv2's user-space work too, done with umcast's
+# codecs (udp-perf -V: BTH, DETH and ICRC on send; ICRC, decode and GRH on
+# receive), busy and event-driven: the floor of any RoCEv2 implementation
+# on UDP sockets, which leaves out the verbs' queues, completions and
+# events; diagnostics.
 declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
 	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf [udpE]=$BIN/udp-perf [udpG]=$BIN/udp-perf
-	[udpEG]=$BIN/udp-perf)
+	[udpEG]=$BIN/udp-perf [udpV]=$BIN/udp-perf [udpEV]=$BIN/udp-perf)
 declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]=""
-	[udpE]="" [udpG]="" [udpEG]="")
+	[udpE]="" [udpG]="" [udpEG]="" [udpV]="" [udpEV]="")
 declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR"
-	[udpE]="-E" [udpG]="-G" [udpEG]="-E -G")
+	[udpE]="-E" [udpG]="-G" [udpEG]="-E -G" [udpV]="-V" [udpEV]="-E -V")
 declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
 	[umcast0]=239.10.3.1 [umcib]=239.10.4.1 [udpE]=239.10.5.1 [udpG]=239.10.6.1
-	[udpEG]=239.10.7.1)
+	[udpEG]=239.10.7.1 [udpV]=239.10.8.1 [udpEV]=239.10.9.1)
 DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
@@ -265,10 +271,10 @@ med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
 # receivers, or in the busy-polling (lat) or event-driven (ev) round trips.
 order() {
 	local list=() t
-	for t in umcast umcast0 udp udpE udpG udpEG libfabric umcib; do
+	for t in umcast umcast0 udp udpE udpG udpEG udpV udpEV libfabric umcib; do
 		case $t in
-		udpE | udpEG) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
-		udpG) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
+		udpE | udpEG | udpEV) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
+		udpG | udpV) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
@@ -276,7 +282,7 @@ order() {
 		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] && [ "$size" -le "$IB_MTU" ] ||
 			continue ;;
 		esac
-		[ "${3:-}" = ev ] && [[ " umcast udp udpE udpEG " != *" $t "* ]] && continue
+		[ "${3:-}" = ev ] && [[ " umcast udp udpE udpEG udpEV " != *" $t "* ]] && continue
 		list+=("$t")
 	done
 	if (($1 % 2 == 0)); then
@@ -425,6 +431,11 @@ for size in $SIZES; do
 	figure "diag_evlat_p50_vs_udp_epoll_shape_$size" ratio "${EA[umcast,$size]:-}" \
 		"${EA[udpEG,$size]:-}"
 	figure "udp_epoll_shape_vs_udp_evlat_$size" ratio "${EA[udpEG,$size]:-}" "${EA[udp,$size]:-}"
+	figure "diag_p50_vs_udp_work_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpV,$size]:-}"
+	figure "udp_work_vs_udp_p50_$size" ratio "${LA[udpV,$size]:-}" "${LA[udp,$size]:-}"
+	figure "diag_evlat_p50_vs_udp_epoll_work_$size" ratio "${EA[umcast,$size]:-}" \
+		"${EA[udpEV,$size]:-}"
+	figure "udp_epoll_work_vs_udp_evlat_$size" ratio "${EA[udpEV,$size]:-}" "${EA[udp,$size]:-}"
 	figure "ib_rate_vs_roce_$size" ratio "${RS[umcib,$size,1]:-}" "${RS[umcast,$size,1]:-}"
 	for n in $FANOUT; do
 		figure "fanout${n}_vs_udp_$size" ratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
@@ -563,6 +574,20 @@ if [ "$DIAG" = 1 ]; then
 			"$(fig "diag_p50_vs_udp_shape_$size")" "$(med <<<"${EA[udpEG,$size]:-}")" \
 			"$(fig "udp_epoll_shape_vs_udp_evlat_$size")" \
 			"$(fig "diag_evlat_p50_vs_udp_epoll_shape_$size")"
+	done
+	echo
+	echo "Diagnostic: the floor of any RoCEv2 implementation on UDP sockets: udp-perf -V, -G and"
+	echo "RoCEv2's user-space work with umcast's codecs (BTH, DETH and ICRC on send; ICRC,"
+	echo "decode and GRH on receive), none of the verbs' queues, completions or events;"
+	echo "round-trip p50, us, as above"
+	printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' size "UDP -V" "UDP -V/UDP" \
+		"umcast/UDP -V" "-E -V" "-E -V/UDP -e" "umcast -e/-E -V"
+	for size in $SIZES; do
+		printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' "$size" \
+			"$(med <<<"${LA[udpV,$size]:-}")" "$(fig "udp_work_vs_udp_p50_$size")" \
+			"$(fig "diag_p50_vs_udp_work_$size")" "$(med <<<"${EA[udpEV,$size]:-}")" \
+			"$(fig "udp_epoll_work_vs_udp_evlat_$size")" \
+			"$(fig "diag_evlat_p50_vs_udp_epoll_work_$size")"
 	done
 	echo
 fi
