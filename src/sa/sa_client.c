@@ -113,7 +113,7 @@ static void registered(struct umc_sa_client *c, const struct umc_sm_msg *m, uint
 	c->req_guid = m->port.port_guid; /* keep the GUID across re-registrations */
 	c->reg_ptid = 0;
 	c->last_renewed = now;
-	c->next_renew = now + (m->port.lease_ms ? m->port.lease_ms : UMC_SM_LEASE_MS) / 3;
+	c->next_renew = now + m->port.lease_ms / 3; /* 100 ms at least (umc_sm_msg_decode) */
 	lid_cache_clear(c);
 }
 

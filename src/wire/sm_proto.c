@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "umc_param.h"
 #include "wire/be.h"
+#include "wire/ib.h"
+#include "wire/ib_mad.h"
 #include "wire/sm_proto.h"
 
 enum { MAD_LEN = 256 };
@@ -128,6 +131,23 @@ static void decode_body(const uint8_t *b, struct umc_sm_msg *m)
 	}
 }
 
+/*
+ * The values of a REGISTER reply that the port takes as they are: the
+ * P_Key table's length (the port's table is indexed by it), the MTU codes
+ * (a shift count for the longest message, ibv_query_port's enum ibv_mtu),
+ * the lease (a third of it is the renewal period: a tiny one would renew
+ * without pause and lose the port every few milliseconds) and the MLID map
+ * (multicast LIDs, IBA 4.1.2).  umc-sm sends nothing else.
+ */
+static bool port_info_valid(const struct umc_sm_port_info *pi)
+{
+	return pi->pkey_count >= 1 && pi->pkey_count <= UMC_SM_PKEY_TABLE_MAX &&
+	       umc_sa_mtu_valid(pi->active_mtu) && umc_sa_mtu_valid(pi->max_mtu) &&
+	       pi->active_mtu <= pi->max_mtu && pi->lease_ms >= UMC_SM_LEASE_MIN_MS &&
+	       pi->lease_ms <= UMC_SM_LEASE_MAX_MS && pi->mlid_base >= UMC_MLID_FIRST &&
+	       pi->mlid_base <= pi->mlid_max && pi->mlid_max < UMC_LID_PERMISSIVE;
+}
+
 int umc_sm_msg_decode(const uint8_t *p, size_t len, struct umc_sm_msg *m)
 {
 	const struct umc_sm_wire_hdr *w = (const void *)p;
@@ -149,8 +169,7 @@ int umc_sm_msg_decode(const uint8_t *p, size_t len, struct umc_sm_msg *m)
 		return -EBADMSG;
 	if (want) {
 		decode_body(p + UMC_SM_HDR_LEN, m);
-		if (m->hdr.type == UMC_SM_REGISTER_REPLY &&
-		    (m->port.pkey_count < 1 || m->port.pkey_count > UMC_SM_PKEY_TABLE_MAX))
+		if (m->hdr.type == UMC_SM_REGISTER_REPLY && !port_info_valid(&m->port))
 			return -EBADMSG;
 	}
 	return 0;

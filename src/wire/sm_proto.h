@@ -255,12 +255,15 @@ struct umc_sm_msg {
  *
  * Checks, once: the header is complete and has the magic; the version is
  * UMC_SM_PROTO_VERSION; the type is known; the body has exactly the
- * length of that type (none for a reply whose status is not OK); a
- * REGISTER reply's P_Key count is 1..UMC_SM_PKEY_TABLE_MAX.
+ * length of that type (none for a reply whose status is not OK); in a
+ * REGISTER reply, the P_Key count is 1..UMC_SM_PKEY_TABLE_MAX, both MTU
+ * codes are 1..5 (IBV_MTU_256..IBV_MTU_4096) with the active one at most
+ * the largest, the lease is UMC_SM_LEASE_MIN_MS..UMC_SM_LEASE_MAX_MS and
+ * the MLIDs are multicast ones, mlid_base..mlid_max within 0xC000..0xFFFE.
  *
  * Context: pure.
  * Returns: 0; -EBADMSG for a short datagram, a wrong magic, a wrong body
- * length or an unknown type; -EPROTONOSUPPORT for another version (then
+ * length, an unknown type or a REGISTER reply's value out of range; -EPROTONOSUPPORT for another version (then
  * m->hdr is decoded, so that the receiver can answer BAD_VERSION).
  */
 int umc_sm_msg_decode(const uint8_t *p, size_t len, struct umc_sm_msg *m);

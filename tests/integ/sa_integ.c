@@ -280,9 +280,9 @@ struct fake_sm {
 };
 
 /*
- * Answer each REGISTER with a good reply (P_Key count 1, LID 9): after two
- * malformed OK replies and one of another version to another TID when
- * f->bad_register, or instead with one of another version when
+ * Answer each REGISTER with a good reply (P_Key count 1, LID 9): after four
+ * malformed OK replies (MTU code 40, a lease of 1 ms, P_Key count 255, no
+ * body) and one of another version to another TID when f->bad_register, or instead with one of another version when
  * f->other_version, which ends it.  Answer each SA request (a Get or Set,
  * by the same TID) with an RMPP DATA segment that carries no data (First
  * and Last, PayloadLength 20: the SA header only), then an RMPP ABORT, then
@@ -342,7 +342,9 @@ static void *fake_sm_run(void *arg)
 			continue;
 		r.hdr.type = UMC_SM_REGISTER_REPLY;
 		r.port = (struct umc_sm_port_info){ .lid = 9, .pkey_count = 1, .pkeys = { 0xffff },
-						    .lease_ms = 600000, .active_mtu = 4 };
+						    .lease_ms = 600000, .active_mtu = 4,
+						    .max_mtu = 5, .mlid_base = 0xC000,
+						    .mlid_max = 0xFFFE };
 		len = umc_sm_msg_encode(out, &r);
 		if (other_version) {
 			out[4] = UMC_SM_PROTO_VERSION + 1;
@@ -350,7 +352,17 @@ static void *fake_sm_run(void *arg)
 			break;
 		}
 		if (bad_register) {
-			out[UMC_SM_HDR_LEN + offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
+			uint8_t *body = out + UMC_SM_HDR_LEN;
+
+			body[offsetof(struct umc_sm_wire_port_info, active_mtu)] = 40;
+			sendto(fd, out, len, 0, (void *)&from, fl); /* MTU code out of range */
+			body[offsetof(struct umc_sm_wire_port_info, active_mtu)] = 4;
+			body[offsetof(struct umc_sm_wire_port_info, lease_ms) + 3] = 1;
+			body[offsetof(struct umc_sm_wire_port_info, lease_ms) + 2] = 0;
+			body[offsetof(struct umc_sm_wire_port_info, lease_ms) + 1] = 0;
+			sendto(fd, out, len, 0, (void *)&from, fl); /* a lease of 1 ms */
+			len = umc_sm_msg_encode(out, &r);
+			body[offsetof(struct umc_sm_wire_port_info, pkey_count)] = 255;
 			sendto(fd, out, len, 0, (void *)&from, fl); /* P_Key count out of range */
 			sendto(fd, out, UMC_SM_HDR_LEN, 0, (void *)&from, fl); /* no body */
 			r.hdr.tid++;
@@ -397,6 +409,7 @@ static void test_malformed_register_reply(void **state)
 	assert_int_equal(pa.info.pkey_count, 1);
 	assert_int_equal(pa.info.pkeys[0], 0xffff);
 	assert_int_equal(pa.info.lease_ms, 600000);
+	assert_int_equal(pa.info.active_mtu, 4);
 	umc_sa_close(c);
 	fake_sm_stop(&f);
 }

@@ -106,6 +106,44 @@ static void test_port_info_layout(void **state)
 	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
 	buf[24 + 26] = 9;
 	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
+	buf[24 + 26] = 1;
+	/*
+	 * So is every other value the port takes as it is: an MTU code
+	 * outside 1..5 or an active MTU above the largest, a lease outside
+	 * 100 ms..1 h, an MLID map outside 0xC000..0xFFFE or upside down.
+	 * Each byte pattern is put in, refused, and the good one put back.
+	 */
+	static const struct {
+		size_t off, len;
+		uint32_t bad;
+	} bad[] = {
+		{21, 1, 0},	    {21, 1, 6},		 {21, 1, 40},	     /* active MTU */
+		{22, 1, 0},	    {22, 1, 6},		 {22, 1, 3},	     /* max MTU, and below active 4 */
+		{44, 4, 0},	    {44, 4, 1},		 {44, 4, 99},	     /* lease, ms */
+		{44, 4, 3600001},   {52, 2, 0xBFFF},	 {52, 2, 0},	     /* MLID base */
+		{54, 2, 0xFFFF},    {54, 2, 0xBFFF},			     /* MLID max */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t good[4], *f = buf + 24 + bad[i].off;
+
+		memcpy(good, f, bad[i].len);
+		for (size_t k = 0; k < bad[i].len; k++)
+			f[k] = (uint8_t)(bad[i].bad >> (8 * (bad[i].len - 1 - k)));
+		assert_int_equal(umc_sm_msg_decode(buf, 84, &d), -EBADMSG);
+		memcpy(f, good, bad[i].len);
+		assert_int_equal(umc_sm_msg_decode(buf, 84, &d), 0);
+	}
+	/* the bounds themselves are taken */
+	m.port.active_mtu = m.port.max_mtu = 1;
+	m.port.lease_ms = 100;
+	m.port.mlid_base = m.port.mlid_max = 0xC000;
+	umc_sm_msg_encode(buf, &m);
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), 0);
+	m.port.active_mtu = m.port.max_mtu = 5;
+	m.port.lease_ms = 3600000;
+	m.port.mlid_base = m.port.mlid_max = 0xFFFE;
+	umc_sm_msg_encode(buf, &m);
+	assert_int_equal(umc_sm_msg_decode(buf, 84, &d), 0);
 	/* a reply with a status has no body */
 	m = msg(UMC_SM_REGISTER_REPLY, UMC_SM_GUID_IN_USE);
 	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
