@@ -612,6 +612,62 @@ static void check_replaced_socket_leaves_the_set(struct rig *r, int input,
 }
 
 /*
+ * More of what the demultiplexer may send the port's input that is no
+ * packet and no good control message, each dropped and counted once in
+ * rx_malformed, and a descriptor along closed: a control message cut
+ * short; a datagram of no bytes right after a control message (its slot
+ * still holds that one's family byte: it is a packet with no header, not
+ * that control message again); a descriptor with a forwarded packet's
+ * header; a control message whose operation does not exist.
+ */
+static void check_malformed_input_counted(struct rig *r, int input,
+					  const struct sockaddr_in *a4)
+{
+	struct roce_uc_ctl c = {.family = ROCE_UC_FWD_CTL, .op = ROCE_UC_CTL_SOCK,
+				.addr_family = 4, .index = 5, .size = 2};
+	struct roce_uc_fwd f = {.family = 4};
+	const struct {
+		const void *m;
+		size_t len;
+		bool fd;
+	} bad[] = {
+		{&c, 10, false},	  /* cut short */
+		{&c, sizeof(c), true},	  /* index past the size: malformed too, sets the slot */
+		{&c, 0, false},		  /* empty, after it */
+		{&f, sizeof(f), true},	  /* a descriptor with a packet's header */
+		{&c, sizeof(c), true},	  /* op 0x7f (below) */
+	};
+	unsigned long malformed = T_CNT(r->e.dev, rx_malformed),
+		      packets = T_CNT(r->e.dev, rx_packets);
+
+	memcpy(c.dst, &a4->sin_addr, 4);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int u = -1;
+
+		if (i == 4) {
+			c.op = 0x7f;
+			c.index = 1;
+		}
+		if (bad[i].fd) {
+			u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			assert_int_equal(bind(u, (const struct sockaddr *)a4, sizeof(*a4)), 0);
+		}
+		raw_send(input, bad[i].m, bad[i].len, &u, bad[i].fd);
+		if (u >= 0)
+			close(u);
+		POLL_UNTIL(r, T_CNT(r->e.dev, rx_malformed) >= malformed + i + 1);
+		assert_int_equal(T_CNT(r->e.dev, rx_malformed), malformed + i + 1);
+		if (bad[i].fd) { /* closed by the port: nobody holds 127.0.0.1:4791 */
+			u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			assert_int_equal(bind(u, (const struct sockaddr *)a4, sizeof(*a4)), 0);
+			close(u);
+		}
+	}
+	/* The empty one is a packet's datagram too short for a header; the rest control messages. */
+	assert_int_equal(T_CNT(r->e.dev, rx_packets), packets + 1);
+}
+
+/*
  * The port's side, with the test as the demultiplexer of 127.0.0.1: a
  * control message naming a socket outside the group it describes (an
  * index past its size, a size past the kernel's limit, or index 0, the
@@ -672,6 +728,7 @@ static void test_ctl_outside_the_group_dropped(void **state)
 		assert_int_equal(bind(u, (struct sockaddr *)&a4, sizeof(a4)), 0);
 		close(u);
 	}
+	check_malformed_input_counted(&r, input, &a4);
 	check_replaced_socket_leaves_the_set(&r, input, &a4);
 	/* Let go by the port: nobody holds 127.0.0.1:4791. */
 	u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -872,6 +872,7 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 		d->gsize = 0;
 		umc_fd_close(fd);
 	} else {
+		CNT(&rp->dev, rx_malformed); /* no such operation */
 		umc_fd_close(fd);
 	}
 	pthread_mutex_unlock(&d->steer_lock);
