@@ -34,6 +34,17 @@
  *                       demultiplexer, which has never heard of A's QPNs:
  *                       B still gets 0x13 0x14.  A, continued, registers
  *                       again without a refusal, and A and B talk.
+ *   uc_procs adopt      the demultiplexer A dies and B takes its group over
+ *                       while C, stopped, cannot come back for its socket;
+ *                       meanwhile a local process (this one, through raw
+ *                       connections) registers again and again saying it
+ *                       holds A's socket and drops each time: it gets that
+ *                       index back once, and after its first drop the index
+ *                       is a spare like any other.  When the takeover ends
+ *                       (C's socket drained: what was steered there counts
+ *                       rx_no_qp), three newcomers get three distinct
+ *                       sockets (the two spares, then a new one): no index
+ *                       is ever spare twice or had by two owners.
  *   uc_procs netns NSA NSB ADDRA ADDRB
  *                       two processes in each of two network namespaces
  *                       (hosts) joined by a link: ping-pong across hosts,
@@ -69,6 +80,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -1220,6 +1234,211 @@ static void scenario_stopped(void)
 	agent_finish(&a.ag);
 }
 
+/* ------------------------------------------------------------------------- */
+/* A local process speaking to the demultiplexer itself (scenario adopt).    */
+
+/* A client of the demultiplexer of 127.0.0.1 through a raw connection. */
+struct raw_client {
+	int ctl;   /* the connection */
+	int in[2]; /* its input: [0] read here, [1] handed over in HELLO */
+};
+
+/* Connect and send HELLO (@idx: the index it says it holds, or none); false on failure. */
+static bool raw_hello(struct raw_client *rc, const uint32_t *idx)
+{
+	static uint32_t seq;
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = ROCE_UC_HELLO,
+				.seq = ++seq,
+				.count = idx ? 1 : 0};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {&m, ROCE_UC_MSG_LEN(m.count)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
+	struct pollfd p = {.events = POLLIN};
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
+	struct roce_uc_msg r;
+
+	if (idx)
+		m.qpn[0] = *idx;
+	rc->ctl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, rc->in) ||
+	    connect(rc->ctl, (struct sockaddr *)&sa, len)) {
+		agent_fail("raw client: no demultiplexer to connect to (errno %d)", errno);
+		return false;
+	}
+	memset(&cb, 0, sizeof(cb));
+	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &rc->in[1], sizeof(int));
+	p.fd = rc->ctl;
+	/* The answer comes after every control message HELLO made. */
+	if (sendmsg(rc->ctl, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len ||
+	    poll(&p, 1, WAIT_MS) != 1 ||
+	    recv(rc->ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
+	    r.op != ROCE_UC_REPLY || r.seq != m.seq || r.status) {
+		agent_fail("raw client: HELLO not answered 0 (errno %d)", errno);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What HELLO told @rc on its input: whether to let go of its old group
+ * (FRESH), the index of the socket given to it (-1: none) and the group's
+ * size.  The sockets are closed: only their indices matter here.
+ */
+static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size)
+{
+	int own = -1;
+
+	*fresh = false;
+	for (;;) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct roce_uc_ctl c;
+		struct iovec iov = {&c, sizeof(c)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb.b,
+				    .msg_controllen = sizeof(cb.b)};
+		int fd = -1;
+
+		if (recvmsg(rc->in[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(c))
+			return own;
+		if (CMSG_FIRSTHDR(&mh))
+			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+		if (fd >= 0)
+			close(fd);
+		*fresh |= c.op == ROCE_UC_CTL_FRESH;
+		if (c.op == ROCE_UC_CTL_SOCK && (c.flags & ROCE_UC_CTL_OWN)) {
+			own = (int)c.index;
+			*size = c.size;
+		}
+	}
+}
+
+/* A message the demultiplexer cannot parse: it drops @rc (seen as the end of the connection). */
+static bool raw_drop(struct raw_client *rc)
+{
+	struct pollfd p = {.fd = rc->ctl, .events = POLLIN};
+	char b;
+	bool gone = send(rc->ctl, "x", 1, MSG_NOSIGNAL) == 1 && poll(&p, 1, WAIT_MS) == 1 &&
+		    recv(rc->ctl, &b, 1, 0) == 0;
+
+	close(rc->ctl);
+	close(rc->in[0]);
+	close(rc->in[1]);
+	if (!gone)
+		agent_fail("raw client: not dropped after a malformed message");
+	return gone;
+}
+
+static void scenario_adopt(void)
+{
+	enum { CYCLES = 12 };	  /* more than the 8 indices a group starts with room for */
+	const uint32_t a_idx = 1; /* A's own socket: A made it first, after its index 0 */
+	struct raw_client rc, nc[3];
+	struct peer a, b, c;
+	uint32_t size = 0;
+	bool fresh;
+	char dead[16];
+	int idx[3], st;
+
+	if (!steering()) {
+		printf("# no group to take over when every datagram is passed on\n");
+		return;
+	}
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) || !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&b.ag, "ucsync 0");
+	agent_cmd(&c.ag, "ucsync 0");
+	agent_expect_eq("B's demultiplexer is A", agent_field(&b.ag, "leader"),
+			(unsigned long)a.pid);
+	agent_cmd(&b.ag, "counters"); /* B's engine has read every socket it was given to hold */
+	/*
+	 * C cannot come back for its socket (stopped, every thread: one still
+	 * running could see A go and register again); B alone holds the group
+	 * and takes it over.
+	 */
+	kill(c.pid, SIGSTOP);
+	if (waitpid(c.pid, &st, WUNTRACED) != c.pid || !WIFSTOPPED(st)) {
+		agent_fail("C did not stop");
+		agent_kill(&c.ag);
+		return;
+	}
+	agent_kill(&a.ag);
+	snprintf(dead, sizeof(dead), "%d", (int)a.pid);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_expect_eq("B is the demultiplexer", agent_field(&b.ag, "leader"),
+			(unsigned long)b.pid);
+	agent_kill(&c.ag);
+
+	/* Saying it holds A's socket, a process keeps it: B took the group over. */
+	if (!raw_hello(&rc, &a_idx))
+		return;
+	agent_expect_eq("A's index returned to whoever holds it", raw_given(&rc, &fresh, &size),
+			(unsigned long)-1);
+	agent_expect_eq("no new group", fresh, false);
+	if (!raw_drop(&rc))
+		return;
+	/* Steered to C's socket, which is kept for C until the takeover ends. */
+	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 1", c.arg.addr, c.q[0], QKEY);
+
+	/*
+	 * Dropped, the index is a spare: saying so again does not get it back
+	 * (the process is told to let go and given a socket like a newcomer),
+	 * and no drop spares an index twice.
+	 */
+	for (int k = 1; k < CYCLES; k++) {
+		int got;
+
+		if (!raw_hello(&rc, &a_idx))
+			return;
+		got = raw_given(&rc, &fresh, &size);
+		if (!fresh || got < 0) {
+			agent_fail(
+			    "cycle %d: a spare index was had by saying so (fresh %d, given %d)", k,
+			    fresh, got);
+		}
+		if (!raw_drop(&rc))
+			return;
+	}
+
+	/* The takeover ends: C's socket, nobody's, is drained and what waited there counted. */
+	agent_cmd(&b.ag, "waitcnt rx_no_qp 1");
+	expect_counter(&b, "rx_no_qp", 1);
+	/* Three newcomers: the two spares (A's and C's sockets), then a new one; one each. */
+	for (int k = 0; k < 3; k++) {
+		if (!raw_hello(&nc[k], NULL))
+			return;
+		idx[k] = raw_given(&nc[k], &fresh, &size);
+		printf("newcomer %d: index %d of %u\n", k, idx[k], size);
+		for (int j = 0; j < k; j++)
+			if (idx[k] == idx[j])
+				agent_fail("newcomers %d and %d given one socket, %d", j, k,
+					   idx[k]);
+		if (idx[k] <= 0)
+			agent_fail("newcomer %d given no socket", k);
+	}
+	agent_expect_eq("group size: the spares were given first", size, 5);
+	for (int k = 2; k >= 0; k--)
+		raw_drop(&nc[k]);
+	/* The demultiplexer is unharmed. */
+	agent_cmd(&b.ag, "ucsync 0");
+	expect_clean(&b);
+	agent_finish(&b.ag);
+}
+
 static void scenario_netns(char **argv)
 {
 	enum { N = 200 };
@@ -1537,14 +1756,17 @@ int main(int argc, char **argv)
 		scenario_conflict();
 	else if (argc == 2 && strcmp(argv[1], "stopped") == 0)
 		scenario_stopped();
+	else if (argc == 2 && strcmp(argv[1], "adopt") == 0)
+		scenario_adopt();
 	else if (argc == 6 && strcmp(argv[1], "netns") == 0)
 		scenario_netns(argv);
 	else if (argc == 7 && strcmp(argv[1], "rxe") == 0)
 		scenario_rxe(argv);
 	else {
-		fprintf(stderr, "usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped\n"
-				"       uc_procs netns NSA NSB ADDRA ADDRB\n"
-				"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
+		fprintf(stderr,
+			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt\n"
+			"       uc_procs netns NSA NSB ADDRA ADDRB\n"
+			"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;
 	}
 	printf("%s: %s (%d failure(s))\n", agent_failures ? "FAIL" : "PASS", argv[1],

@@ -130,7 +130,7 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	if (cl->sidx > 0) {
 		roce_uc_steer_program(l);
 		roce_uc_steer_drain(l, l->socks[cl->sidx]);
-		l->spare[l->nspare++] = cl->sidx;
+		l->sock_state[cl->sidx] = UC_SOCK_SPARE;
 		cl->sidx = -1;
 	}
 	for (int i = 0; i < l->ncl; i++) {

@@ -16,14 +16,17 @@
  * else to index 0.  The program sees the UDP payload: the kernel moves the
  * data pointer past the UDP header before running it.  It is rebuilt and
  * attached before a claim is answered.  When a process goes, its socket is
- * drained and kept for the next process.  Every registered process is
+ * drained and kept for the next process.  Each index has one state (a
+ * client's, spare, or awaited: enum uc_sock_state), so none is ever spare
+ * twice or had by two processes.  Every registered process is
  * also given every other socket of the group to hold (ROCE_UC_CTL_SOCK
  * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
  * SIGKILL) no socket leaves the group: the kernel goes on steering with
  * the same program.  A survivor that holds the whole group takes it over
  * (roce_uc_steer_adopt: index 0 is its now), keeps the program while the others
  * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
- * and spares the indices nobody came back for.  A survivor that does not
+ * and spares the indices nobody came back for; only an index still awaited
+ * is given back to a process that says it holds it.  A survivor that does not
  * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
  * makes a new group, telling each process to let go of the old one
  * (ROCE_UC_CTL_FRESH) so that the port becomes free.
@@ -54,9 +57,10 @@ bool roce_uc_steer_wanted(void)
 void roce_uc_steer_reset(struct uc_leader *l)
 {
 	free(l->socks);
-	free(l->spare);
-	l->socks = l->spare = NULL;
-	l->sockcap = l->nsock = l->nspare = 0;
+	free(l->sock_state);
+	l->socks = NULL;
+	l->sock_state = NULL;
+	l->sockcap = l->nsock = 0;
 	l->steer = false;
 }
 
@@ -165,7 +169,7 @@ static void uc_ctl_send_all(struct uc_leader *l, const struct uc_client *cl)
 			uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, i, 0);
 }
 
-/* A new socket of the group, at index l->nsock; its index, or -1. */
+/* A new socket of the group, spare, at index l->nsock; its index, or -1. */
 static int uc_steer_new_socket(struct uc_leader *l)
 {
 	int fd;
@@ -173,19 +177,21 @@ static int uc_steer_new_socket(struct uc_leader *l)
 	if (l->nsock == l->sockcap) {
 		int cap = 2 * l->sockcap;
 		int *grown = realloc(l->socks, (size_t)cap * sizeof(*grown));
-		int *sp = grown ? realloc(l->spare, (size_t)cap * sizeof(*sp)) : NULL;
+		enum uc_sock_state *st =
+		    grown ? realloc(l->sock_state, (size_t)cap * sizeof(*st)) : NULL;
 
 		if (grown)
 			l->socks = grown;
-		if (!sp)
+		if (!st)
 			return -1;
-		l->spare = sp;
+		l->sock_state = st;
 		l->sockcap = cap;
 	}
 	fd = roce_uc_port_socket(l->dom, true);
 	if (fd < 0)
 		return -1;
 	l->socks[l->nsock] = fd;
+	l->sock_state[l->nsock] = UC_SOCK_SPARE;
 	return l->nsock++;
 }
 
@@ -196,21 +202,22 @@ static int uc_steer_new_socket(struct uc_leader *l)
  */
 void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 {
-	int idx;
-	bool fresh = !l->nspare;
+	int idx = 1;
+	bool fresh;
 
 	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
 		return;
-	if (l->nspare) {
-		idx = l->spare[--l->nspare];
+	while (idx < l->nsock && l->sock_state[idx] != UC_SOCK_SPARE)
+		idx++;
+	fresh = idx == l->nsock;
+	if (!fresh)
 		roce_uc_steer_drain(l, l->socks[idx]);
-	} else if ((idx = uc_steer_new_socket(l)) < 0) {
+	else if (uc_steer_new_socket(l) < 0)
 		return;
-	}
-	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN)) {
-		l->spare[l->nspare++] = idx;
+	/* Not told: it stays spare. */
+	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN))
 		return;
-	}
+	l->sock_state[idx] = UC_SOCK_OWNED;
 	cl->sidx = idx;
 	uc_ctl_send_all(l, cl);
 	for (int i = 0; fresh && i < l->ncl; i++)
@@ -223,14 +230,14 @@ void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
  * group: of the one this process took over, it keeps reading it; of an
  * older one (or with no steering here), it is told to let go of them all,
  * so that the port can be free for a new group, and gets one of that.
+ * Only an index still awaited is given back so: one that is spare (its
+ * owner went, perhaps after saying the same) or another's would then be
+ * had by two processes, and anyone on the host may say it.
  */
 void roce_uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
 {
-	bool taken = false;
-
-	for (int i = 0; i < l->ncl; i++)
-		taken |= l->cl[i] != cl && l->cl[i]->sidx == (int)idx;
-	if (l->adopting && idx > 0 && idx < (uint32_t)l->nsock && !taken) {
+	if (cl->sidx < 0 && idx < (uint32_t)l->nsock && l->sock_state[idx] == UC_SOCK_AWAITED) {
+		l->sock_state[idx] = UC_SOCK_OWNED;
 		cl->sidx = (int)idx;
 		uc_ctl_send_all(l, cl); /* what it may have missed */
 	} else {
@@ -255,15 +262,16 @@ int roce_uc_steer_start(struct uc_leader *l)
 	if (fd < 0)
 		return fd;
 	l->socks = malloc(8 * sizeof(*l->socks));
-	l->spare = malloc(8 * sizeof(*l->spare));
+	l->sock_state = malloc(8 * sizeof(*l->sock_state));
 	l->sockcap = 8;
 	l->udp = fd;
-	if (!l->socks || !l->spare || roce_uc_steer_program(l)) {
+	if (!l->socks || !l->sock_state || roce_uc_steer_program(l)) {
 		/* Alone in its group the socket gets everything anyway: forward all. */
 		roce_uc_steer_reset(l);
 		return fd;
 	}
 	l->socks[0] = fd;
+	l->sock_state[0] = UC_SOCK_OWNED;
 	l->nsock = 1;
 	l->steer = true;
 	return fd;
@@ -331,15 +339,17 @@ bool roce_uc_dom_whole(struct uc_dom *d)
 int roce_uc_steer_adopt(struct uc_leader *l)
 {
 	struct uc_dom *d = l->dom;
-	int n, own = -1, *socks = NULL, *spare = NULL;
+	int n, own = -1, *socks = NULL;
+	enum uc_sock_state *state = NULL;
 
 	pthread_mutex_lock(&d->steer_lock);
 	n = (int)d->gsize;
 	if (__uc_dom_whole(d)) {
 		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
-		spare = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*spare));
-		own = socks && spare ? UMC_FD_NEW(fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0), false)
-				     : -1;
+		state = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*state));
+		own = socks && state
+			  ? UMC_FD_NEW(fcntl(d->steer_ep->ep.fd, F_DUPFD_CLOEXEC, 0), false)
+			  : -1;
 	}
 	if (own >= 0) {
 		for (int i = 0; i < n; i++) {
@@ -352,14 +362,16 @@ int roce_uc_steer_adopt(struct uc_leader *l)
 	pthread_mutex_unlock(&d->steer_lock);
 	if (own < 0) {
 		free(socks);
-		free(spare);
+		free(state);
 		return -1;
 	}
+	/* Index 0 is ours; every other waits for the process that holds it. */
+	for (int i = 0; i < n; i++)
+		state[i] = i ? UC_SOCK_AWAITED : UC_SOCK_OWNED;
 	l->socks = socks;
-	l->spare = spare;
+	l->sock_state = state;
 	l->sockcap = n < 8 ? 8 : n;
 	l->nsock = n;
-	l->nspare = 0;
 	l->udp = socks[0];
 	l->steer = true;
 	l->adopting = true;
@@ -368,18 +380,17 @@ int roce_uc_steer_adopt(struct uc_leader *l)
 	return socks[0];
 }
 
-/* The owners had their time: every index nobody came back for is drained and spare. */
+/*
+ * The owners had their time: every index nobody came back for is drained
+ * and spare (one whose owner came back and went is spare already).
+ */
 void roce_uc_steer_adopted(struct uc_leader *l)
 {
 	l->adopting = false;
 	for (int idx = 1; idx < l->nsock; idx++) {
-		bool owned = false;
-
-		for (int i = 0; i < l->ncl && !owned; i++)
-			owned = l->cl[i]->sidx == idx;
-		if (!owned) {
+		if (l->sock_state[idx] == UC_SOCK_AWAITED) {
 			roce_uc_steer_drain(l, l->socks[idx]);
-			l->spare[l->nspare++] = idx;
+			l->sock_state[idx] = UC_SOCK_SPARE;
 		}
 	}
 	roce_uc_steer_program(l);

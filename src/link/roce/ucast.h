@@ -43,6 +43,16 @@ struct uc_slot {
 
 struct uc_dom;
 
+/*
+ * What a socket of the group is to the demultiplexer.  One state per
+ * index, not lists of them: no index is spare twice or had by two owners.
+ */
+enum uc_sock_state {
+	UC_SOCK_OWNED,	 /* index 0 (the demultiplexer's own), or one client's sidx */
+	UC_SOCK_SPARE,	 /* its process went: drained, for the next one */
+	UC_SOCK_AWAITED, /* of a group taken over: kept for the owner that comes back */
+};
+
 /* This process as the demultiplexer of one address (agent-owned once published). */
 struct uc_leader {
 	struct uc_dom *dom;
@@ -58,9 +68,8 @@ struct uc_leader {
 	struct uc_slot *tab; /* QPN -> client, linear probing */
 	uint32_t tmask, tshift, tcount;
 	int *socks; /* steering: the group in index order ([0] = udp); never closed */
+	enum uc_sock_state *sock_state; /* ... and what each one is */
 	int nsock, sockcap;
-	int *spare; /* indices whose process is gone, drained, for the next one */
-	int nspare;
 	bool adopting;	      /* a predecessor's group: its owners come back until adopt_until */
 	uint64_t adopt_until; /* monotonic ms */
 	struct roce_uc_fwd fwd0; /* the template: destination = the address */
