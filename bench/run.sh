@@ -426,16 +426,15 @@ for size in $SIZES; do
 	figure "evlat_p50_vs_udp_$size" ratio "${EA[umcast,$size]:-}" "${EA[udp,$size]:-}"
 	figure "diag_evlat_p50_vs_udp_epoll_$size" ratio "${EA[umcast,$size]:-}" "${EA[udpE,$size]:-}"
 	figure "udp_epoll_vs_udp_evlat_$size" ratio "${EA[udpE,$size]:-}" "${EA[udp,$size]:-}"
-	figure "diag_p50_vs_udp_shape_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpG,$size]:-}"
-	figure "udp_shape_vs_udp_p50_$size" ratio "${LA[udpG,$size]:-}" "${LA[udp,$size]:-}"
-	figure "diag_evlat_p50_vs_udp_epoll_shape_$size" ratio "${EA[umcast,$size]:-}" \
-		"${EA[udpEG,$size]:-}"
-	figure "udp_epoll_shape_vs_udp_evlat_$size" ratio "${EA[udpEG,$size]:-}" "${EA[udp,$size]:-}"
-	figure "diag_p50_vs_udp_work_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpV,$size]:-}"
-	figure "udp_work_vs_udp_p50_$size" ratio "${LA[udpV,$size]:-}" "${LA[udp,$size]:-}"
-	figure "diag_evlat_p50_vs_udp_epoll_work_$size" ratio "${EA[umcast,$size]:-}" \
-		"${EA[udpEV,$size]:-}"
-	figure "udp_epoll_work_vs_udp_evlat_$size" ratio "${EA[udpEV,$size]:-}" "${EA[udp,$size]:-}"
+	# The floors: KIND:BUSY:EV, -G's (shape) and -V's (work).
+	for fl in shape:udpG:udpEG work:udpV:udpEV; do
+		IFS=: read -r k b e <<<"$fl"
+		figure "diag_p50_vs_udp_${k}_$size" ratio "${LA[umcast,$size]:-}" "${LA[$b,$size]:-}"
+		figure "udp_${k}_vs_udp_p50_$size" ratio "${LA[$b,$size]:-}" "${LA[udp,$size]:-}"
+		figure "diag_evlat_p50_vs_udp_epoll_${k}_$size" ratio "${EA[umcast,$size]:-}" \
+			"${EA[$e,$size]:-}"
+		figure "udp_epoll_${k}_vs_udp_evlat_$size" ratio "${EA[$e,$size]:-}" "${EA[udp,$size]:-}"
+	done
 	figure "ib_rate_vs_roce_$size" ratio "${RS[umcib,$size,1]:-}" "${RS[umcast,$size,1]:-}"
 	for n in $FANOUT; do
 		figure "fanout${n}_vs_udp_$size" ratio "${RS[umcast,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
@@ -550,6 +549,21 @@ for n in $FANOUT; do
 	done
 	echo
 done
+# floor_table FLAG KIND BUSY EV: a floor's table, udp-perf FLAG (-G or -V) run busy
+# as transport BUSY and event-driven as EV, its figures named after KIND (above).
+floor_table() {
+	local f=$1 k=$2 b=$3 e=$4 row='%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n'
+	# shellcheck disable=SC2059 # the row's format, one for the header and the sizes
+	printf "$row" size "UDP $f" "UDP $f/UDP" "umcast/UDP $f" "-E $f" "-E $f/UDP -e" \
+		"umcast -e/-E $f"
+	for size in $SIZES; do
+		# shellcheck disable=SC2059
+		printf "$row" "$size" "$(med <<<"${LA[$b,$size]:-}")" "$(fig "udp_${k}_vs_udp_p50_$size")" \
+			"$(fig "diag_p50_vs_udp_${k}_$size")" "$(med <<<"${EA[$e,$size]:-}")" \
+			"$(fig "udp_epoll_${k}_vs_udp_evlat_$size")" \
+			"$(fig "diag_evlat_p50_vs_udp_epoll_${k}_$size")"
+	done
+}
 if [ "$DIAG" = 1 ]; then
 	echo "Diagnostic: umcast with its background receive thread off (UMC_RX_THREAD=0)"
 	printf '%-5s | %-19s | %-17s | %-29s | %-17s | %-17s\n' size "rate 1->1" "rate u0/UDP" \
@@ -566,29 +580,13 @@ if [ "$DIAG" = 1 ]; then
 	echo "source address, TTL and TOS per receive, three iovecs per datagram), round-trip p50, us;"
 	echo "busy-polling / event-driven on an epoll set of the socket (-E -G), against raw UDP"
 	echo "(-e for the event-driven) and umcast against it"
-	printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' size "UDP -G" "UDP -G/UDP" \
-		"umcast/UDP -G" "-E -G" "-E -G/UDP -e" "umcast -e/-E -G"
-	for size in $SIZES; do
-		printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' "$size" \
-			"$(med <<<"${LA[udpG,$size]:-}")" "$(fig "udp_shape_vs_udp_p50_$size")" \
-			"$(fig "diag_p50_vs_udp_shape_$size")" "$(med <<<"${EA[udpEG,$size]:-}")" \
-			"$(fig "udp_epoll_shape_vs_udp_evlat_$size")" \
-			"$(fig "diag_evlat_p50_vs_udp_epoll_shape_$size")"
-	done
+	floor_table -G shape udpG udpEG
 	echo
 	echo "Diagnostic: the floor of any RoCEv2 implementation on UDP sockets: udp-perf -V, -G and"
 	echo "RoCEv2's user-space work with umcast's codecs (BTH, DETH and ICRC on send; ICRC,"
 	echo "decode and GRH on receive), none of the verbs' queues, completions or events;"
 	echo "round-trip p50, us, as above"
-	printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' size "UDP -V" "UDP -V/UDP" \
-		"umcast/UDP -V" "-E -V" "-E -V/UDP -e" "umcast -e/-E -V"
-	for size in $SIZES; do
-		printf '%-5s | %-9s | %-17s | %-17s | %-9s | %-17s | %-17s\n' "$size" \
-			"$(med <<<"${LA[udpV,$size]:-}")" "$(fig "udp_work_vs_udp_p50_$size")" \
-			"$(fig "diag_p50_vs_udp_work_$size")" "$(med <<<"${EA[udpEV,$size]:-}")" \
-			"$(fig "udp_epoll_work_vs_udp_evlat_$size")" \
-			"$(fig "diag_evlat_p50_vs_udp_epoll_work_$size")"
-	done
+	floor_table -V work udpV udpEV
 	echo
 fi
 # cp_table UMCAST_KEY UDP_KEY "FIGURES" TITLE: the critpath split of both sides.
