@@ -18,15 +18,17 @@
  * attached before a claim is answered.  When a process goes, its socket is
  * drained and kept for the next process.  Each index has one state (a
  * client's, spare, or awaited: enum uc_sock_state), so none is ever spare
- * twice or had by two processes.  Every registered process is
+ * twice or given to two processes.  Every registered process is
  * also given every other socket of the group to hold (ROCE_UC_CTL_SOCK
  * without ROCE_UC_CTL_OWN), so that when the demultiplexer goes (even by
  * SIGKILL) no socket leaves the group: the kernel goes on steering with
  * the same program.  A survivor that holds the whole group takes it over
  * (roce_uc_steer_adopt: index 0 is its now), keeps the program while the others
  * register again with the index they hold (UMC_UC_ADOPT_MS), then drains
- * and spares the indices nobody came back for; only an index still awaited
- * is given back to a process that says it holds it.  A survivor that does not
+ * and spares the indices nobody came back for (a process that comes back
+ * later still reads its old socket until it registers and is told to let
+ * go: meanwhile a newcomer given that index shares its datagrams); only an
+ * index still awaited is given back to a process that says it holds it.  A survivor that does not
  * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
  * makes a new group, telling each process to let go of the old one
  * (ROCE_UC_CTL_FRESH) so that the port becomes free.
@@ -210,19 +212,26 @@ void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 	while (idx < l->nsock && l->sock_state[idx] != UC_SOCK_SPARE)
 		idx++;
 	fresh = idx == l->nsock;
-	if (!fresh)
+	if (!fresh) {
 		roce_uc_steer_drain(l, l->socks[idx]);
-	else if (uc_steer_new_socket(l) < 0)
-		return;
-	/* Not told: it stays spare. */
+	} else {
+		if (uc_steer_new_socket(l) < 0)
+			return;
+		/*
+		 * A new member of the group: every other process holds it at
+		 * once, whether @cl takes it or not, or none of them could
+		 * take the group over (roce_uc_dom_whole).
+		 */
+		for (int i = 0; i < l->ncl; i++)
+			if (l->cl[i] != cl && !l->cl[i]->self)
+				uc_ctl_send(l, l->cl[i], ROCE_UC_CTL_SOCK, idx, 0);
+	}
+	/* Not told: it stays spare, held by the others, for the next one. */
 	if (!uc_ctl_send(l, cl, ROCE_UC_CTL_SOCK, idx, ROCE_UC_CTL_OWN))
 		return;
 	l->sock_state[idx] = UC_SOCK_OWNED;
 	cl->sidx = idx;
 	uc_ctl_send_all(l, cl);
-	for (int i = 0; fresh && i < l->ncl; i++)
-		if (l->cl[i] != cl && !l->cl[i]->self)
-			uc_ctl_send(l, l->cl[i], ROCE_UC_CTL_SOCK, idx, 0);
 }
 
 /*

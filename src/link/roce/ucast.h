@@ -45,7 +45,8 @@ struct uc_dom;
 
 /*
  * What a socket of the group is to the demultiplexer.  One state per
- * index, not lists of them: no index is spare twice or had by two owners.
+ * index, not lists of them: no index is spare twice or given to two
+ * clients.
  */
 enum uc_sock_state {
 	UC_SOCK_OWNED,	 /* index 0 (the demultiplexer's own), or one client's sidx */
