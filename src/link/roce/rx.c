@@ -31,7 +31,6 @@
  * the solved ID.  IPv6 has no hidden invariant field: the check is the full
  * 32 bits.
  */
-#include <assert.h>
 #include <errno.h>
 #include <sys/epoll.h>
 #include <stdlib.h>
@@ -378,10 +377,6 @@ static bool roce_rx_one(struct roce_port *rp, struct roce_ep *rm, struct mmsghdr
 	return true;
 }
 
-/* A control message is read from the slot of a forwarded datagram's header. */
-static_assert(sizeof(struct roce_uc_ctl) == sizeof(struct roce_uc_fwd),
-	      "a control message fills an input slot's header exactly");
-
 /*
  * Check one datagram the demultiplexer passed on; as roce_rx_one.  Its
  * control messages (struct roce_uc_ctl) are acted on, not delivered.
@@ -406,7 +401,8 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct roce_ep *rm, struct mmsg
 	 * A control message: the one kind that carries a descriptor.  One of
 	 * the wrong length, or a descriptor with anything else, is malformed:
 	 * counted, and the descriptor closed.  The family byte is read only
-	 * where the datagram has one (the slot keeps the last one's).
+	 * where the datagram has one (the slot keeps the last one's); the
+	 * message is as long as the slot's header (roce.h).
 	 */
 	if (umc_unlikely(fd >= 0 || (m->msg_len >= 1 && f->family == ROCE_UC_FWD_CTL))) {
 		struct roce_uc_ctl c;
