@@ -7,12 +7,14 @@
  * outside it.  A datagram it accepts must re-encode to the same length,
  * that encoding must decode, and encoding that again must give the same
  * bytes (reserved fields and unused P_Key entries are written as zero).
+ * A REGISTER reply it accepts has every value the port takes in range.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "umc_param.h"
 #include "wire/sm_proto.h"
 
 #include "fuzz_check.h"
@@ -40,7 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(umc_sm_msg_encode(b, &m2) == n);
 	CHECK(!memcmp(a, b, n));
 	if (m.hdr.type == UMC_SM_REGISTER_REPLY && !m.hdr.status) {
+		/* What the port takes as it is (umc_sm_msg_decode's promise). */
 		CHECK(m.port.pkey_count >= 1 && m.port.pkey_count <= UMC_SM_PKEY_TABLE_MAX);
+		CHECK(m.port.active_mtu >= 1 && m.port.active_mtu <= m.port.max_mtu &&
+		      m.port.max_mtu <= 5);
+		CHECK(m.port.lease_ms >= UMC_SM_LEASE_MIN_MS && m.port.lease_ms <= UMC_SM_LEASE_MAX_MS);
+		CHECK(m.port.mlid_base >= 0xC000 && m.port.mlid_base <= m.port.mlid_max &&
+		      m.port.mlid_max <= 0xFFFE);
 		(void)umc_sm_mlid_to_ip(&m.port, (uint16_t)(m.port.mlid_base + 1));
 	}
 	return 0;

@@ -113,7 +113,7 @@ static void registered(struct umc_sa_client *c, const struct umc_sm_msg *m, uint
 	c->req_guid = m->port.port_guid; /* keep the GUID across re-registrations */
 	c->reg_ptid = 0;
 	c->last_renewed = now;
-	c->next_renew = now + m->port.lease_ms / 3; /* 100 ms at least (umc_sm_msg_decode) */
+	c->next_renew = now + m->port.lease_ms / 3; /* a lease is 100 ms at least (umc_sm_msg_decode) */
 	lid_cache_clear(c);
 }
 
@@ -281,7 +281,7 @@ static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len,
 /* Registration and lease timers; returns the next time they need the thread. */
 static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
 {
-	uint32_t lease = c->attr.info.lease_ms ? c->attr.info.lease_ms : UMC_SM_LEASE_MS;
+	uint32_t lease = c->attr.info.lease_ms; /* a registered port's: read only while active */
 	struct umc_sm_msg renew = { .hdr = { .type = UMC_SM_RENEW } };
 
 	if (c->attr.active && now > c->last_renewed + lease)
