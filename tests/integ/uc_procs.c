@@ -1252,13 +1252,6 @@ static bool raw_hello(struct raw_client *rc, const uint32_t *idx)
 				.op = ROCE_UC_HELLO,
 				.seq = ++seq,
 				.count = idx ? 1 : 0};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cb;
-	struct iovec iov = {&m, ROCE_UC_MSG_LEN(m.count)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
 	struct pollfd p = {.events = POLLIN};
 	struct sockaddr_un sa;
 	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
@@ -1272,14 +1265,9 @@ static bool raw_hello(struct raw_client *rc, const uint32_t *idx)
 		agent_fail("raw client: no demultiplexer to connect to (errno %d)", errno);
 		return false;
 	}
-	memset(&cb, 0, sizeof(cb));
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &rc->in[1], sizeof(int));
 	p.fd = rc->ctl;
 	/* The answer comes after every control message HELLO made. */
-	if (sendmsg(rc->ctl, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len ||
+	if (!roce_send_fd(rc->ctl, &m, ROCE_UC_MSG_LEN(m.count), rc->in[1]) ||
 	    poll(&p, 1, WAIT_MS) != 1 ||
 	    recv(rc->ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
 	    r.op != ROCE_UC_REPLY || r.seq != m.seq || r.status) {
@@ -1300,22 +1288,18 @@ static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size)
 
 	*fresh = false;
 	for (;;) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cb;
+		uint64_t cb[4];
 		struct roce_uc_ctl c;
 		struct iovec iov = {&c, sizeof(c)};
 		struct msghdr mh = {.msg_iov = &iov,
 				    .msg_iovlen = 1,
-				    .msg_control = cb.b,
-				    .msg_controllen = sizeof(cb.b)};
-		int fd = -1;
+				    .msg_control = cb,
+				    .msg_controllen = sizeof(cb)};
+		int fd;
 
 		if (recvmsg(rc->in[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(c))
 			return own;
-		if (CMSG_FIRSTHDR(&mh))
-			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+		fd = roce_take_fd(&mh);
 		if (fd >= 0)
 			close(fd);
 		*fresh |= c.op == ROCE_UC_CTL_FRESH;
