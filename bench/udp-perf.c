@@ -470,6 +470,15 @@ static void udp_open(enum perf_role role)
 {
 	bool pong = role == PERF_ROLE_PONG;
 
+	/*
+	 * A connected socket stamps IPv4 IDs of its own, which the ICRC
+	 * covers and a receiver in user space cannot see: its packets would
+	 * pass -V's check here and fail rxe's.  umcast cannot connect either.
+	 */
+	if (o.roce_work && o.connected) {
+		fprintf(stderr, "%s: -V and -c: a connected socket's IPv4 IDs are not 0\n", prog);
+		exit(2);
+	}
 	bufs = calloc(o.batch, sizeof(*bufs));
 	if (!bufs)
 		perf_die("calloc");

@@ -50,6 +50,11 @@ for t in "${tools[@]}"; do
 	done
 done
 
+# udp-perf -V with -c: refused (a connected socket's IPv4 IDs, which the
+# ICRC covers, are not 0).
+usage_error "udp-perf -V -c" "-V and -c: a connected socket's IPv4 IDs are not 0" \
+	"$bin/udp-perf" -V -c -s -m 239.1.7.1 -n 10
+
 # A fraction where a count is meant (-S 8.5 used to become 8 without a
 # word): refused, in each tool; a fractional -D and a suffixed count are not.
 for t in "${tools[@]}"; do
