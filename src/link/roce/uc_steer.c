@@ -28,10 +28,10 @@
  * and spares the indices nobody came back for (a process that comes back
  * later still reads its old socket until it registers and is told to let
  * go: meanwhile a newcomer given that index shares its datagrams); only an
- * index still awaited is given back to a process that says it holds it.  A survivor that does not
- * hold all of it waits UMC_UC_ADOPT_DELAY_MS before it stands, and then
- * makes a new group, telling each process to let go of the old one
- * (ROCE_UC_CTL_FRESH) so that the port becomes free.
+ * index still awaited is given back to a process that says it holds it.
+ * A survivor that does not hold all of it waits UMC_UC_ADOPT_DELAY_MS
+ * before it stands, and then makes a new group, telling each process to
+ * let go of the old one (ROCE_UC_CTL_FRESH) so that the port becomes free.
  */
 #include <errno.h>
 #include <fcntl.h>
