@@ -376,24 +376,14 @@ static void v_check(struct rx *r, int i)
 {
 	struct msghdr *mh = &r->msg[i].msg_hdr;
 	struct umc_sg sg = {mh->msg_iov, (int)mh->msg_iovlen, r->msg[i].msg_len};
-	struct umc_ip_ctx ip = {.family = 4, .sport = ntohs(r->names[i].sin_port),
-				.dport = (uint16_t)o.port, .df = true};
+	struct umc_ip_ctx ip = {0};
 	struct umc_ud_hdr h;
 	size_t off, len;
 	bool solved;
 
-	memcpy(ip.src, &r->names[i].sin_addr, 4);
-	memcpy(ip.dst, &r->grp, 4);
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		int v;
-
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			ip.hop_limit = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-			ip.tclass = *CMSG_DATA(c);
-		}
-	}
+	memcpy(ip.dst, &r->grp, 4); /* the socket is bound to it */
+	umc_ip_ctx_from_msg(mh, &ip);
+	ip.dport = (uint16_t)o.port; /* udp-perf's, not 4791 */
 	if (umc_rocev2_rx_check_sg(&ip, &sg, &h, &off, &len, &solved, &r->memo) || solved ||
 	    h.bth.pkey != 0xFFFF || h.bth.dest_qpn != V_MCAST_QPN || h.deth.qkey != V_QKEY ||
 	    len != o.size) {

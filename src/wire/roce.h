@@ -143,6 +143,27 @@ uint32_t umc_icrc_compute(const struct umc_ip_ctx *c, const uint8_t *p, size_t l
 int umc_icrc_solve_ipv4_id(const struct umc_ip_ctx *c, size_t udp_len, uint32_t computed,
 			   uint32_t received, uint16_t *id);
 
+struct msghdr;
+
+/* The IPv6 flow label's socket option and control message (linux/in6.h; glibc lacks it). */
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+
+/**
+ * umc_ip_ctx_from_msg - the IP context of a datagram as a UDP socket shows
+ * it (recvmsg(2)): family, source address and port from the message's
+ * name (a struct sockaddr_in or _in6), DF for IPv4, destination port 4791,
+ * and from its control messages (ip(7), ipv6(7)) the TTL or hop limit, the
+ * TOS or traffic class, the flow label, and with IP_PKTINFO/IPV6_PKTINFO
+ * the destination address.  @ip is zeroed by the caller, who fills what
+ * the socket did not say (the destination of a bound socket).
+ *
+ * Context: pure.
+ * Returns: the arrival interface a PKTINFO message gave, or 0.
+ */
+unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip);
+
 /**
  * umc_grh_synth - the 40 bytes rxe writes in front of a UD receive buffer:
  * for IPv4, 20 zero bytes then the IPv4 header (valid checksum); for IPv6,

@@ -7,14 +7,20 @@
  * the wire.  They are built here for two readers: the ICRC, which covers
  * most of their fields (roce_icrc.c), and the receiver, which is shown the
  * IP header in front of the payload as rxe shows it
- * (shared/reference/rocev2-wire.md sections 1.2-1.4 and 1.10).
+ * (shared/reference/rocev2-wire.md sections 1.2-1.4 and 1.10).  What of
+ * them a receiving socket shows, its message's name and control messages,
+ * is read back into the same context (umc_ip_ctx_from_msg).
  *
  * A context whose family is 6 is IPv6; any other family is taken as IPv4.
  * Length fields are 16 bits wide: callers keep datagrams below 64 KiB.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "umc_cc.h"
+#include "umc_param.h"
 #include "wire/be.h"
 #include "wire/roce.h"
 
@@ -141,4 +147,60 @@ void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len)
 	}
 	memset(out, 0, UMC_IPV6_HLEN - UMC_IPV4_HLEN);
 	ipv4_hdr_encode(out + UMC_IPV6_HLEN - UMC_IPV4_HLEN, c, udp_len);
+}
+
+UMC_HOT
+unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip)
+{
+	const struct sockaddr_storage *from = mh->msg_name;
+	unsigned ifindex = 0;
+
+	ip->dport = UMC_ROCEV2_UDP_PORT;
+	if (from->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
+
+		ip->family = 4;
+		ip->df = true;
+		memcpy(ip->src, &s->sin_addr, 4);
+		ip->sport = ntohs(s->sin_port);
+	} else {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)from;
+
+		ip->family = 6;
+		memcpy(ip->src, &s->sin6_addr, 16);
+		ip->sport = ntohs(s->sin6_port);
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		const void *d = CMSG_DATA(c);
+		int v;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			const struct in_pktinfo *pi = d;
+
+			memcpy(ip->dst, &pi->ipi_addr, 4);
+			ifindex = (unsigned)pi->ipi_ifindex;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, d, sizeof(v));
+			ip->hop_limit = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			ip->tclass = *(const uint8_t *)d;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			const struct in6_pktinfo *pi = d;
+
+			memcpy(ip->dst, &pi->ipi6_addr, 16);
+			ifindex = pi->ipi6_ifindex;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+			memcpy(&v, d, sizeof(v));
+			ip->hop_limit = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, d, sizeof(v));
+			ip->tclass = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
+			uint32_t fi;
+
+			memcpy(&fi, d, sizeof(fi));
+			ip->flow_label = ntohl(fi) & 0xfffff;
+		}
+	}
+	return ifindex;
 }

@@ -216,14 +216,6 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
  * for IPv6 V6ONLY and UDP checksum 0 accepted.  Returns 0 or -errno.
  */
 int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
-/*
- * roce_rx_cmsg - fill @ip's family, source address and port (from the
- * message's name) and TTL/TOS, hop limit, traffic class, flow label (from
- * its control messages); @ip is zeroed by the caller.  An IP_PKTINFO
- * message also sets the destination.  Returns the arrival interface
- * IP_PKTINFO gave, or 0.
- */
-unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);

@@ -43,9 +43,6 @@
 #ifndef UDP_NO_CHECK6_RX
 #define UDP_NO_CHECK6_RX 102
 #endif
-#ifndef IPV6_FLOWINFO
-#define IPV6_FLOWINFO 11
-#endif
 
 int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
 {
@@ -208,62 +205,6 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 	return rx;
 }
 
-UMC_HOT
-unsigned roce_rx_cmsg(struct msghdr *mh, struct umc_ip_ctx *ip)
-{
-	const struct sockaddr_storage *from = mh->msg_name;
-	unsigned ifindex = 0;
-
-	ip->dport = UMC_ROCEV2_UDP_PORT;
-	if (from->ss_family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)from;
-
-		ip->family = 4;
-		ip->df = true;
-		memcpy(ip->src, &s->sin_addr, 4);
-		ip->sport = ntohs(s->sin_port);
-	} else {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)from;
-
-		ip->family = 6;
-		memcpy(ip->src, &s->sin6_addr, 16);
-		ip->sport = ntohs(s->sin6_port);
-	}
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		const void *d = CMSG_DATA(c);
-		int v;
-
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-			const struct in_pktinfo *pi = d;
-
-			memcpy(ip->dst, &pi->ipi_addr, 4);
-			ifindex = (unsigned)pi->ipi_ifindex;
-		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
-			memcpy(&v, d, sizeof(v));
-			ip->hop_limit = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-			ip->tclass = *(const uint8_t *)d;
-		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-			const struct in6_pktinfo *pi = d;
-
-			memcpy(ip->dst, &pi->ipi6_addr, 16);
-			ifindex = pi->ipi6_ifindex;
-		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
-			memcpy(&v, d, sizeof(v));
-			ip->hop_limit = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
-			memcpy(&v, d, sizeof(v));
-			ip->tclass = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
-			uint32_t fi;
-
-			memcpy(&fi, d, sizeof(fi));
-			ip->flow_label = ntohl(fi) & 0xfffff;
-		}
-	}
-	return ifindex;
-}
-
 /*
  * Fill the IP context of a datagram received on endpoint @rm (a group's
  * socket or a steered unicast one) from its name and control messages;
@@ -277,7 +218,7 @@ static unsigned roce_rx_ctx(struct roce_port *rp, const struct roce_ep *rm, stru
 	memset(ip, 0, sizeof(*ip));
 	/* The socket is bound to the address (IP_PKTINFO, when asked for, says the same) ... */
 	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->ep.mcg->mgid : &rm->dst, ip->dst);
-	ifindex = roce_rx_cmsg(mh, ip);
+	ifindex = umc_ip_ctx_from_msg(mh, ip);
 	/*
 	 * ... and a group's to the interface, unless IP_PKTINFO says where it
 	 * arrived.  A unicast address names the port wherever it arrived.
