@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/verbs.h>
+
 #include "umc_param.h"
+#include "wire/ib.h"
 #include "wire/sm_proto.h"
 
 #include "fuzz_check.h"
@@ -44,11 +47,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m.hdr.type == UMC_SM_REGISTER_REPLY && !m.hdr.status) {
 		/* What the port takes as it is (umc_sm_msg_decode's promise). */
 		CHECK(m.port.pkey_count >= 1 && m.port.pkey_count <= UMC_SM_PKEY_TABLE_MAX);
-		CHECK(m.port.active_mtu >= 1 && m.port.active_mtu <= m.port.max_mtu &&
-		      m.port.max_mtu <= 5);
+		CHECK(m.port.active_mtu >= IBV_MTU_256 && m.port.active_mtu <= m.port.max_mtu &&
+		      m.port.max_mtu <= IBV_MTU_4096);
 		CHECK(m.port.lease_ms >= UMC_SM_LEASE_MIN_MS && m.port.lease_ms <= UMC_SM_LEASE_MAX_MS);
-		CHECK(m.port.mlid_base >= 0xC000 && m.port.mlid_base <= m.port.mlid_max &&
-		      m.port.mlid_max <= 0xFFFE);
+		CHECK(m.port.mlid_base >= UMC_MLID_FIRST && m.port.mlid_base <= m.port.mlid_max &&
+		      m.port.mlid_max < UMC_LID_PERMISSIVE);
 		(void)umc_sm_mlid_to_ip(&m.port, (uint16_t)(m.port.mlid_base + 1));
 	}
 	return 0;
