@@ -22,7 +22,9 @@
  * thread only drains, once per idle period, what nobody took, and doubles
  * the period while it finds nothing (back to UMC_RX_IDLE_US when it finds
  * something), so that a program asleep on an idle channel is not woken.
- * UMC_RX_THREAD=0 in the environment disables it.
+ * While it only looks (until it decides to stand in) the thread runs at
+ * SCHED_BATCH, so its wake-ups never preempt a busy receiver on its CPU
+ * (umc_rx_policy).  UMC_RX_THREAD=0 in the environment disables it.
  *
  * The engine reads the receive endpoints the link registered in batches
  * (link rx_burst: on RoCE recvmmsg, decode, ICRC) and hands every packet to
@@ -103,6 +105,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -982,6 +985,31 @@ static long umc_rx_idle_grow(long idle)
 }
 
 /*
+ * The receive thread's scheduling policy: SCHED_BATCH while it only looks
+ * at the application, SCHED_OTHER while it stands in; *@batch says which
+ * it has, @want which it should.  A sleeper that wakes at SCHED_OTHER
+ * preempts the thread running on its CPU (the kernel favours wake-ups), so
+ * every look cut a busy receiver's turn short on a CPU that receivers
+ * share, and the scheduler, evening the turns out, then ran another
+ * receiver twice while one waited 16-20 ms instead of 12, past what its
+ * socket buffer holds (bench/README.md, "Fan-out and the background
+ * receive thread").  At SCHED_BATCH a look waits for the running turn to
+ * end.  Standing in, the thread competes as before, so a program that
+ * computes on its CPU is stood in for as soon as before.  Only a thread
+ * that started at SCHED_OTHER moves (an application's real-time policy,
+ * which the thread inherits, is kept); any thread may move between the
+ * two, and one that cannot keeps what it has.
+ */
+static void umc_rx_policy(bool *batch, bool want)
+{
+	struct sched_param sp = {0};
+
+	if (*batch != want &&
+	    !pthread_setschedparam(pthread_self(), want ? SCHED_BATCH : SCHED_OTHER, &sp))
+		*batch = want;
+}
+
+/*
  * The background receiver.  While an application thread is receiving it
  * only looks every idle period (doubling up to UMC_RX_IDLE_MAX_US) and
  * never waits on the sockets, so it does not wake up (on the application's
@@ -999,12 +1027,19 @@ static void *umc_rx_thread(void *arg)
 	struct umc_device *dev = arg;
 	long idle = UMC_RX_IDLE_US;
 	struct epoll_event ev;
+	struct sched_param sp;
+	int policy;
+	bool batch = false;
+	bool may_batch = !pthread_getschedparam(pthread_self(), &policy, &sp) &&
+			 policy == SCHED_OTHER;
 
 	for (;;) {
 		if (umc_app_receiving(dev, idle)) {
 			if (dev->rx_kick >= 0) /* without it, nothing would wake a sleep on the set */
 				umc_rx_epoll(dev, false);
 			idle = umc_rx_idle_grow(idle);
+			if (may_batch)
+				umc_rx_policy(&batch, true);
 			continue;
 		}
 		/*
@@ -1015,6 +1050,7 @@ static void *umc_rx_thread(void *arg)
 		 */
 		if (umc_app_waiting(dev))
 			continue;
+		umc_rx_policy(&batch, false); /* stands in: at its own policy */
 		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
 			idle = umc_rx_drain_away(dev) ? UMC_RX_IDLE_US : umc_rx_idle_grow(idle);
 			continue;

@@ -28,12 +28,17 @@
  * 300 ms in poll(2) on the channel's fd; about 30 are expected, thousands
  * were made when it kept looking every 50 us, and none would mean the
  * thread was not looking at all.
+ *
+ * And while the program busy-polls, the thread looks at SCHED_BATCH, so
+ * that its wake-ups do not preempt busy receivers sharing its CPU; it
+ * stands in at SCHED_OTHER.
  */
 #include "test_verbs_common.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -194,19 +199,19 @@ static void receives_fill_while_away(bool spin, uint32_t gip)
 }
 
 /*
- * Voluntary context switches of the background receive thread ("umc-rx";
- * not, say, the unicast agent, which other processes' QPs wake), or -1.
+ * The background receive thread's ID ("umc-rx"; not, say, the unicast
+ * agent, which other processes' QPs wake), or -1.
  */
-static long rx_thread_switches(void)
+static int rx_thread_tid(void)
 {
-	char path[300], line[128];
-	long n = -1, v;
+	char path[300], line[32];
 	struct dirent *d;
 	DIR *dir = opendir("/proc/self/task");
+	int tid = -1;
 
 	if (!dir)
 		return -1;
-	while ((d = readdir(dir))) {
+	while (tid < 0 && (d = readdir(dir))) {
 		FILE *f;
 
 		if (d->d_name[0] == '.')
@@ -215,18 +220,31 @@ static long rx_thread_switches(void)
 		f = fopen(path, "r");
 		if (!f)
 			continue; /* gone meanwhile */
-		bool rx = fgets(line, sizeof(line), f) && strcmp(line, "umc-rx\n") == 0;
-
+		if (fgets(line, sizeof(line), f) && strcmp(line, "umc-rx\n") == 0)
+			tid = atoi(d->d_name);
 		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", d->d_name);
-		f = rx ? fopen(path, "r") : NULL;
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-				n = v;
-		if (f)
-			fclose(f);
 	}
 	closedir(dir);
+	return tid;
+}
+
+/* Voluntary context switches of the background receive thread, or -1. */
+static long rx_thread_switches(void)
+{
+	char path[64], line[128];
+	int tid = rx_thread_tid();
+	long n = -1, v;
+	FILE *f;
+
+	if (tid < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			n = v;
+	if (f)
+		fclose(f);
 	return n;
 }
 
@@ -296,6 +314,54 @@ static void test_armed_idle_channel_is_left_asleep(void **state)
 	assert_int_equal(t_reap(pid, 30000), 0);
 }
 
+/*
+ * In a child: exit 0 if the thread looks at SCHED_BATCH while the program
+ * busy-polls (its wake-ups preempt no receiver on its CPU) and is back at
+ * SCHED_OTHER once the program sleeps and it stands in (progress.c
+ * umc_rx_policy).  The thread starts with the device's first endpoint, so
+ * the QP is attached before it is looked for.
+ */
+static int policy_child(uint32_t gip)
+{
+	struct t_env e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int tid, busy, away;
+
+	t_env_open(&e, gip, false);
+	cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
+	qp = cq ? t_create_qp(e.pd, cq, 0) : NULL;
+	if (!qp || t_qp_rts(qp, T_QKEY, 0) || ibv_attach_mcast(qp, &e.mgid, 0))
+		return 2;
+	tid = rx_thread_tid();
+	if (tid < 0)
+		return 2;
+	/* 100 ms of busy polls: many of the thread's looks, the first after 50 us. */
+	for (uint64_t end = t_now_ms() + 100; t_now_ms() < end;)
+		if (ibv_poll_cq(cq, 1, &wc) < 0)
+			return 2;
+	busy = sched_getscheduler(tid);
+	/* Away for 100 ms: the thread finds the program asleep and stands in. */
+	usleep(100 * 1000);
+	away = sched_getscheduler(tid);
+	fprintf(stderr, "background thread: policy %d busy-polled, %d away (BATCH %d, OTHER %d)\n",
+		busy, away, SCHED_BATCH, SCHED_OTHER);
+	return busy == SCHED_BATCH && away == SCHED_OTHER ? 0 : 1;
+}
+
+static void test_looks_at_batch_policy(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(policy_child(t_group_ip(203)));
+	assert_int_equal(t_reap(pid, 30000), 0);
+}
+
 static void test_receives_fill_while_sleeping(void **state)
 {
 	(void)state;
@@ -314,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_receives_fill_while_sleeping),
 		cmocka_unit_test(test_receives_fill_while_computing),
 		cmocka_unit_test(test_armed_idle_channel_is_left_asleep),
+		cmocka_unit_test(test_looks_at_batch_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
