@@ -145,6 +145,7 @@ static void take_ack(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, const struct 
 		     uint64_t now)
 {
 	uint32_t seg = h->rmpp.seg_num, nwl = h->rmpp.paylen_newwin;
+	bool moved = false; /* progress, or something to send: the timer restarts */
 
 	sm->cnt.rmpp_acks++;
 	if (seg > t->sent) { /* acknowledges what was never sent */
@@ -163,17 +164,27 @@ static void take_ack(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, const struct 
 		t->last_ack = seg;
 		t->retries = 0;
 		t->resent_for_ack = false;
+		moved = true;
 	}
 	if (seg < t->sent && !t->resent_for_ack) {
 		/* the receiver has less than we sent: it lost seg + 1 (once per ACK value) */
 		t->resent_for_ack = true;
 		t->sent = seg;
 		sm->cnt.rmpp_resends++;
+		moved = true;
 	}
 	nwl = min_u32(min_u32(nwl, t->nseg), t->last_ack + UMC_SM_RMPP_MAX_WINDOW);
-	if (nwl > t->window_last)
+	if (nwl > t->window_last) {
 		t->window_last = nwl;
-	t->deadline = now + UMC_SM_RMPP_RESEND_MS;
+		moved = true;
+	}
+	/*
+	 * An ACK that neither acknowledges more nor lets anything go leaves the
+	 * timer running: else repeating it would keep a stalled transfer (and
+	 * its share of UMC_SM_RMPP_MAX_BYTES) alive for good.
+	 */
+	if (moved)
+		t->deadline = now + UMC_SM_RMPP_RESEND_MS;
 	send_window(sm, t);
 }
 

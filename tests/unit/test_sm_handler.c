@@ -466,6 +466,36 @@ static void test_rmpp_bad_acks(void **state)
 }
 
 /*
+ * An ACK that makes no progress (the same SegmentNumber, the window held
+ * shut) is no sign of life of the transfer: the window is resent on the
+ * timer and the transfer aborted after UMC_SM_RMPP_RETRIES resends, as
+ * when nothing is ACKed at all.  Else a receiver that repeats "1, window
+ * 1" more often than UMC_SM_RMPP_RESEND_MS pins the transfer (and its
+ * share of UMC_SM_RMPP_MAX_BYTES) for as long as it likes.
+ */
+static void test_rmpp_stalled_acks(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sa_hdr h;
+	unsigned i;
+
+	make_groups(f, 10);
+	get_table(f, 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.rmpp.seg_num, 1);
+	assert_int_equal(f->sm->ntxns, 1);
+	for (i = 0; i < 4 * (UMC_SM_RMPP_RETRIES + 1); i++) {
+		f->now += UMC_SM_RMPP_RESEND_MS / 2;
+		ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 1);
+		umc_sm_tick(f->sm, f->now);
+	}
+	assert_int_equal(f->sm->ntxns, 0);
+	assert_int_equal(f->sm->txn_bytes, 0);
+	assert_int_equal(f->sm->cnt.rmpp_timeouts, 1);
+	assert_int_equal(f->sm->cnt.rmpp_resends, UMC_SM_RMPP_RETRIES);
+}
+
+/*
  * The LID index starts small and grows as ports come: 300 more ports each
  * get the next LID and are found by it, past the first UMC_SM_LID_SLOTS_MIN
  * slots; a LID never handed out finds nothing.
@@ -519,6 +549,7 @@ int main(void)
 		T(test_unregister),	T(test_resolve),      T(test_malformed),
 		T(test_rmpp_transfer),	T(test_rmpp_loss),    T(test_rmpp_busy_and_restart),
 		T(test_rmpp_bad_acks), T(test_small_table),  T(test_many_ports),
+		T(test_rmpp_stalled_acks),
 #undef T
 	};
 
