@@ -602,6 +602,47 @@ static void test_len_err_flush_waits_for_burst(void **state)
 		expect_recv(e, &e->b, 30 + i, i * SLOT, 500, 70 + i);
 }
 
+/*
+ * Two groups on one MLID (an MLID may carry several groups, as OpenSM's
+ * MLID sharing makes them): each group has a socket on the MLID's IP group,
+ * and each socket gets its own copy of every packet.  A packet to A's DGID
+ * reaches A's QP once, not once per socket; B's QP gets nothing.
+ */
+static void test_mlid_shared_by_two_groups(void **state)
+{
+	struct link_env *e = *state;
+	union ibv_gid other = t_ib_mgid(2, (uint8_t)group_seq);
+	unsigned long del = T_CNT(e->dev, rx_delivered), nogrp = T_CNT(e->dev, rx_no_group);
+	unsigned long dup = T_CNT(e->dev, rx_other_mcg);
+	struct ibv_wc wc;
+
+	if (!e->ib)
+		skip();
+	attach(e, &e->a);
+	assert_int_equal(ibv_attach_mcast(e->b.qp, &other, e->mlid), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(t_post_recv(&e->a, i * SLOT, SLOT, i), 0);
+		assert_int_equal(t_post_recv(&e->b, i * SLOT, SLOT, 10 + i), 0);
+	}
+	send_raw(e, 300, 95, true, 0);
+	expect_recv(e, &e->a, 0, 0, 300, 95);
+	/* Both sockets read (both copies were waiting), one more datagram after them. */
+	send_raw(e, 200, 96, true, 0);
+	expect_recv(e, &e->a, 1, SLOT, 200, 96);
+	/* B's socket's copies: read, and left to A's socket. */
+	for (uint64_t end = t_now_ms() + T_WAIT_MS;
+	     T_CNT(e->dev, rx_other_mcg) - dup < 2 && t_now_ms() < end;) {
+		t_poll_rx(e->dev, 10);
+		assert_int_equal(poll_once(&e->a, &wc, 1), 0);
+	}
+	assert_int_equal(T_CNT(e->dev, rx_other_mcg) - dup, 2);
+	assert_int_equal(poll_once(&e->a, &wc, 1), 0);
+	assert_int_equal(poll_once(&e->b, &wc, 1), 0);
+	assert_int_equal(T_CNT(e->dev, rx_delivered) - del, 2);
+	assert_int_equal(T_CNT(e->dev, rx_no_group), nogrp);
+	assert_int_equal(ibv_detach_mcast(e->b.qp, &other, e->mlid), 0);
+}
+
 /* Every link that lands datagrams (its group endpoints set ep.mcg): RoCEv2 and InfiniBand. */
 #define BOTH(t)                                                                    \
 	cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &roce_env),  \
@@ -621,6 +662,7 @@ int main(void)
 		BOTH(test_deregistered_mr_not_lent),
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
+		BOTH(test_mlid_shared_by_two_groups),
 	};
 
 	/* Before any device opens: no background receive thread in this process. */

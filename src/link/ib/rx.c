@@ -182,8 +182,18 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 	if (pkt->has_grh) {
 		umc_sg_read(sg, UMC_LRH_LEN, pkt->grh, UMC_GRH_HDR_LEN);
 		/* An MLID may carry several groups: the DGID says which. */
-		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0)
+		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0) {
 			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
+			/*
+			 * Each group has a socket of its own, and every socket on
+			 * the MLID gets a copy: that group's own socket delivers
+			 * this packet, so this copy would deliver it twice.
+			 */
+			if (pkt->mcg && ((const struct ib_ep *)pkt->mcg->link_priv)->dlid == e->dlid) {
+				CNT(dev, rx_other_mcg);
+				return false;
+			}
+		}
 	} else {
 		memset(pkt->grh, 0, sizeof(pkt->grh));
 	}
