@@ -256,8 +256,8 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 /*
  * Copy @len bytes from @src into the scatter list at byte offset @off.  A
  * memmove: the source may be a lent receive that the application also
- * posted, in part, to the destination QP (one a datagram to a unicast
- * DestQP on a group's socket reaches, which lending cannot foresee).
+ * posted, in part, to the destination QP (a receive posted there after
+ * the lend, which umc_rx_lend_shared could not see).
  */
 static void umc_scatter(const struct ibv_sge *sge, int n, size_t off, const void *src, size_t len)
 {
@@ -432,18 +432,21 @@ static bool umc_rx_lendable(struct umc_rx_lender *l, int k, const struct umc_rwq
 }
 
 /*
- * Does a receive of another QP of @mcg that this burst may fill (one of
+ * Does a receive of another QP of @dev that this burst may fill (one of
  * its first @k posted) reach into the span of the @k receives lent?  A copy
  * into it would overwrite a lent datagram not yet delivered (two QPs may
- * post one buffer), so then nothing is lent.  Context: no rq_lock held.
+ * post one buffer), so then nothing is lent.  Every QP of the device, not
+ * only the group's: a datagram to a QP's number (DestQP not 0xFFFFFF)
+ * reaches it through the group's socket whether it is attached or not,
+ * and on InfiniBand a DGID may name another group.  Either way a QP takes
+ * at most one receive per datagram.  Context: rx_lock held (qp_list), no
+ * rq_lock held.
  */
-static bool umc_rx_lend_shared(const struct umc_rx_lender *l, const struct umc_mcg *mcg, int k)
+static bool umc_rx_lend_shared(const struct umc_rx_lender *l, struct umc_device *dev, int k)
 {
 	bool shared = false;
 
-	for (int q = 0; q < mcg->nqp && !shared; q++) {
-		struct umc_qp *o = mcg->qps[q];
-
+	for (struct umc_qp *o = dev->qp_list; o && !shared; o = o->next) {
 		if (o == l->qp)
 			continue;
 		pthread_spin_lock(&o->rq_lock);
@@ -496,7 +499,7 @@ static void umc_rx_unlend(struct umc_device *dev)
  * whose every SGE is still in a live local-write MR (held from now on),
  * that has room beyond its GRH area and that shares no byte with one lent
  * before it (umc_rx_lendable); none at all when a receive of another QP of
- * the group may share bytes with them (umc_rx_lend_shared).  Lending costs
+ * the device may share bytes with them (umc_rx_lend_shared).  Lending costs
  * two atomic operations per SGE even when nothing arrives, so a burst lends
  * what the endpoint's last one brought (at least one), plus one when its
  * datagrams are large (UMC_RX_SPARE_LEND_MIN); a datagram beyond the lend
@@ -555,7 +558,7 @@ static const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_
 	l->lend.n = k;
 	qp->rq_lent = k > 0;
 	pthread_spin_unlock(&qp->rq_lock);
-	if (k && ep->mcg->nqp > 1 && umc_rx_lend_shared(l, ep->mcg, k))
+	if (k && (dev->qp_list != qp || qp->next) && umc_rx_lend_shared(l, dev, k))
 		umc_rx_unlend(dev);
 	if (!l->lend.n)
 		l->qp = NULL;

@@ -276,15 +276,16 @@ static void test_refused_receive_stays_posted(void **state)
 
 /*
  * A datagram to the group sent from a plain socket, so that no progress of
- * this process runs before the test polls: @len bytes of pattern @seed,
+ * this process runs before the test polls, for DestQP @dqpn: @len bytes of pattern @seed,
  * with its CRCs right when @good, left zero (wrong) otherwise; with ImmDt
  * @imm when not 0.
  */
-static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good, uint32_t imm)
+static void send_raw_to(struct link_env *e, uint32_t dqpn, uint32_t len, unsigned seed, bool good,
+			uint32_t imm)
 {
 	struct umc_ud_hdr h = {
 		.bth = {.opcode = imm ? UMC_OP_UD_SEND_ONLY_IMM : UMC_OP_UD_SEND_ONLY,
-			.pkey = 0xffff, .dest_qpn = 0xffffff},
+			.pkey = 0xffff, .dest_qpn = dqpn},
 		.deth = {.qkey = T_QKEY, .src_qpn = 0x77},
 		.imm_be = htonl(imm),
 	};
@@ -344,6 +345,11 @@ static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good,
 	}
 	assert_int_equal(sendto(fd, pkt, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
 	close(fd);
+}
+
+static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good, uint32_t imm)
+{
+	send_raw_to(e, 0xffffff, len, seed, good, imm);
 }
 
 static void send_corrupt(struct link_env *e)
@@ -643,6 +649,39 @@ static void test_mlid_shared_by_two_groups(void **state)
 	assert_int_equal(ibv_detach_mcast(e->b.qp, &other, e->mlid), 0);
 }
 
+/*
+ * A datagram to the group's address for one QP's number (DestQP not
+ * 0xFFFFFF) reaches that QP even when it is not attached (rxe hdr_check),
+ * so lending cannot know its receives in advance.  B, not attached, posts
+ * A's second buffer; a burst of two: #0 for B, #1 for the group.  As on a
+ * NIC, B's receive gets #0 and A's first receive #1, whole: #1, landed in
+ * A's second receive, is not overwritten by the copy of #0 for B before
+ * A gets it.
+ */
+static void test_unicast_destqp_shares_lent_buffer(void **state)
+{
+	struct link_env *e = *state;
+	struct ibv_sge sge = {(uintptr_t)(e->a.buf + SLOT), SLOT, e->a.mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 20, .sg_list = &sge, .num_sge = 1}, *bad;
+	struct ibv_wc wc;
+	uint8_t want[SLOT];
+
+	attach(e, &e->a);
+	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 10), 0);
+	assert_int_equal(t_post_recv(&e->a, SLOT, SLOT, 11), 0);
+	assert_int_equal(ibv_post_recv(e->b.qp, &wr, &bad), 0);
+	send_raw_to(e, e->b.qp->qp_num, 900, 110, true, 0);
+	send_raw(e, 700, 111, true, 0);
+	lend_fully(e);
+	expect_recv(e, &e->a, 10, 0, 700, 111);
+	assert_int_equal(t_wait_wc(e->b.cq, &wc, T_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 20);
+	assert_int_equal(wc.byte_len, 40 + 900);
+	t_fill(want, 900, 110);
+	assert_memory_equal(e->a.buf + SLOT + 40, want, 900);
+}
+
 /* Every link that lands datagrams (its group endpoints set ep.mcg): RoCEv2 and InfiniBand. */
 #define BOTH(t)                                                                    \
 	cmocka_unit_test_prestate_setup_teardown(t, setup, teardown, &roce_env),  \
@@ -663,6 +702,7 @@ int main(void)
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
 		BOTH(test_mlid_shared_by_two_groups),
+		BOTH(test_unicast_destqp_shares_lent_buffer),
 	};
 
 	/* Before any device opens: no background receive thread in this process. */
