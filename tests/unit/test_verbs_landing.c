@@ -276,9 +276,9 @@ static void test_refused_receive_stays_posted(void **state)
 
 /*
  * A datagram to the group sent from a plain socket, so that no progress of
- * this process runs before the test polls, for DestQP @dqpn: @len bytes of pattern @seed,
- * with its CRCs right when @good, left zero (wrong) otherwise; with ImmDt
- * @imm when not 0.
+ * this process runs before the test polls, for DestQP @dqpn: @len bytes of
+ * pattern @seed, with its CRCs right when @good, left zero (wrong)
+ * otherwise; with ImmDt @imm when not 0.
  */
 static void send_raw_to(struct link_env *e, uint32_t dqpn, uint32_t len, unsigned seed, bool good,
 			uint32_t imm)

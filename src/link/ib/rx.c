@@ -183,13 +183,17 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 		umc_sg_read(sg, UMC_LRH_LEN, pkt->grh, UMC_GRH_HDR_LEN);
 		/* An MLID may carry several groups: the DGID says which. */
 		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0) {
+			const struct ib_ep *own;
+
 			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
 			/*
 			 * Each group has a socket of its own, and every socket on
-			 * the MLID gets a copy: that group's own socket delivers
-			 * this packet, so this copy would deliver it twice.
+			 * the MLID gets a copy: when that group's own socket is on
+			 * this MLID it delivers the packet, and this copy would
+			 * deliver it twice.
 			 */
-			if (pkt->mcg && ((const struct ib_ep *)pkt->mcg->link_priv)->dlid == e->dlid) {
+			own = pkt->mcg ? pkt->mcg->link_priv : NULL;
+			if (own && own->dlid == e->dlid) {
 				CNT(dev, rx_other_mcg);
 				return false;
 			}
