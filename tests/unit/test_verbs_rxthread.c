@@ -302,16 +302,21 @@ static int armed_idle_child(uint32_t gip)
 	return woke >= 5 && woke <= 60 ? 0 : 1;
 }
 
-static void test_armed_idle_channel_is_left_asleep(void **state)
+/* Run @child(@gip) in a child process of its own (its own device and thread); it must exit 0. */
+static void in_child(int (*child)(uint32_t), uint32_t gip)
 {
-	pid_t pid;
+	pid_t pid = fork();
 
-	(void)state;
-	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(armed_idle_child(t_group_ip(202)));
+		_exit(child(gip));
 	assert_int_equal(t_reap(pid, 30000), 0);
+}
+
+static void test_armed_idle_channel_is_left_asleep(void **state)
+{
+	(void)state;
+	in_child(armed_idle_child, t_group_ip(202));
 }
 
 /*
@@ -352,14 +357,8 @@ static int policy_child(uint32_t gip)
 
 static void test_looks_at_batch_policy(void **state)
 {
-	pid_t pid;
-
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(policy_child(t_group_ip(203)));
-	assert_int_equal(t_reap(pid, 30000), 0);
+	in_child(policy_child, t_group_ip(203));
 }
 
 static void test_receives_fill_while_sleeping(void **state)
