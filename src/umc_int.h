@@ -190,7 +190,7 @@ void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*c
 	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
 	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
-	X(rx_other_mcg)	     /* IB: another group's copy, which its own MLID socket also gets */  \
+	X(rx_other_mcg)	     /* IB: a copy for another group, which another socket takes */       \
 	X(rx_no_group)	     /* no QP attached to the destination group */                         \
 	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP here (or, at the demux, on the host) */ \
 	X(rx_qkey_viol)	     /* DETH Q_Key differs from the QP's */                                \

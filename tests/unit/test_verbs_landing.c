@@ -142,9 +142,12 @@ static int poll_once(struct t_qp *t, struct ibv_wc *wc, int n)
 	return got;
 }
 
-/* The next completion of @t is a success of @len bytes, pattern @seed, in buffer @off. */
-static void expect_recv(struct link_env *e, struct t_qp *t, uint64_t wr_id, size_t off,
-			uint32_t len, unsigned seed)
+/*
+ * The next completion of @t is a success of @len bytes, pattern @seed, in
+ * buffer @off, to group @mgid.
+ */
+static void expect_recv_to(struct link_env *e, struct t_qp *t, const union ibv_gid *mgid,
+			   uint64_t wr_id, size_t off, uint32_t len, unsigned seed)
 {
 	uint8_t want[SLOT];
 	struct ibv_wc wc;
@@ -158,9 +161,16 @@ static void expect_recv(struct link_env *e, struct t_qp *t, uint64_t wr_id, size
 	assert_memory_equal(t->buf + off + 40, want, len);
 	/* The GRH area: the group is its destination (IB: the DGID; RoCE: the IPv4 header's). */
 	if (e->ib)
-		assert_memory_equal(t->buf + off + 24, e->mgid.raw, 16);
+		assert_memory_equal(t->buf + off + 24, mgid->raw, 16);
 	else
-		assert_memory_equal(t->buf + off + 36, e->mgid.raw + 12, 4);
+		assert_memory_equal(t->buf + off + 36, mgid->raw + 12, 4);
+}
+
+/* The same, to the test's group. */
+static void expect_recv(struct link_env *e, struct t_qp *t, uint64_t wr_id, size_t off,
+			uint32_t len, unsigned seed)
+{
+	expect_recv_to(e, t, &e->mgid, wr_id, off, len, seed);
 }
 
 #define IN_PLACE(e) T_CNT((e)->dev, rx_in_place)
@@ -276,12 +286,13 @@ static void test_refused_receive_stays_posted(void **state)
 
 /*
  * A datagram to the group sent from a plain socket, so that no progress of
- * this process runs before the test polls, for DestQP @dqpn: @len bytes of
+ * this process runs before the test polls, for DestQP @dqpn (on IB with
+ * DGID @dgid, NULL: the group's, on the group's MLID): @len bytes of
  * pattern @seed, with its CRCs right when @good, left zero (wrong)
  * otherwise; with ImmDt @imm when not 0.
  */
-static void send_raw_to(struct link_env *e, uint32_t dqpn, uint32_t len, unsigned seed, bool good,
-			uint32_t imm)
+static void send_raw_to(struct link_env *e, uint32_t dqpn, const union ibv_gid *dgid, uint32_t len,
+			unsigned seed, bool good, uint32_t imm)
 {
 	struct umc_ud_hdr h = {
 		.bth = {.opcode = imm ? UMC_OP_UD_SEND_ONLY_IMM : UMC_OP_UD_SEND_ONLY,
@@ -306,7 +317,7 @@ static void send_raw_to(struct link_env *e, uint32_t dqpn, uint32_t len, unsigne
 			.grh = {.ipver = UMC_GRH_IPVER, .next_hdr = UMC_GRH_NXTHDR_IBA,
 				.hop_limit = 1},
 		};
-		memcpy(ib.grh.dgid, e->mgid.raw, 16);
+		memcpy(ib.grh.dgid, (dgid ? dgid : &e->mgid)->raw, 16);
 		size_t hl = umc_ib_hdr_encode(pkt, &ib, &h, len);
 
 		t_fill(pkt + hl, len, seed);
@@ -349,7 +360,7 @@ static void send_raw_to(struct link_env *e, uint32_t dqpn, uint32_t len, unsigne
 
 static void send_raw(struct link_env *e, uint32_t len, unsigned seed, bool good, uint32_t imm)
 {
-	send_raw_to(e, 0xffffff, len, seed, good, imm);
+	send_raw_to(e, 0xffffff, NULL, len, seed, good, imm);
 }
 
 static void send_corrupt(struct link_env *e)
@@ -650,6 +661,50 @@ static void test_mlid_shared_by_two_groups(void **state)
 }
 
 /*
+ * Three groups: A and B on the MLID, C on another.  A packet to C's DGID
+ * on the MLID (a DGID names the group, as an HCA steers by it) reaches
+ * both A's and B's sockets; C's QP gets it once, A's QP nothing.  Once
+ * A's socket has gone, B's takes such packets.
+ */
+static void test_dgid_of_a_group_on_another_mlid(void **state)
+{
+	struct link_env *e = *state;
+	union ibv_gid b = t_ib_mgid(2, (uint8_t)group_seq), c = t_ib_mgid(3, (uint8_t)group_seq);
+	uint16_t mlid_c = (uint16_t)(e->mlid + 0x100);
+	unsigned long del = T_CNT(e->dev, rx_delivered), other = T_CNT(e->dev, rx_other_mcg);
+	struct ibv_wc wc;
+
+	if (!e->ib)
+		skip();
+	attach(e, &e->a);
+	assert_int_equal(ibv_attach_mcast(e->b.qp, &b, e->mlid), 0);
+	assert_int_equal(ibv_attach_mcast(e->b.qp, &c, mlid_c), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(t_post_recv(&e->a, i * SLOT, SLOT, i), 0);
+		assert_int_equal(t_post_recv(&e->b, i * SLOT, SLOT, 10 + i), 0);
+	}
+	send_raw_to(e, 0xffffff, &c, 300, 97, true, 0);
+	expect_recv_to(e, &e->b, &c, 10, 0, 300, 97);
+	/* The other socket's copy: read, and left to the first. */
+	for (uint64_t end = t_now_ms() + T_WAIT_MS;
+	     T_CNT(e->dev, rx_other_mcg) - other < 1 && t_now_ms() < end;) {
+		t_poll_rx(e->dev, 10);
+		assert_int_equal(poll_once(&e->b, &wc, 1), 0);
+	}
+	assert_int_equal(T_CNT(e->dev, rx_other_mcg) - other, 1);
+	assert_int_equal(poll_once(&e->b, &wc, 1), 0);
+	assert_int_equal(poll_once(&e->a, &wc, 1), 0);
+	assert_int_equal(T_CNT(e->dev, rx_delivered) - del, 1);
+	/* A's socket, which took it, goes: B's takes the next, alone. */
+	detach(e, &e->a);
+	send_raw_to(e, 0xffffff, &c, 200, 98, true, 0);
+	expect_recv_to(e, &e->b, &c, 11, SLOT, 200, 98);
+	assert_int_equal(T_CNT(e->dev, rx_other_mcg) - other, 1);
+	assert_int_equal(ibv_detach_mcast(e->b.qp, &c, mlid_c), 0);
+	assert_int_equal(ibv_detach_mcast(e->b.qp, &b, e->mlid), 0);
+}
+
+/*
  * A datagram to the group's address for one QP's number (DestQP not
  * 0xFFFFFF) reaches that QP even when it is not attached (rxe hdr_check),
  * so lending cannot know its receives in advance.  B, not attached, posts
@@ -670,7 +725,7 @@ static void test_unicast_destqp_shares_lent_buffer(void **state)
 	assert_int_equal(t_post_recv(&e->a, 0, SLOT, 10), 0);
 	assert_int_equal(t_post_recv(&e->a, SLOT, SLOT, 11), 0);
 	assert_int_equal(ibv_post_recv(e->b.qp, &wr, &bad), 0);
-	send_raw_to(e, e->b.qp->qp_num, 900, 110, true, 0);
+	send_raw_to(e, e->b.qp->qp_num, NULL, 900, 110, true, 0);
 	send_raw(e, 700, 111, true, 0);
 	lend_fully(e);
 	expect_recv(e, &e->a, 10, 0, 700, 111);
@@ -702,6 +757,7 @@ int main(void)
 		BOTH(test_reregistered_buffer_not_lent),
 		BOTH(test_len_err_flush_waits_for_burst),
 		BOTH(test_mlid_shared_by_two_groups),
+		BOTH(test_dgid_of_a_group_on_another_mlid),
 		BOTH(test_unicast_destqp_shares_lent_buffer),
 	};
 

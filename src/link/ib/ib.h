@@ -42,6 +42,7 @@ struct umc_sa_client;
 struct ib_ep {
 	struct umc_rx_ep ep;
 	uint16_t dlid; /* an MLID socket's: the DLID its packets must carry (ep.mcg: the group) */
+	bool mlid_lead; /* of the MLID's sockets, the one for packets to groups not its own */
 };
 
 struct ib_port {

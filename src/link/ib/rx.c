@@ -14,7 +14,11 @@
  * transport headers consistent, VCRC, ICRC (umc_ib_decode), a data VL (VL15
  * carries only subnet management), the DLID this socket is for (the port's
  * LID, or the socket's MLID).  A global packet's DGID picks the group (an
- * MLID may carry several); a local one goes to the socket's group.  The
+ * MLID may carry several); a local one goes to the socket's group.  Every
+ * group has its own socket on its MLID, and every socket on an MLID gets a
+ * copy of each packet, so a packet to a group other than the socket's is
+ * taken by one of them only (mlid_lead), and not at all when its group's
+ * own socket is on the same MLID: an HCA delivers a packet once.  The
  * receive buffer's 40-byte GRH area gets the packet's real GRH.  Each drop
  * is counted by reason.
  */
@@ -61,6 +65,17 @@ int ib_ucast_open(struct ib_port *port)
 	return 0;
 }
 
+/* The socket of one of @dev's groups on MLID @mlid, or NULL; caller holds rx_lock. */
+static struct ib_ep *ib_mlid_ep(struct umc_device *dev, uint16_t mlid)
+{
+	for (size_t h = 0; h < sizeof(dev->mcg_hash) / sizeof(dev->mcg_hash[0]); h++)
+		for (struct umc_mcg *g = dev->mcg_hash[h]; g; g = g->next)
+			if (((struct ib_ep *)g->link_priv)->dlid == mlid)
+				return g->link_priv;
+	return NULL;
+}
+
+/* @mcg is not in @dev's groups yet (mcast.c); caller holds rx_lock and dev->lock. */
 int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 {
 	struct ib_port *port = to_ib_port(dev);
@@ -76,6 +91,7 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		return -ENOMEM;
 	e->ep.mcg = mcg; /* the group: the engine lends its QPs' receives */
 	e->dlid = mlid;
+	e->mlid_lead = !ib_mlid_ep(dev, mlid);
 	e->ep.fd = ib_rx_socket(group, port->pi.data_port, true);
 	if (e->ep.fd < 0) {
 		ret = e->ep.fd;
@@ -97,10 +113,13 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	return 0;
 }
 
+/* @mcg has left @dev's groups (mcast.c); caller holds rx_lock and dev->lock. */
 void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 {
-	struct ib_ep *e = mcg->link_priv;
+	struct ib_ep *e = mcg->link_priv, *next;
 
+	if (e->mlid_lead && (next = ib_mlid_ep(dev, e->dlid)))
+		next->mlid_lead = true;
 	umc_rx_del(dev, &e->ep);
 	umc_fd_close(e->ep.fd); /* the IP membership goes with the socket */
 	free(e);
@@ -185,15 +204,13 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0) {
 			const struct ib_ep *own;
 
+			if (!e->mlid_lead) { /* another socket on the MLID takes it */
+				CNT(dev, rx_other_mcg);
+				return false;
+			}
 			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
-			/*
-			 * Each group has a socket of its own, and every socket on
-			 * the MLID gets a copy: when that group's own socket is on
-			 * this MLID it delivers the packet, and this copy would
-			 * deliver it twice.
-			 */
 			own = pkt->mcg ? pkt->mcg->link_priv : NULL;
-			if (own && own->dlid == e->dlid) {
+			if (own && own->dlid == e->dlid) { /* its own socket takes it */
 				CNT(dev, rx_other_mcg);
 				return false;
 			}
