@@ -1030,11 +1030,13 @@ static void *umc_rx_thread(void *arg)
 	struct umc_device *dev = arg;
 	long idle = UMC_RX_IDLE_US;
 	struct epoll_event ev;
-	struct sched_param sp;
-	int policy;
 	bool batch = false;
-	bool may_batch = !pthread_getschedparam(pthread_self(), &policy, &sp) &&
-			 policy == SCHED_OTHER;
+	/*
+	 * The kernel's word, not pthread_getschedparam's: glibc answers from
+	 * what its last pthread_setschedparam set, in this thread copied from
+	 * the creator's, and a sched_setscheduler(2) since is not in it.
+	 */
+	bool may_batch = sched_getscheduler(0) == SCHED_OTHER;
 
 	for (;;) {
 		if (umc_app_receiving(dev, idle)) {

@@ -361,6 +361,61 @@ static void test_looks_at_batch_policy(void **state)
 	in_child(policy_child, t_group_ip(203));
 }
 
+/*
+ * In a child: open a device and attach a QP (the thread starts), then
+ * 100 ms of busy polls and 100 ms asleep (the thread looks, then stands
+ * in); *@busy and *@away: the thread's policy after each; its ID in *@tid.
+ * 0, or 2 if the device cannot be set up.
+ */
+static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
+{
+	struct t_env e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+
+	t_env_open(&e, gip, false);
+	cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
+	qp = cq ? t_create_qp(e.pd, cq, 0) : NULL;
+	if (!qp || t_qp_rts(qp, T_QKEY, 0) || ibv_attach_mcast(qp, &e.mgid, 0))
+		return 2;
+	*tid = rx_thread_tid();
+	if (*tid < 0)
+		return 2;
+	for (uint64_t end = t_now_ms() + 100; t_now_ms() < end;)
+		if (ibv_poll_cq(cq, 1, &wc) < 0)
+			return 2;
+	*busy = sched_getscheduler(*tid);
+	usleep(100 * 1000);
+	*away = sched_getscheduler(*tid);
+	return 0;
+}
+
+/*
+ * In a child: the program is at SCHED_BATCH when the thread starts, set
+ * by sched_setscheduler(2) after a pthread_setschedparam(3) that chose
+ * SCHED_OTHER (glibc then still reports SCHED_OTHER from its cache).  The
+ * thread inherits SCHED_BATCH from the kernel and must keep it.
+ */
+static int inherited_child(uint32_t gip)
+{
+	struct sched_param sp = {0};
+	int tid, busy, away, ret;
+
+	if (pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp) ||
+	    sched_setscheduler(0, SCHED_BATCH, &sp))
+		return 2;
+	ret = look_then_away(gip, &tid, &busy, &away);
+	fprintf(stderr, "inherited SCHED_BATCH: policy %d busy-polled, %d away\n", busy, away);
+	return ret ? ret : busy == SCHED_BATCH && away == SCHED_BATCH ? 0 : 1;
+}
+
+static void test_inherited_policy_is_kept(void **state)
+{
+	(void)state;
+	in_child(inherited_child, t_group_ip(204));
+}
+
 static void test_receives_fill_while_sleeping(void **state)
 {
 	(void)state;
@@ -380,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_receives_fill_while_computing),
 		cmocka_unit_test(test_armed_idle_channel_is_left_asleep),
 		cmocka_unit_test(test_looks_at_batch_policy),
+		cmocka_unit_test(test_inherited_policy_is_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
