@@ -1001,15 +1001,24 @@ static long umc_rx_idle_grow(long idle)
  * computes on its CPU is stood in for as soon as before.  Only a thread
  * that started at SCHED_OTHER moves (an application's real-time policy,
  * which the thread inherits, is kept); any thread may move between the
- * two, and one that cannot keeps what it has.
+ * two, and one that cannot keeps what it has.  Nor does it move once its
+ * policy is not the one it last had (chrt -p on its ID, or -a on the
+ * process, gave it another): returns false then, and when the kernel
+ * refuses the move to SCHED_BATCH (a seccomp filter), so that the
+ * caller stops trying.
  */
-static void umc_rx_policy(bool *batch, bool want)
+static bool umc_rx_policy(bool *batch, bool want)
 {
 	struct sched_param sp = {0};
 
-	if (*batch != want &&
-	    !pthread_setschedparam(pthread_self(), want ? SCHED_BATCH : SCHED_OTHER, &sp))
-		*batch = want;
+	if (*batch == want)
+		return true;
+	if (sched_getscheduler(0) != (*batch ? SCHED_BATCH : SCHED_OTHER))
+		return false;
+	if (pthread_setschedparam(pthread_self(), want ? SCHED_BATCH : SCHED_OTHER, &sp))
+		return !want;
+	*batch = want;
+	return true;
 }
 
 /*
@@ -1044,7 +1053,7 @@ static void *umc_rx_thread(void *arg)
 				umc_rx_epoll(dev, false);
 			idle = umc_rx_idle_grow(idle);
 			if (may_batch)
-				umc_rx_policy(&batch, true);
+				may_batch = umc_rx_policy(&batch, true);
 			continue;
 		}
 		/*
@@ -1055,7 +1064,8 @@ static void *umc_rx_thread(void *arg)
 		 */
 		if (umc_app_waiting(dev))
 			continue;
-		umc_rx_policy(&batch, false); /* stands in: at its own policy */
+		if (may_batch) /* stands in: at its own policy */
+			may_batch = umc_rx_policy(&batch, false);
 		if (atomic_load_explicit(&dev->cq_armed, memory_order_relaxed) > 0) {
 			idle = umc_rx_drain_away(dev) ? UMC_RX_IDLE_US : umc_rx_idle_grow(idle);
 			continue;

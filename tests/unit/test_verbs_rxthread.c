@@ -361,34 +361,46 @@ static void test_looks_at_batch_policy(void **state)
 	in_child(policy_child, t_group_ip(203));
 }
 
-/*
- * In a child: open a device and attach a QP (the thread starts), then
- * 100 ms of busy polls and 100 ms asleep (the thread looks, then stands
- * in); *@busy and *@away: the thread's policy after each; its ID in *@tid.
- * 0, or 2 if the device cannot be set up.
- */
-static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
+/* In a child: a device with a QP attached (the thread starts); its CQ, or NULL. */
+static struct ibv_cq *rx_thread_started(uint32_t gip)
 {
-	struct t_env e;
+	static struct t_env e;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
-	struct ibv_wc wc;
 
 	t_env_open(&e, gip, false);
 	cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
 	qp = cq ? t_create_qp(e.pd, cq, 0) : NULL;
 	if (!qp || t_qp_rts(qp, T_QKEY, 0) || ibv_attach_mcast(qp, &e.mgid, 0))
-		return 2;
-	*tid = rx_thread_tid();
-	if (*tid < 0)
-		return 2;
+		return NULL;
+	return cq;
+}
+
+/*
+ * 100 ms of busy polls on @cq and 100 ms asleep (the thread looks, then
+ * stands in); *@busy and *@away: thread @tid's policy after each.
+ */
+static int busy_then_away(struct ibv_cq *cq, int tid, int *busy, int *away)
+{
+	struct ibv_wc wc;
+
 	for (uint64_t end = t_now_ms() + 100; t_now_ms() < end;)
 		if (ibv_poll_cq(cq, 1, &wc) < 0)
 			return 2;
-	*busy = sched_getscheduler(*tid);
+	*busy = sched_getscheduler(tid);
 	usleep(100 * 1000);
-	*away = sched_getscheduler(*tid);
+	*away = sched_getscheduler(tid);
 	return 0;
+}
+
+/* rx_thread_started, then busy_then_away; the thread's ID in *@tid.  0, or 2. */
+static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
+{
+	struct ibv_cq *cq = rx_thread_started(gip);
+
+	if (!cq || (*tid = rx_thread_tid()) < 0)
+		return 2;
+	return busy_then_away(cq, *tid, busy, away);
 }
 
 /*
@@ -416,6 +428,47 @@ static void test_inherited_policy_is_kept(void **state)
 	in_child(inherited_child, t_group_ip(204));
 }
 
+/*
+ * In a child: a policy given to the running thread from outside (chrt -p
+ * on its ID, or chrt -a on the process) is kept: SCHED_BATCH, and
+ * SCHED_FIFO where the test may set it.  The thread has looked and stood
+ * in once before.
+ */
+static int given_child(uint32_t gip)
+{
+	static const int policies[] = {SCHED_BATCH, SCHED_FIFO};
+	struct ibv_cq *cq = rx_thread_started(gip);
+	int tid, busy, away;
+
+	if (!cq || (tid = rx_thread_tid()) < 0 || busy_then_away(cq, tid, &busy, &away))
+		return 2;
+	for (unsigned i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		struct sched_param sp = {.sched_priority = policies[i] == SCHED_FIFO};
+
+		if (sched_setscheduler(tid, policies[i], &sp)) {
+			if (errno == EPERM)
+				continue;
+			return 2;
+		}
+		if (busy_then_away(cq, tid, &busy, &away))
+			return 2;
+		fprintf(stderr, "given policy %d: %d busy-polled, %d away\n", policies[i], busy,
+			away);
+		if (busy != policies[i] || away != policies[i])
+			return 1;
+		sp.sched_priority = 0;
+		if (sched_setscheduler(tid, SCHED_OTHER, &sp))
+			return 2;
+	}
+	return 0;
+}
+
+static void test_given_policy_is_kept(void **state)
+{
+	(void)state;
+	in_child(given_child, t_group_ip(205));
+}
+
 static void test_receives_fill_while_sleeping(void **state)
 {
 	(void)state;
@@ -436,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_armed_idle_channel_is_left_asleep),
 		cmocka_unit_test(test_looks_at_batch_policy),
 		cmocka_unit_test(test_inherited_policy_is_kept),
+		cmocka_unit_test(test_given_policy_is_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
