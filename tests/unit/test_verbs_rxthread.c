@@ -31,7 +31,8 @@
  *
  * And while the program busy-polls, the thread looks at SCHED_BATCH, so
  * that its wake-ups do not preempt busy receivers sharing its CPU; it
- * stands in at SCHED_OTHER.
+ * stands in at SCHED_OTHER; a policy it inherited or was given from
+ * outside it keeps.
  */
 #include "test_verbs_common.h"
 
@@ -319,48 +320,6 @@ static void test_armed_idle_channel_is_left_asleep(void **state)
 	in_child(armed_idle_child, t_group_ip(202));
 }
 
-/*
- * In a child: exit 0 if the thread looks at SCHED_BATCH while the program
- * busy-polls (its wake-ups preempt no receiver on its CPU) and is back at
- * SCHED_OTHER once the program sleeps and it stands in (progress.c
- * umc_rx_policy).  The thread starts with the device's first endpoint, so
- * the QP is attached before it is looked for.
- */
-static int policy_child(uint32_t gip)
-{
-	struct t_env e;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_wc wc;
-	int tid, busy, away;
-
-	t_env_open(&e, gip, false);
-	cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
-	qp = cq ? t_create_qp(e.pd, cq, 0) : NULL;
-	if (!qp || t_qp_rts(qp, T_QKEY, 0) || ibv_attach_mcast(qp, &e.mgid, 0))
-		return 2;
-	tid = rx_thread_tid();
-	if (tid < 0)
-		return 2;
-	/* 100 ms of busy polls: many of the thread's looks, the first after 50 us. */
-	for (uint64_t end = t_now_ms() + 100; t_now_ms() < end;)
-		if (ibv_poll_cq(cq, 1, &wc) < 0)
-			return 2;
-	busy = sched_getscheduler(tid);
-	/* Away for 100 ms: the thread finds the program asleep and stands in. */
-	usleep(100 * 1000);
-	away = sched_getscheduler(tid);
-	fprintf(stderr, "background thread: policy %d busy-polled, %d away (BATCH %d, OTHER %d)\n",
-		busy, away, SCHED_BATCH, SCHED_OTHER);
-	return busy == SCHED_BATCH && away == SCHED_OTHER ? 0 : 1;
-}
-
-static void test_looks_at_batch_policy(void **state)
-{
-	(void)state;
-	in_child(policy_child, t_group_ip(203));
-}
-
 /* In a child: a device with a QP attached (the thread starts); its CQ, or NULL. */
 static struct ibv_cq *rx_thread_started(uint32_t gip)
 {
@@ -404,6 +363,27 @@ static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
 }
 
 /*
+ * In a child: exit 0 if the thread looks at SCHED_BATCH while the program
+ * busy-polls (its wake-ups preempt no receiver on its CPU) and is back at
+ * SCHED_OTHER once the program sleeps and it stands in (progress.c
+ * umc_rx_policy).
+ */
+static int policy_child(uint32_t gip)
+{
+	int tid, busy = -1, away = -1, ret = look_then_away(gip, &tid, &busy, &away);
+
+	fprintf(stderr, "background thread: policy %d busy-polled, %d away (BATCH %d, OTHER %d)\n",
+		busy, away, SCHED_BATCH, SCHED_OTHER);
+	return ret ? ret : busy == SCHED_BATCH && away == SCHED_OTHER ? 0 : 1;
+}
+
+static void test_looks_at_batch_policy(void **state)
+{
+	(void)state;
+	in_child(policy_child, t_group_ip(203));
+}
+
+/*
  * In a child: the program is at SCHED_BATCH when the thread starts, set
  * by sched_setscheduler(2) after a pthread_setschedparam(3) that chose
  * SCHED_OTHER (glibc then still reports SCHED_OTHER from its cache).  The
@@ -412,7 +392,7 @@ static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
 static int inherited_child(uint32_t gip)
 {
 	struct sched_param sp = {0};
-	int tid, busy, away, ret;
+	int tid, busy = -1, away = -1, ret;
 
 	if (pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp) ||
 	    sched_setscheduler(0, SCHED_BATCH, &sp))
