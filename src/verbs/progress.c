@@ -998,14 +998,14 @@ static long umc_rx_idle_grow(long idle)
  * socket buffer holds (bench/README.md, "Fan-out and the background
  * receive thread").  At SCHED_BATCH a look waits for the running turn to
  * end.  Standing in, the thread competes as before, so a program that
- * computes on its CPU is stood in for as soon as before.  Only a thread
- * that started at SCHED_OTHER moves (an application's real-time policy,
- * which the thread inherits, is kept); any thread may move between the
- * two, and one that cannot keeps what it has.  Nor does it move once its
- * policy is not the one it last had (chrt -p on its ID, or -a on the
- * process, gave it another): returns false then, and when the kernel
- * refuses the move to SCHED_BATCH (a seccomp filter), so that the
- * caller stops trying.
+ * computes on its CPU is stood in for as soon as before.
+ *
+ * The thread moves only between these two, and only while the policy is
+ * its own: it starts moving only at SCHED_OTHER (a policy inherited from
+ * the application is kept), and returns false, for good, when its policy
+ * is no longer the one it set (chrt -p on its ID, or -a on the process,
+ * gave it another) or when the kernel refuses SCHED_BATCH (a seccomp
+ * filter).  Any thread may move between the two (sched(7)).
  */
 static bool umc_rx_policy(bool *batch, bool want)
 {
