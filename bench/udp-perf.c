@@ -519,6 +519,12 @@ static struct perf_rx *udp_acct(int q)
 	return &rxs[q].acct;
 }
 
+/* The length of the datagrams the sender sends: umcast's with -V, else payload + HDR. */
+static size_t dgram_len(void)
+{
+	return o.roce_work ? V_HDR + o.size + (4 - o.size % 4) % 4 + UMC_ICRC_LEN : HDR + o.size;
+}
+
 static int udp_recv(int64_t *now)
 {
 	int got = 0;
@@ -535,7 +541,7 @@ static int udp_recv(int64_t *now)
 		*now = perf_now_ns();
 		got += n;
 		for (int i = 0; i < n; i++) {
-			if (r->msg[i].msg_len != HDR + o.size)
+			if (r->msg[i].msg_len != dgram_len())
 				continue; /* not ours */
 			if (perf_rx_take(&r->acct, perf_get_seq(bufs[i], o.size), *now, o.count))
 				break;

@@ -11,7 +11,8 @@
 # counted and none lost.  A count or size with a fraction left (-S 8.5)
 # is refused too, where it used to be cut down without a word.  udp-perf
 # -V (raw UDP doing RoCEv2's user-space work with umcast's codecs, a
-# benchmark floor) completes its round trips and checks what it receives.
+# benchmark floor) completes its round trips, counts what it receives at
+# rate, and checks what it receives.
 #
 # Env: UMC_BUILD_DIR (ctest sets it).
 set -u
@@ -122,6 +123,27 @@ udp-perf 239.1.7.21 8
 udp-perf 239.1.7.31 8 -V
 udp-perf 239.1.7.41 10 -V
 EOF2
+
+# 2b. udp-perf -V receives at rate too (its datagrams are umcast's length,
+# 8 bytes shorter than the other baselines'): every message counted.
+rm -f "$tmp/ready"
+mkfifo "$tmp/ready"
+exec {rfd}<>"$tmp/ready"
+timeout 30 "$bin/udp-perf" -V -m 239.1.7.61 -S 10 -I 500 -T 20000 -R 9 9>"$tmp/ready" \
+	>"$tmp/recv" 2>&1 &
+recv=$!
+if read -r -t 20 -N 1 -u "$rfd" _; then
+	timeout 30 "$bin/udp-perf" -V -s -m 239.1.7.61 -S 10 -n 300 -r 100k >"$tmp/send" 2>&1
+fi
+exec {rfd}<&-
+wait $recv
+rrc=$?
+line=$(grep '^result .*role=recv' "$tmp/recv")
+if [ $rrc = 0 ] && [[ "$line" == *" msgs=300 "*" lost=0 "* ]]; then
+	ok "udp-perf -V receiver: 300 of 300 messages"
+else
+	bad "udp-perf -V receiver: exit $rrc: $(tail -2 "$tmp/recv")"
+fi
 
 # 3. udp-perf -V checks what it receives: a -V pong takes the first -G
 # datagram (no BTH, no ICRC) as a broken measurement and exits 1.
