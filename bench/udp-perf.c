@@ -209,6 +209,12 @@ static void tx_init(struct tx *t, struct in_addr grp, int n)
 	}
 }
 
+/* -V: the BTH PadCnt of a -S payload (to a multiple of 4 bytes). */
+static unsigned v_pad(void)
+{
+	return (4 - o.size % 4) % 4;
+}
+
 /*
  * -V: datagram @i as umcast's send path builds it (link/roce/tx.c): BTH and
  * DETH, and the ICRC over them (through the stream's memo), @payload and
@@ -216,7 +222,7 @@ static void tx_init(struct tx *t, struct in_addr grp, int n)
  */
 static void v_encode(struct tx *t, int i, uint8_t *payload)
 {
-	unsigned pad = (4 - o.size % 4) % 4;
+	unsigned pad = v_pad();
 	struct umc_ud_hdr h = {
 		.bth = {.opcode = UMC_OP_UD_SEND_ONLY, .pad_cnt = (uint8_t)pad, .pkey = 0xFFFF,
 			.dest_qpn = V_MCAST_QPN, .psn = t->psn++ & 0xFFFFFF},
@@ -522,7 +528,7 @@ static struct perf_rx *udp_acct(int q)
 /* The length of the datagrams the sender sends: umcast's with -V, else payload + HDR. */
 static size_t dgram_len(void)
 {
-	return o.roce_work ? V_HDR + o.size + (4 - o.size % 4) % 4 + UMC_ICRC_LEN : HDR + o.size;
+	return o.roce_work ? V_HDR + o.size + v_pad() + UMC_ICRC_LEN : HDR + o.size;
 }
 
 static int udp_recv(int64_t *now)
