@@ -15,14 +15,14 @@
 #include "sm.h"
 
 /**
- * umc_sa_cpi - answer a SubnAdmGet(ClassPortInfo).
+ * umc_sm_sa_cpi - answer a SubnAdmGet(ClassPortInfo).
  * @sm:    the state (cfg.sendonly)
  * @mad:   the request
  * @h:     its header
  * @reply: the GetResp with the attribute
  */
-void umc_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
-		struct umc_sa_reply *reply)
+void umc_sm_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
+		   struct umc_sm_sa_reply *reply)
 {
 	struct umc_class_port_info cpi = {
 		.base_version = UMC_MAD_BASE_VERSION,
@@ -37,9 +37,9 @@ void umc_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *
 	struct umc_sa_hdr rh;
 
 	(void)mad;
-	umc_sa_respond_hdr(h, UMC_MAD_STATUS_SUCCESS, h->attr_offset, &rh);
+	umc_sm_sa_respond_hdr(h, UMC_MAD_STATUS_SUCCESS, h->attr_offset, &rh);
 	memset(reply->mad, 0, UMC_MAD_SIZE);
 	umc_sa_hdr_encode(reply->mad, &rh);
 	umc_cpi_encode(reply->mad + UMC_SA_HDR_LEN, &cpi);
-	reply->kind = UMC_SA_REPLY_MAD;
+	reply->kind = UMC_SM_SA_REPLY_MAD;
 }

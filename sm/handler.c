@@ -136,21 +136,21 @@ static void do_resolve(struct umc_sm *sm, const struct umc_sm_port *port,
 static void do_sa(struct umc_sm *sm, uint64_t now, struct umc_sm_port *port,
 		  const struct umc_sm_msg *req)
 {
-	struct umc_sa_reply reply;
+	struct umc_sm_sa_reply reply;
 	struct umc_sa_hdr h;
 
-	umc_sa_process(sm, port, req->mad, now, &reply);
+	umc_sm_sa_process(sm, port, req->mad, now, &reply);
 	switch (reply.kind) {
-	case UMC_SA_NO_REPLY:
+	case UMC_SM_SA_NO_REPLY:
 		return;
-	case UMC_SA_REPLY_MAD:
+	case UMC_SM_SA_REPLY_MAD:
 		return umc_sm_send_sa(sm, port, req->hdr.tid, reply.mad);
-	case UMC_SA_REPLY_TABLE:
+	case UMC_SM_SA_REPLY_TABLE:
 		if (!umc_sm_rmpp_send(sm, port, req->hdr.tid, &reply, now))
 			return;
 		umc_sa_hdr_decode(req->mad, UMC_MAD_SIZE, &h);
-		umc_sa_error(sm, port, req->mad, &h, UMC_MAD_STATUS_BUSY,
-			     "too many GetTable transfers in progress", &reply);
+		umc_sm_sa_error(sm, port, req->mad, &h, UMC_MAD_STATUS_BUSY,
+				"too many GetTable transfers in progress", &reply);
 		umc_sm_send_sa(sm, port, req->hdr.tid, reply.mad);
 		return;
 	}

@@ -32,12 +32,12 @@ struct req {
 	const struct umc_sa_hdr *h;
 	uint64_t comp;
 	struct umc_mcmember rec;
-	struct umc_sa_reply *reply;
+	struct umc_sm_sa_reply *reply;
 };
 
 static void reject(struct req *r, uint16_t status, const char *why)
 {
-	umc_sa_error(r->sm, r->requester, r->mad, r->h, status, why, r->reply);
+	umc_sm_sa_error(r->sm, r->requester, r->mad, r->h, status, why, r->reply);
 }
 
 static uint64_t gid_half(const uint8_t *p)
@@ -258,11 +258,11 @@ static void respond(struct req *r, const struct umc_mcmember *rec)
 {
 	struct umc_sa_hdr rh;
 
-	umc_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
+	umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
 	memset(r->reply->mad, 0, UMC_MAD_SIZE);
 	umc_sa_hdr_encode(r->reply->mad, &rh);
 	umc_mcmember_encode(r->reply->mad + UMC_SA_HDR_LEN, rec);
-	r->reply->kind = UMC_SA_REPLY_MAD;
+	r->reply->kind = UMC_SM_SA_REPLY_MAD;
 }
 
 static void exact_selectors(struct umc_mcmember *rec)
@@ -582,26 +582,27 @@ static void mcmr_query(struct req *r)
 			return reject(r, UMC_SA_STATUS_TOO_MANY_RECORDS, "Get matches more than one record");
 		if (!q.n)
 			return reject(r, UMC_SA_STATUS_NO_RECORDS, "Get matches no record");
-		umc_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
+		umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
 		memset(r->reply->mad, 0, UMC_MAD_SIZE);
 		umc_sa_hdr_encode(r->reply->mad, &rh);
 		memcpy(r->reply->mad + UMC_SA_HDR_LEN, sm->table, UMC_MCMEMBER_STRIDE);
-		r->reply->kind = UMC_SA_REPLY_MAD;
+		r->reply->kind = UMC_SM_SA_REPLY_MAD;
 		return;
 	}
 	if (q.n > 1)
 		qsort(sm->table, q.n, UMC_MCMEMBER_STRIDE, record_cmp);
-	umc_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, q.n ? UMC_MCMEMBER_ATTR_OFFSET : 0, &rh);
+	umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, q.n ? UMC_MCMEMBER_ATTR_OFFSET : 0,
+			      &rh);
 	memset(r->reply->mad, 0, UMC_MAD_SIZE);
 	umc_sa_hdr_encode(r->reply->mad, &rh);
-	r->reply->kind = UMC_SA_REPLY_TABLE;
+	r->reply->kind = UMC_SM_SA_REPLY_TABLE;
 	r->reply->table = sm->table;
 	r->reply->table_len = (size_t)q.n * UMC_MCMEMBER_STRIDE;
 	r->reply->nrecords = q.n;
 }
 
 /**
- * umc_sa_mcmember - an MCMemberRecord Get, Set, GetTable or Delete.
+ * umc_sm_sa_mcmember - an MCMemberRecord Get, Set, GetTable or Delete.
  * @sm:    the state
  * @port:  the requester (the registered port the MAD came from)
  * @mad:   the request, UMC_MAD_SIZE bytes
@@ -630,8 +631,8 @@ static void mcmr_query(struct req *r)
  *
  * Context: pure; the state changes only on success.
  */
-void umc_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
-		     const struct umc_sa_hdr *h, struct umc_sa_reply *reply)
+void umc_sm_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+			const struct umc_sa_hdr *h, struct umc_sm_sa_reply *reply)
 {
 	struct req r = {
 		.sm = sm, .requester = port, .mad = mad, .h = h, .comp = h->comp_mask, .reply = reply,

@@ -90,7 +90,7 @@ static void abort_txn(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, uint8_t stat
  * UMC_SM_RMPP_MAX_BYTES (the caller answers BUSY), or -ENOMEM.
  */
 int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto_tid,
-		     const struct umc_sa_reply *r, uint64_t now)
+		     const struct umc_sm_sa_reply *r, uint64_t now)
 {
 	struct umc_sm_rmpp_txn *t;
 	struct umc_sa_hdr h;

@@ -41,15 +41,15 @@ static const char *method_str(uint8_t method)
 }
 
 /**
- * umc_sa_respond_hdr - the header of the response to @h.
+ * umc_sm_sa_respond_hdr - the header of the response to @h.
  * @h:           the request's header
  * @status:      MAD Status of the response
  * @attr_offset: AttributeOffset of the response
  * @out:         the response header: @h with the R bit set (a Set is
  *               answered by GetResp), @status, SM_Key 0
  */
-void umc_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
-			struct umc_sa_hdr *out)
+void umc_sm_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
+			   struct umc_sa_hdr *out)
 {
 	*out = *h;
 	if (h->mad.method == UMC_MAD_METHOD_SET)
@@ -62,26 +62,26 @@ void umc_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t at
 }
 
 /**
- * umc_sa_error - answer a request with a non-zero status.
+ * umc_sm_sa_error - answer a request with a non-zero status.
  * @sm:     the state (counters, log)
  * @port:   the requester, for the log
  * @req:    the request MAD (256 bytes), echoed whole
  * @h:      its decoded header
  * @status: MAD Status
  * @why:    what failed, for the -v log
- * @reply:  the reply (kind UMC_SA_REPLY_MAD)
+ * @reply:  the reply (kind UMC_SM_SA_REPLY_MAD)
  *
  * A GetTable error is a single RMPP segment without records (AttributeOffset
  * 0, PayloadLength 20), as every GetTableResp travels with RMPP active.
  */
-void umc_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
-		  const struct umc_sa_hdr *h, uint16_t status, const char *why,
-		  struct umc_sa_reply *reply)
+void umc_sm_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
+		     const struct umc_sa_hdr *h, uint16_t status, const char *why,
+		     struct umc_sm_sa_reply *reply)
 {
 	struct umc_sa_hdr rh;
 	bool table = h->mad.method == UMC_SA_METHOD_GET_TABLE;
 
-	umc_sa_respond_hdr(h, status, table ? 0 : h->attr_offset, &rh);
+	umc_sm_sa_respond_hdr(h, status, table ? 0 : h->attr_offset, &rh);
 	if (table) {
 		rh.rmpp.version = UMC_RMPP_VERSION;
 		rh.rmpp.type = UMC_RMPP_TYPE_DATA;
@@ -93,7 +93,7 @@ void umc_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8
 	}
 	memcpy(reply->mad, req, UMC_MAD_SIZE);
 	umc_sa_hdr_encode(reply->mad, &rh);
-	reply->kind = UMC_SA_REPLY_MAD;
+	reply->kind = UMC_SM_SA_REPLY_MAD;
 	if (status == UMC_MAD_STATUS_UNSUP_METHOD || status == UMC_MAD_STATUS_UNSUP_METHOD_ATTR)
 		sm->cnt.sa_unsupported++;
 	else if (status == UMC_MAD_STATUS_BAD_VERSION)
@@ -124,14 +124,14 @@ static bool sa_class_method(uint8_t method)
 }
 
 static void unsupported(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *mad,
-			const struct umc_sa_hdr *h, struct umc_sa_reply *reply)
+			const struct umc_sa_hdr *h, struct umc_sm_sa_reply *reply)
 {
 	if (!sa_class_method(h->mad.method))
-		umc_sa_error(sm, port, mad, h, UMC_MAD_STATUS_UNSUP_METHOD, "no such SA method",
-			     reply);
+		umc_sm_sa_error(sm, port, mad, h, UMC_MAD_STATUS_UNSUP_METHOD, "no such SA method",
+				reply);
 	else
-		umc_sa_error(sm, port, mad, h, UMC_MAD_STATUS_UNSUP_METHOD_ATTR,
-			     "method not supported for this attribute", reply);
+		umc_sm_sa_error(sm, port, mad, h, UMC_MAD_STATUS_UNSUP_METHOD_ATTR,
+				"method not supported for this attribute", reply);
 }
 
 /* RMPP header of a request: true if the MAD is to be processed as a request. */
@@ -162,7 +162,7 @@ static bool rmpp_filter(struct umc_sm *sm, struct umc_sm_port *port, const struc
 }
 
 /**
- * umc_sa_process - the SA's answer to one MAD.
+ * umc_sm_sa_process - the SA's answer to one MAD.
  * @sm:    the state
  * @port:  the registered port the MAD came from (the requester)
  * @mad:   the MAD, UMC_MAD_SIZE bytes
@@ -172,12 +172,12 @@ static bool rmpp_filter(struct umc_sm *sm, struct umc_sm_port *port, const struc
  * Context: the pure entry point of the SA: unit tests and the differential
  * test against OpenSM call it directly.
  */
-void umc_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
-		    uint64_t now, struct umc_sa_reply *reply)
+void umc_sm_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+		       uint64_t now, struct umc_sm_sa_reply *reply)
 {
 	struct umc_sa_hdr h;
 
-	reply->kind = UMC_SA_NO_REPLY;
+	reply->kind = UMC_SM_SA_NO_REPLY;
 	reply->table = NULL;
 	reply->table_len = 0;
 	reply->nrecords = 0;
@@ -202,8 +202,8 @@ void umc_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *
 	}
 	if (h.mad.base_version != UMC_MAD_BASE_VERSION ||
 	    h.mad.class_version != UMC_SA_CLASS_VERSION) {
-		umc_sa_error(sm, port, mad, &h, UMC_MAD_STATUS_BAD_VERSION,
-			     "BaseVersion must be 1, ClassVersion 2", reply);
+		umc_sm_sa_error(sm, port, mad, &h, UMC_MAD_STATUS_BAD_VERSION,
+				"BaseVersion must be 1, ClassVersion 2", reply);
 		return;
 	}
 	switch (h.mad.attr_id) {
@@ -213,13 +213,13 @@ void umc_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *
 		case UMC_MAD_METHOD_SET:
 		case UMC_SA_METHOD_GET_TABLE:
 		case UMC_SA_METHOD_DELETE:
-			umc_sa_mcmember(sm, port, mad, &h, reply);
+			umc_sm_sa_mcmember(sm, port, mad, &h, reply);
 			return;
 		}
 		break;
 	case UMC_SA_ATTR_CLASS_PORT_INFO:
 		if (h.mad.method == UMC_MAD_METHOD_GET) {
-			umc_sa_cpi(sm, mad, &h, reply);
+			umc_sm_sa_cpi(sm, mad, &h, reply);
 			return;
 		}
 		break;

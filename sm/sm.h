@@ -236,14 +236,15 @@ uint8_t umc_sm_member_leave(struct umc_sm *sm, struct umc_sm_member *m, uint8_t 
 /* ------------------------------------------------------------------------- */
 /* SA (sa.c, mcmember.c, cpi.c).                                             */
 
-enum umc_sa_reply_kind {
-	UMC_SA_NO_REPLY,    /* nothing is sent (counted) */
-	UMC_SA_REPLY_MAD,   /* reply->mad is the response */
-	UMC_SA_REPLY_TABLE, /* GetTable: reply->mad[0..55] is the header, reply->table the records */
+enum umc_sm_sa_reply_kind {
+	UMC_SM_SA_NO_REPLY,    /* nothing is sent (counted) */
+	UMC_SM_SA_REPLY_MAD,   /* reply->mad is the response */
+	UMC_SM_SA_REPLY_TABLE, /* GetTable: reply->mad[0..55] is the header, reply->table the
+				  records */
 };
 
-struct umc_sa_reply {
-	enum umc_sa_reply_kind kind;
+struct umc_sm_sa_reply {
+	enum umc_sm_sa_reply_kind kind;
 	uint8_t mad[UMC_MAD_SIZE];
 	const uint8_t *table; /* UMC_MCMEMBER_STRIDE bytes per record, owned by the state */
 	size_t table_len;
@@ -251,28 +252,28 @@ struct umc_sa_reply {
 };
 
 /*
- * umc_sa_process - the SA: one MAD from registered port @port, the reply.
+ * umc_sm_sa_process - the SA: one MAD from registered port @port, the reply.
  * The pure entry point the unit and differential tests drive.  RMPP ACK,
  * STOP and ABORT MADs go to rmpp.c (they need @now; NO_REPLY here).
  */
-void umc_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
-		    uint64_t now, struct umc_sa_reply *reply);
+void umc_sm_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+		       uint64_t now, struct umc_sm_sa_reply *reply);
 
 /*
- * umc_sa_error - @reply = the request echoed with @status (OpenSM's
+ * umc_sm_sa_error - @reply = the request echoed with @status (OpenSM's
  * osm_sa_send_error); @why goes to the -v log.
  */
-void umc_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
-		  const struct umc_sa_hdr *h, uint16_t status, const char *why,
-		  struct umc_sa_reply *reply);
-/* umc_sa_respond_hdr - the response header for @h: method, SM_Key 0, status, offset. */
-void umc_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
-			struct umc_sa_hdr *out);
+void umc_sm_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
+		     const struct umc_sa_hdr *h, uint16_t status, const char *why,
+		     struct umc_sm_sa_reply *reply);
+/* umc_sm_sa_respond_hdr - the response header for @h: method, SM_Key 0, status, offset. */
+void umc_sm_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
+			   struct umc_sa_hdr *out);
 
-void umc_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
-		     const struct umc_sa_hdr *h, struct umc_sa_reply *reply);
-void umc_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
-		struct umc_sa_reply *reply);
+void umc_sm_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
+			const struct umc_sa_hdr *h, struct umc_sm_sa_reply *reply);
+void umc_sm_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
+		   struct umc_sm_sa_reply *reply);
 
 /* ------------------------------------------------------------------------- */
 /* RMPP sender (rmpp.c).                                                     */
@@ -299,7 +300,7 @@ struct umc_sm_rmpp_txn {
  * start a transfer.  Returns 0, or -EBUSY (the caller answers BUSY).
  */
 int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto_tid,
-		     const struct umc_sa_reply *r, uint64_t now);
+		     const struct umc_sm_sa_reply *r, uint64_t now);
 /* umc_sm_rmpp_control - an ACK, STOP or ABORT MAD from @port. */
 void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const struct umc_sa_hdr *h,
 			 uint64_t now);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_sm_mcmember.c - umc-sm's SA rules (sm/sa.c, mcmember.c, groups.c,
- * cpi.c) driven through umc_sa_process(), the pure entry point.
+ * cpi.c) driven through umc_sm_sa_process(), the pure entry point.
  *
  * Source of truth: shared/reference/sa-mcmember-opensm.md, A2 (OpenSM
  * 3.3.23's rules and statuses) and B (the live results: the test letters
@@ -451,11 +451,11 @@ static void test_dispatch_statuses(void **state)
 	/* dropped: another class, a response, a wrong SM_Key */
 	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
 	mad[1] = 0x01;
-	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SA_NO_REPLY);
+	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SM_SA_NO_REPLY);
 	mad_build(mad, UMC_MAD_METHOD_GET_RESP, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
-	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SA_NO_REPLY);
+	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SM_SA_NO_REPLY);
 	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 2, NULL);
-	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SA_NO_REPLY);
+	assert_int_equal(fx_sa(f, 0, mad).kind, UMC_SM_SA_NO_REPLY);
 	assert_int_equal(f->sm->cnt.sa_bad_class, 1);
 	assert_int_equal(f->sm->cnt.sa_response, 1);
 	assert_int_equal(f->sm->cnt.sa_bad_smkey, 1);
@@ -517,7 +517,7 @@ static void test_get_table(void **state)
 	assert_int_equal(fx_join(f, 1, MGID_B, UMC_JOIN_NON), 0);
 	mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
 	res = fx_sa(f, 3, mad);
-	assert_int_equal(res.kind, UMC_SA_REPLY_TABLE);
+	assert_int_equal(res.kind, UMC_SM_SA_REPLY_TABLE);
 	assert_int_equal(res.h.mad.method, UMC_SA_METHOD_GET_TABLE_RESP);
 	assert_int_equal(res.h.attr_offset, 7);
 	assert_int_equal(res.nrecords, 3); /* C, B and the broadcast group */

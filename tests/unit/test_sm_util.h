@@ -104,7 +104,7 @@ static inline void gid_parse(const char *s, uint8_t gid[16])
 #define mad_build sa_mad_build
 
 struct sa_res {
-	enum umc_sa_reply_kind kind;
+	enum umc_sm_sa_reply_kind kind;
 	struct umc_sa_hdr h;
 	struct umc_mcmember rec; /* first record */
 	uint32_t nrecords;
@@ -115,17 +115,17 @@ struct sa_res {
 /* Run @mad from test port @i through the SA and decode the reply. */
 static inline struct sa_res fx_sa(struct fx *f, unsigned i, const uint8_t *mad)
 {
-	struct umc_sa_reply r;
+	struct umc_sm_sa_reply r;
 	struct sa_res res;
 
 	memset(&res, 0, sizeof(res));
-	umc_sa_process(f->sm, f->port[i], mad, f->now, &r);
+	umc_sm_sa_process(f->sm, f->port[i], mad, f->now, &r);
 	res.kind = r.kind;
-	if (r.kind == UMC_SA_NO_REPLY)
+	if (r.kind == UMC_SM_SA_NO_REPLY)
 		return res;
 	memcpy(res.mad, r.mad, UMC_MAD_SIZE);
 	assert_int_equal(umc_sa_hdr_decode(r.mad, UMC_MAD_SIZE, &res.h), 0);
-	if (r.kind == UMC_SA_REPLY_TABLE) {
+	if (r.kind == UMC_SM_SA_REPLY_TABLE) {
 		res.nrecords = r.nrecords;
 		res.table = r.table;
 		if (r.nrecords)
@@ -165,7 +165,7 @@ static inline uint16_t fx_join(struct fx *f, unsigned i, const char *mgid, uint8
 	struct umc_mcmember r = fx_rec(f, i, mgid, js);
 	struct sa_res res = fx_mcm(f, i, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK, &r);
 
-	assert_int_equal(res.kind, UMC_SA_REPLY_MAD);
+	assert_int_equal(res.kind, UMC_SM_SA_REPLY_MAD);
 	return res.h.mad.status;
 }
 
@@ -174,7 +174,7 @@ static inline uint16_t fx_leave(struct fx *f, unsigned i, const char *mgid, uint
 	struct umc_mcmember r = fx_rec(f, i, mgid, js);
 	struct sa_res res = fx_mcm(f, i, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, &r);
 
-	assert_int_equal(res.kind, UMC_SA_REPLY_MAD);
+	assert_int_equal(res.kind, UMC_SM_SA_REPLY_MAD);
 	return res.h.mad.status;
 }
 
@@ -188,7 +188,7 @@ static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
 	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
 		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, 1, &r);
 	res = fx_sa(f, 0, mad);
-	assert_int_equal(res.kind, UMC_SA_REPLY_MAD);
+	assert_int_equal(res.kind, UMC_SM_SA_REPLY_MAD);
 	return res.h.mad.status ? -(int)res.h.mad.status : res.rec.join_state;
 }
 
