@@ -10,8 +10,6 @@
  * deliberate difference.  RespTimeValue, the redirect and trap fields are
  * OpenSM's: 16, QP 1 with the GSI Q_Key, no redirection.
  */
-#include <string.h>
-
 #include "sm.h"
 
 /**
@@ -34,12 +32,7 @@ void umc_sm_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hd
 		.redir_qkey = UMC_GSI_QKEY,
 		.trap_qkey = UMC_GSI_QKEY,
 	};
-	struct umc_sa_hdr rh;
 
 	(void)mad;
-	umc_sm_sa_respond_hdr(h, UMC_MAD_STATUS_SUCCESS, h->attr_offset, &rh);
-	memset(reply->mad, 0, UMC_MAD_SIZE);
-	umc_sa_hdr_encode(reply->mad, &rh);
-	umc_cpi_encode(reply->mad + UMC_SA_HDR_LEN, &cpi);
-	reply->kind = UMC_SM_SA_REPLY_MAD;
+	umc_cpi_encode(umc_sm_sa_respond(h, h->attr_offset, reply), &cpi);
 }

@@ -15,15 +15,6 @@
 #include "sm.h"
 #include "wire/ib_rmpp.h"
 
-static void send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const struct umc_sm_msg *m)
-{
-	uint8_t buf[UMC_SM_MAX_MSG];
-	size_t n = umc_sm_msg_encode(buf, m);
-
-	if (n)
-		umc_sm_send(sm, to, buf, n);
-}
-
 /* A reply without a body: a status, or a reply type that has none. */
 static void reply_status(struct umc_sm *sm, const struct sockaddr_in *to,
 			 const struct umc_sm_hdr *req, uint16_t status, uint16_t lid)
@@ -38,30 +29,7 @@ static void reply_status(struct umc_sm *sm, const struct sockaddr_in *to,
 		},
 	};
 
-	send_msg(sm, to, &m);
-}
-
-/**
- * umc_sm_send_sa - send one SA response MAD to a port.
- * @sm:   the state
- * @port: the destination (its control endpoint)
- * @tid:  the request datagram's tid
- * @mad:  UMC_MAD_SIZE bytes
- */
-void umc_sm_send_sa(struct umc_sm *sm, const struct umc_sm_port *port, uint32_t tid,
-		    const uint8_t *mad)
-{
-	struct umc_sm_msg m = {
-		.hdr = {
-			.type = UMC_SM_SA_REPLY,
-			.epoch = sm->epoch,
-			.lid = port->lid,
-			.tid = tid,
-		},
-		.mad = mad,
-	};
-
-	send_msg(sm, &port->ctrl, &m);
+	umc_sm_send_msg(sm, to, &m);
 }
 
 static void port_info(const struct umc_sm *sm, const struct umc_sm_port *port,
@@ -105,7 +73,7 @@ static void do_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_i
 		m.hdr.lid = port->lid;
 		port_info(sm, port, &m.port);
 	}
-	send_msg(sm, src, &m);
+	umc_sm_send_msg(sm, src, &m);
 }
 
 static void do_resolve(struct umc_sm *sm, const struct umc_sm_port *port,
@@ -130,7 +98,7 @@ static void do_resolve(struct umc_sm *sm, const struct umc_sm_port *port,
 	m.resolved.data_addr = t->data_addr;
 	m.resolved.data_port = t->data_port;
 	m.resolved.port_guid = t->guid;
-	send_msg(sm, &port->ctrl, &m);
+	umc_sm_send_msg(sm, &port->ctrl, &m);
 }
 
 static void do_sa(struct umc_sm *sm, uint64_t now, struct umc_sm_port *port,
@@ -202,7 +170,7 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 		};
 
 		sm->cnt.renew++;
-		return send_msg(sm, src, &r);
+		return umc_sm_send_msg(sm, src, &r);
 	}
 	case UMC_SM_UNREGISTER:
 		sm->cnt.unregister++;

@@ -256,13 +256,7 @@ static bool modify_allowed(const struct req *r, const struct umc_sm_member *m)
 
 static void respond(struct req *r, const struct umc_mcmember *rec)
 {
-	struct umc_sa_hdr rh;
-
-	umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
-	memset(r->reply->mad, 0, UMC_MAD_SIZE);
-	umc_sa_hdr_encode(r->reply->mad, &rh);
-	umc_mcmember_encode(r->reply->mad + UMC_SA_HDR_LEN, rec);
-	r->reply->kind = UMC_SM_SA_REPLY_MAD;
+	umc_mcmember_encode(umc_sm_sa_respond(r->h, UMC_MCMEMBER_ATTR_OFFSET, r->reply), rec);
 }
 
 static void exact_selectors(struct umc_mcmember *rec)
@@ -559,7 +553,6 @@ static void mcmr_query(struct req *r)
 		.req_ss = (uint8_t)(r->rec.scope << 4 | r->rec.join_state),
 	};
 	const struct umc_sm_group *grp;
-	struct umc_sa_hdr rh;
 
 	if (!rate_mtu_valid(r))
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "invalid Rate or MTU code");
@@ -582,23 +575,13 @@ static void mcmr_query(struct req *r)
 			return reject(r, UMC_SA_STATUS_TOO_MANY_RECORDS, "Get matches more than one record");
 		if (!q.n)
 			return reject(r, UMC_SA_STATUS_NO_RECORDS, "Get matches no record");
-		umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, UMC_MCMEMBER_ATTR_OFFSET, &rh);
-		memset(r->reply->mad, 0, UMC_MAD_SIZE);
-		umc_sa_hdr_encode(r->reply->mad, &rh);
-		memcpy(r->reply->mad + UMC_SA_HDR_LEN, sm->table, UMC_MCMEMBER_STRIDE);
-		r->reply->kind = UMC_SM_SA_REPLY_MAD;
+		memcpy(umc_sm_sa_respond(r->h, UMC_MCMEMBER_ATTR_OFFSET, r->reply), sm->table,
+		       UMC_MCMEMBER_STRIDE);
 		return;
 	}
 	if (q.n > 1)
 		qsort(sm->table, q.n, UMC_MCMEMBER_STRIDE, record_cmp);
-	umc_sm_sa_respond_hdr(r->h, UMC_MAD_STATUS_SUCCESS, q.n ? UMC_MCMEMBER_ATTR_OFFSET : 0,
-			      &rh);
-	memset(r->reply->mad, 0, UMC_MAD_SIZE);
-	umc_sa_hdr_encode(r->reply->mad, &rh);
-	r->reply->kind = UMC_SM_SA_REPLY_TABLE;
-	r->reply->table = sm->table;
-	r->reply->table_len = (size_t)q.n * UMC_MCMEMBER_STRIDE;
-	r->reply->nrecords = q.n;
+	umc_sm_sa_respond_table(r->h, sm->table, q.n, r->reply);
 }
 
 /**

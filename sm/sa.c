@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * sa.c - the SA's front door: one SA MAD from a registered port is
- * checked and dispatched by attribute and method (IBA 15.2.1, 13.4).
+ * checked and dispatched by attribute and method (IBA 15.2.1, 13.4) to the
+ * record handlers (mcmember.c, cpi.c).
  *
  * Order of the checks, and what each failure gets:
  *   MgmtClass not 0x03 (SubnAdm)            dropped, counted
@@ -16,96 +17,13 @@
  *   a method the SA class does not have     0x0008
  *   another attribute                       0x000C
  *
- * Responses follow OpenSM 3.3.23 (osm_sa_respond, osm_sa_send_error): the
- * request's 56-byte header comes back with the R bit, Set answered as
- * GetResp (0x81), SM_Key zeroed (C15-0.1.5); an error reply is the whole
- * request echoed with the status.
+ * The responses are built beneath, in sa_response.c, as OpenSM's
+ * osm_sa_mad_ctrl.c dispatches above its record handlers and
+ * osm_sa_response.c answers below them.
  */
 #include <string.h>
 
 #include "sm.h"
-
-static const char *method_str(uint8_t method)
-{
-	switch (method & 0x7f) {
-	case UMC_MAD_METHOD_GET:
-		return "Get";
-	case UMC_MAD_METHOD_SET:
-		return "Set";
-	case UMC_SA_METHOD_GET_TABLE:
-		return "GetTable";
-	case UMC_SA_METHOD_DELETE:
-		return "Delete";
-	}
-	return "method";
-}
-
-/**
- * umc_sm_sa_respond_hdr - the header of the response to @h.
- * @h:           the request's header
- * @status:      MAD Status of the response
- * @attr_offset: AttributeOffset of the response
- * @out:         the response header: @h with the R bit set (a Set is
- *               answered by GetResp), @status, SM_Key 0
- */
-void umc_sm_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
-			   struct umc_sa_hdr *out)
-{
-	*out = *h;
-	if (h->mad.method == UMC_MAD_METHOD_SET)
-		out->mad.method = UMC_MAD_METHOD_GET_RESP;
-	else
-		out->mad.method = h->mad.method | UMC_MAD_METHOD_RESP;
-	out->mad.status = status;
-	out->sm_key = 0;
-	out->attr_offset = attr_offset;
-}
-
-/**
- * umc_sm_sa_error - answer a request with a non-zero status.
- * @sm:     the state (counters, log)
- * @port:   the requester, for the log
- * @req:    the request MAD (256 bytes), echoed whole
- * @h:      its decoded header
- * @status: MAD Status
- * @why:    what failed, for the -v log
- * @reply:  the reply (kind UMC_SM_SA_REPLY_MAD)
- *
- * A GetTable error is a single RMPP segment without records (AttributeOffset
- * 0, PayloadLength 20), as every GetTableResp travels with RMPP active.
- */
-void umc_sm_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
-		     const struct umc_sa_hdr *h, uint16_t status, const char *why,
-		     struct umc_sm_sa_reply *reply)
-{
-	struct umc_sa_hdr rh;
-	bool table = h->mad.method == UMC_SA_METHOD_GET_TABLE;
-
-	umc_sm_sa_respond_hdr(h, status, table ? 0 : h->attr_offset, &rh);
-	if (table) {
-		rh.rmpp.version = UMC_RMPP_VERSION;
-		rh.rmpp.type = UMC_RMPP_TYPE_DATA;
-		rh.rmpp.resp_time = UMC_RMPP_NO_RESP_TIME;
-		rh.rmpp.flags = UMC_RMPP_FLAG_ACTIVE | UMC_RMPP_FLAG_FIRST | UMC_RMPP_FLAG_LAST;
-		rh.rmpp.status = 0;
-		rh.rmpp.seg_num = 1;
-		rh.rmpp.paylen_newwin = UMC_SA_CLASS_HDR_LEN;
-	}
-	memcpy(reply->mad, req, UMC_MAD_SIZE);
-	umc_sa_hdr_encode(reply->mad, &rh);
-	reply->kind = UMC_SM_SA_REPLY_MAD;
-	if (status == UMC_MAD_STATUS_UNSUP_METHOD || status == UMC_MAD_STATUS_UNSUP_METHOD_ATTR)
-		sm->cnt.sa_unsupported++;
-	else if (status == UMC_MAD_STATUS_BAD_VERSION)
-		sm->cnt.sa_bad_version++;
-	else if (status == UMC_MAD_STATUS_BUSY)
-		sm->cnt.sa_busy++;
-	else
-		sm->cnt.sa_rejected++;
-	umc_sm_log(sm, UMC_SM_LOG_INFO, "SA %s 0x%04x from LID %u: status 0x%04x %s: %s",
-		   method_str(h->mad.method), h->mad.attr_id, port->lid, status,
-		   umc_sa_status_str(status), why);
-}
 
 /* Methods of the SA class (IBA 15.2.2 Table 182) that a requester may send. */
 static bool sa_class_method(uint8_t method)

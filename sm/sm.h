@@ -8,15 +8,17 @@
  * is a pure function of the state below, the time it is given and the
  * datagram, so unit tests and fuzzers drive it without sockets.
  *
- *   state.c     struct umc_sm: create (the IPoIB broadcast group), destroy, epoch
- *   handler.c   one datagram of the SM protocol (wire/sm_proto.h) -> replies
- *   ports.c     port registry: LIDs, GUIDs, control endpoints, leases
- *   sa.c        SA MAD dispatch: versions, SM_Key, RMPP control, method/attribute
- *   mcmember.c  MCMemberRecord Set/Delete/Get/GetTable (OpenSM 3.3.23's rules)
- *   groups.c    group table by MGID and MLID, MLID allocation, memberships
- *   rmpp.c      the RMPP sender for GetTable responses
- *   cpi.c       ClassPortInfo
- *   log.c       logging and counters
+ *   state.c        struct umc_sm: create (the IPoIB broadcast group), destroy, epoch;
+ *                  every datagram out (umc_sm_send_msg, umc_sm_send_sa)
+ *   handler.c      one datagram of the SM protocol (wire/sm_proto.h) -> replies
+ *   ports.c        port registry: LIDs, GUIDs, control endpoints, leases
+ *   sa.c           SA MAD dispatch: versions, SM_Key, RMPP control, method/attribute
+ *   sa_response.c  SA responses and error replies, beneath the record handlers
+ *   mcmember.c     MCMemberRecord Set/Delete/Get/GetTable (OpenSM 3.3.23's rules)
+ *   groups.c       group table by MGID and MLID, MLID allocation, memberships
+ *   rmpp.c         the RMPP sender for GetTable responses
+ *   cpi.c          ClassPortInfo
+ *   log.c          logging and counters
  *   main.c, options.c: the daemon around it
  *
  * Indexes (all O(1) per request): ports by LID (array), by control
@@ -234,13 +236,13 @@ struct umc_sm_member *umc_sm_member_join(struct umc_sm *sm, struct umc_sm_group 
 uint8_t umc_sm_member_leave(struct umc_sm *sm, struct umc_sm_member *m, uint8_t bits);
 
 /* ------------------------------------------------------------------------- */
-/* SA (sa.c, mcmember.c, cpi.c).                                             */
+/* SA: the dispatcher (sa.c), the record handlers (mcmember.c, cpi.c), the   */
+/* responses beneath them (sa_response.c).                                   */
 
 enum umc_sm_sa_reply_kind {
 	UMC_SM_SA_NO_REPLY,    /* nothing is sent (counted) */
 	UMC_SM_SA_REPLY_MAD,   /* reply->mad is the response */
-	UMC_SM_SA_REPLY_TABLE, /* GetTable: reply->mad[0..55] is the header, reply->table the
-				  records */
+	UMC_SM_SA_REPLY_TABLE, /* GetTable: reply->mad's header, reply->table the records */
 };
 
 struct umc_sm_sa_reply {
@@ -266,9 +268,12 @@ void umc_sm_sa_process(struct umc_sm *sm, struct umc_sm_port *port, const uint8_
 void umc_sm_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const uint8_t *req,
 		     const struct umc_sa_hdr *h, uint16_t status, const char *why,
 		     struct umc_sm_sa_reply *reply);
-/* umc_sm_sa_respond_hdr - the response header for @h: method, SM_Key 0, status, offset. */
-void umc_sm_sa_respond_hdr(const struct umc_sa_hdr *h, uint16_t status, uint16_t attr_offset,
-			   struct umc_sa_hdr *out);
+/* umc_sm_sa_respond - @reply = a success for @h; returns its SA data to fill. */
+uint8_t *umc_sm_sa_respond(const struct umc_sa_hdr *h, uint16_t attr_offset,
+			   struct umc_sm_sa_reply *reply);
+/* umc_sm_sa_respond_table - @reply = a GetTable success with @nrecords of @table. */
+void umc_sm_sa_respond_table(const struct umc_sa_hdr *h, const uint8_t *table, uint32_t nrecords,
+			     struct umc_sm_sa_reply *reply);
 
 void umc_sm_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
 			const struct umc_sa_hdr *h, struct umc_sm_sa_reply *reply);
@@ -353,13 +358,8 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 /** umc_sm_tick - leases and RMPP resends due at @now; returns the next deadline. */
 uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now);
 
-/* umc_sm_send - hand one datagram to sm->out. */
-static inline void umc_sm_send(struct umc_sm *sm, const struct sockaddr_in *to, const uint8_t *buf,
-			       size_t len)
-{
-	sm->out.send(sm->out.ctx, to, buf, len);
-}
-
+/* umc_sm_send_msg - encode @m and hand it to sm->out. */
+void umc_sm_send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const struct umc_sm_msg *m);
 /* umc_sm_send_sa - an SA reply datagram carrying @mad to @port. */
 void umc_sm_send_sa(struct umc_sm *sm, const struct umc_sm_port *port, uint32_t tid,
 		    const uint8_t *mad);

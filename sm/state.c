@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * state.c - umc-sm's state: defaults, create (with the IPoIB broadcast
- * group and a new subnet epoch), destroy.
+ * group and a new subnet epoch), destroy, and the way out for every
+ * datagram it sends.
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -115,4 +116,42 @@ void umc_sm_destroy(struct umc_sm *sm)
 	umc_sm_groups_fini(sm);
 	free(sm->table);
 	free(sm);
+}
+
+/**
+ * umc_sm_send_msg - encode one message and hand it to sm->out.
+ * @sm: the state
+ * @to: the destination
+ * @m:  the message (wire/sm_proto.h)
+ */
+void umc_sm_send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const struct umc_sm_msg *m)
+{
+	uint8_t buf[UMC_SM_MAX_MSG];
+	size_t n = umc_sm_msg_encode(buf, m);
+
+	if (n)
+		sm->out.send(sm->out.ctx, to, buf, n);
+}
+
+/**
+ * umc_sm_send_sa - send one SA response MAD to a port.
+ * @sm:   the state
+ * @port: the destination (its control endpoint)
+ * @tid:  the request datagram's tid
+ * @mad:  UMC_MAD_SIZE bytes
+ */
+void umc_sm_send_sa(struct umc_sm *sm, const struct umc_sm_port *port, uint32_t tid,
+		    const uint8_t *mad)
+{
+	struct umc_sm_msg m = {
+		.hdr = {
+			.type = UMC_SM_SA_REPLY,
+			.epoch = sm->epoch,
+			.lid = port->lid,
+			.tid = tid,
+		},
+		.mad = mad,
+	};
+
+	umc_sm_send_msg(sm, &port->ctrl, &m);
 }
