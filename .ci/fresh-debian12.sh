@@ -6,7 +6,9 @@
 # The pristine system is made once with debootstrap and cached in
 # $UMC_FRESH_ROOT (default /var/tmp/umcast-debian12-minbase); every run gets
 # its own copy of it, so nothing that one run installs is seen by the next.
-# The copy uses this host's apt sources and configuration (the same package
+# debootstrap takes the mirror from this host's apt sources
+# (scripts/apt-mirror.sh), or UMC_FRESH_MIRROR, else its own default.  The
+# copy uses this host's apt sources and configuration (the same package
 # mirror), and a clean clone of REPO's checked-out commit: files that are not
 # committed do not exist there.
 #
@@ -23,7 +25,7 @@ fi
 repo=$1
 shift
 base=${UMC_FRESH_ROOT:-/var/tmp/umcast-debian12-minbase}
-mirror=${UMC_FRESH_MIRROR:-http://deb.debian.org/debian}
+mirror=${UMC_FRESH_MIRROR:-$("$(dirname "$0")/../scripts/apt-mirror.sh" bookworm)}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "$0: needs root (debootstrap, chroot, mounts)" >&2
@@ -39,8 +41,9 @@ make_base() {
 		apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
 		return 1
 	tmp=$(mktemp -d "$base.new.XXXXXX") || return 1
-	echo "fresh-debian12: debootstrap --variant=minbase bookworm into $base"
-	if ! debootstrap --variant=minbase bookworm "$tmp" "$mirror" >"$tmp.log" 2>&1; then
+	echo "fresh-debian12: debootstrap --variant=minbase bookworm into $base${mirror:+ from $mirror}"
+	# shellcheck disable=SC2086 # no mirror: debootstrap's default
+	if ! debootstrap --variant=minbase bookworm "$tmp" $mirror >"$tmp.log" 2>&1; then
 		tail -n 20 "$tmp.log"
 		rm -rf "$tmp" "$tmp.log"
 		return 1

@@ -47,8 +47,9 @@
 #                image, logs/ (one directory per run, logs/last links it)
 #   UMC_BIN      umcast's tools (default: build/bin next to this script's
 #                parent directory, else in PATH)
-#   RXE_MIRROR   Debian mirror for debootstrap (default: the first URI of
-#                the host's apt sources, else http://deb.debian.org/debian)
+#   RXE_MIRROR   Debian mirror for debootstrap (default: the one the host's
+#                apt sources use, scripts/apt-mirror.sh; without one,
+#                debootstrap's own default)
 #   RXE_NS       network namespace (default umc-rxe)
 #   RXE_MEM, RXE_SMP   guest memory (default 1G) and CPUs (default 2)
 #   RXE_BOOT_TIMEOUT   seconds to wait for the guest to be ready (default 600)
@@ -91,16 +92,11 @@ else
 fi
 
 mirror() {
-	local m
 	if [ -n "${RXE_MIRROR:-}" ]; then
 		echo "$RXE_MIRROR"
-		return
+	else
+		"$here/apt-mirror.sh" bookworm
 	fi
-	m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '$1 == "URIs:" && $2 !~ /security/ {print $2; exit}')
-	[ -n "$m" ] || m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
-		/etc/apt/sources.list 2>/dev/null)
-	echo "${m:-http://deb.debian.org/debian}"
 }
 
 # --- host packages ---------------------------------------------------------
@@ -213,14 +209,16 @@ EOF
 
 # --- guest root and image --------------------------------------------------
 build_image() {
-	local root=$dir/root tmp=$dir/root.new kver
+	local root=$dir/root tmp=$dir/root.new kver m
 	mkdir -p "$dir"
 	host_deps
 	if [ ! -e "$root/.rxe-complete" ]; then
 		rm -rf --one-file-system "$tmp"
-		log "debootstrap bookworm from $(mirror) into $tmp (a few minutes)"
+		m=$(mirror)
+		log "debootstrap bookworm${m:+ from $m} into $tmp (a few minutes)"
+		# shellcheck disable=SC2086 # no mirror: debootstrap's default
 		debootstrap --variant=minbase --include="$guest_pkgs" bookworm \
-			"$tmp" "$(mirror)" >"$dir/debootstrap.log" 2>&1 ||
+			"$tmp" $m >"$dir/debootstrap.log" 2>&1 ||
 			{ tail -n 20 "$dir/debootstrap.log" >&2; die "debootstrap failed"; }
 		# No udev in the guest: the initramfs must load the root
 		# disk's drivers itself.
