@@ -449,9 +449,9 @@ static int lf_pong(struct perf_echo *e, bool *stop)
 	return n;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s -m group [-s] [options]   (the options of umc-perf, plus -p)\n"
 		"  -m addr  group (-L: A, ping->pong)   -g addr  -L: echo group B (default m+1)\n"
 		"  -b addr  local address (127.0.0.1)   -p port  UDP port (6791)\n"
@@ -459,9 +459,9 @@ static void usage(void)
 		"  -S bytes payload (64; messages are 32 bytes longer, as RoCEv2's)\n"
 		"  -n count -D secs -r rate -B batch (32) -d depth (2048) -q endpoints\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
-		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
+		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -t timeout ms (30000; or -T)\n"
+		"  -h, --help this text   --version umcast's version\n",
 		prog);
-	exit(2);
 }
 
 static const struct perf_transport libfabric = {
@@ -469,7 +469,7 @@ static const struct perf_transport libfabric = {
 	.name = "libfabric",
 	/* -o is taken and ignored: the sender's endpoint has no FI_RECV, so it
 	 * is never a member.  No -e: the endpoints have no wait object. */
-	.optstring = "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:T:O:h",
+	.optstring = "m:g:b:p:soL:S:n:D:r:B:d:q:w:R:I:t:T:O:h",
 	.size_max = 65000,
 	.batch_max = 64,
 	.port = 6791,

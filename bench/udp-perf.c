@@ -621,9 +621,9 @@ static void udp_wait(int ms)
 		;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s -m group [-s] [options]   (the options of umc-perf, plus -p)\n"
 		"  -m addr  group (-L: A, ping->pong)   -g addr  -L: echo group B (default m+1)\n"
 		"  -b addr  local address (127.0.0.1)   -p port  UDP port (5791)\n"
@@ -639,16 +639,16 @@ static void usage(void)
 		"  -V       -G and RoCEv2's user-space work, with umcast's codecs (on both\n"
 		"           ends): BTH, DETH and ICRC on send; ICRC, decode and GRH on receive\n"
 		"  -O file ping: round-trip times (ns, in order)\n"
-		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -T timeout ms (30000)\n",
+		"  -w n warm-up   -R fd ready byte   -I idle ms (1000)   -t timeout ms (30000; or -T)\n"
+		"  -h, --help this text   --version umcast's version\n",
 		prog);
-	exit(2);
 }
 
 static const struct perf_transport udp = {
 	.prog = prog,
 	.name = "udp",
 	/* -o is taken and ignored: a plain UDP sender is never a member. */
-	.optstring = "m:g:b:p:scoGVL:S:n:D:r:B:d:q:eEw:R:I:T:O:h",
+	.optstring = "m:g:b:p:scoGVL:S:n:D:r:B:d:q:eEw:R:I:t:T:O:h",
 	.size_max = 65000,
 	.batch_max = 1024,
 	.port = 5791,

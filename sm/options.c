@@ -27,7 +27,8 @@ static const char usage_text[] =
 	"      --mtu BYTES         active MTU of every port: 256..4096 (default 2048)\n"
 	"      --ready-fd FD       also write the ready line to FD, then close it\n"
 	"  -v, --verbose           log registrations, groups, rejections; twice: every request\n"
-	"  -h, --help              this text\n";
+	"  -h, --help              this text\n"
+	"      --version           umcast's version\n";
 
 enum {
 	OPT_NO_SENDONLY = 256,
@@ -39,6 +40,7 @@ enum {
 	OPT_MAX_MLID,
 	OPT_MTU,
 	OPT_READY_FD,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -54,6 +56,7 @@ static const struct option long_opts[] = {
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -134,7 +137,7 @@ static int mcast_base(const char *arg, uint32_t *out)
  * @argc, @argv: as main() got them
  * @cfg:         defaults on entry (umc_sm_config_default())
  *
- * Returns: 0 to run, UMC_SM_OPT_EXIT after --help, UMC_SM_OPT_ERROR after
+ * Returns: 0 to run, UMC_SM_OPT_EXIT after --help or --version, UMC_SM_OPT_ERROR after
  * a message on stderr.
  */
 int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
@@ -195,6 +198,9 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			return UMC_SM_OPT_EXIT;
+		case OPT_VERSION:
+			printf("umc-sm (umcast) %s\n", UMC_VERSION);
 			return UMC_SM_OPT_EXIT;
 		default:
 			fputs(usage_text, stderr);

@@ -8,7 +8,7 @@
 #include "sm.h"
 
 enum {
-	UMC_SM_OPT_EXIT = 1,  /* --help printed: exit 0 */
+	UMC_SM_OPT_EXIT = 1,  /* --help or --version printed: exit 0 */
 	UMC_SM_OPT_ERROR = 2, /* usage error printed: exit 2 */
 };
 

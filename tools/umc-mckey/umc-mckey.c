@@ -1016,7 +1016,8 @@ static int print_counts(void)
 	return bad;
 }
 
-static void usage(const char *argv0)
+/* mckey's usage text, on stdout; exit 1 after a usage error, as mckey. */
+static void usage(const char *argv0, int status)
 {
 	printf("usage: %s\n", argv0);
 	printf("\t-m multicast_address\n");
@@ -1037,7 +1038,8 @@ static void usage(const char *argv0)
 	       "for msec (default 10000, 0 = never)]\n");
 	printf("\t[-P expect umc-mckey senders only: a payload without "
 	       "their marker is bad]\n");
-	exit(1);
+	printf("\t[-h, --help this text] [--version umcast's version]\n");
+	exit(status);
 }
 
 /* A decimal number in [min, max]; anything else is a usage error. */
@@ -1051,20 +1053,25 @@ static int parse_int(const char *arg, int base, long min, long max,
 	v = strtol(arg, &end, base);
 	if (errno || end == arg || *end || v < min || v > max) {
 		printf("mckey: invalid number '%s'\n", arg);
-		usage(argv0);
+		usage(argv0, 1);
 	}
 	return (int)v;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option long_opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const long size_max = INT_MAX / 2;
 	int op, ret, status;
 
 	/* Line buffered even into a pipe: tests wait for "joined" lines. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	while ((op = getopt(argc, argv, "m:M:sb:c:C:S:p:olw:t:P")) != -1) {
+	while ((op = getopt_long(argc, argv, "m:M:sb:c:C:S:p:olw:t:Ph", long_opts, NULL)) != -1) {
 		switch (op) {
 		case 'm':
 			dst_name = optarg;
@@ -1107,13 +1114,19 @@ int main(int argc, char **argv)
 		case 'P':
 			require_marker = true;
 			break;
+		case 'h':
+			usage(argv[0], 0);
+			break;
+		case 'V':
+			printf("umc-mckey (umcast) %s\n", UMC_VERSION);
+			exit(0);
 		default:
-			usage(argv[0]);
+			usage(argv[0], 1);
 		}
 	}
 	if (optind < argc) {
 		printf("mckey: unexpected argument '%s'\n", argv[optind]);
-		usage(argv[0]);
+		usage(argv[0], 1);
 	}
 	if (unmapped_addr && !src_name) {
 		printf("unmapped multicast address requires binding "
@@ -1125,7 +1138,7 @@ int main(int argc, char **argv)
 		message_count = 0;
 	if (require_marker && message_count && message_size < HEADER_LEN) {
 		printf("mckey: -P needs messages of at least %d bytes (-S)\n", HEADER_LEN);
-		usage(argv[0]);
+		usage(argv[0], 1);
 	}
 
 	test.dst_addr = (struct sockaddr *)&test.dst_in;

@@ -88,8 +88,21 @@ struct in_addr perf_next_group(struct in_addr a)
 	return a;
 }
 
+/* The usage on stderr, exit 2: a usage error. */
+static void __attribute__((noreturn)) usage_error(const struct perf_transport *t)
+{
+	t->usage(stderr);
+	exit(2);
+}
+
 void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 {
+	enum { OPT_VERSION = 256 };
+	static const struct option long_opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct perf_opts *o = t->o;
 	int op;
 
@@ -109,7 +122,7 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 		.warmup = 1000,
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((op = getopt(argc, argv, t->optstring)) != -1) {
+	while ((op = getopt_long(argc, argv, t->optstring, long_opts, NULL)) != -1) {
 		switch (op) {
 		case 'm': o->group = optarg; break;
 		case 'g': o->group2 = optarg; break;
@@ -124,7 +137,7 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 			else if (!strcmp(optarg, "pong"))
 				o->mode = PERF_MODE_PONG;
 			else
-				t->usage();
+				usage_error(t);
 			break;
 		/* Every message carries its sequence number (perf_put_seq):
 		 * loss, the end marker and ping's match all need it. */
@@ -143,14 +156,22 @@ void perf_parse_args(const struct perf_transport *t, int argc, char **argv)
 		case 'w': o->warmup = (uint64_t)NUM("-w", 0, 1e9); break;
 		case 'R': o->ready_fd = (int)NUM("-R", 0, INT_MAX); break;
 		case 'I': o->idle_ms = (int)NUM("-I", 1, INT_MAX); break;
+		/* -t as umc-mckey and umc-sa spell it; -T, the first spelling, too. */
+		case 't': o->timeout_ms = (int)NUM("-t", 1, INT_MAX); break;
 		case 'T': o->timeout_ms = (int)NUM("-T", 1, INT_MAX); break;
-		default: t->usage();
+		case 'h':
+			t->usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("%s (umcast) %s\n", t->prog, UMC_VERSION);
+			exit(0);
+		default: usage_error(t);
 		}
 	}
 #undef NUM
 #undef REAL
 	if (optind < argc || !o->group)
-		t->usage();
+		usage_error(t);
 	if (o->batch > o->depth)
 		o->batch = o->depth;
 	if (o->sender && !o->count && !o->duration)

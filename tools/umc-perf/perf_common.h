@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -86,11 +87,11 @@ struct perf_echo {
 struct perf_transport {
 	const char *prog;      /* for messages: "umc-perf" */
 	const char *name;      /* transport= of the result lines: "umcast" */
-	const char *optstring; /* getopt(3): the options it takes (and h) */
+	const char *optstring; /* getopt(3): the options it takes (and h, t) */
 	uint32_t size_max;     /* -S at most */
 	int batch_max;	       /* -B at most */
 	int port;	       /* -p by default */
-	void (*usage)(void);   /* prints the usage, exits 2 */
+	void (*usage)(FILE *out); /* prints the usage (-h: stdout; errors: stderr, exit 2) */
 	struct perf_opts *o;   /* where perf_parse_args() puts them */
 
 	/* Optional: what @role needs (sockets, endpoints), before its ready
@@ -139,7 +140,8 @@ struct perf_transport {
 	void (*wait)(int ms);
 };
 
-/* Options: defaults, then argv; usage() on anything wrong. */
+/* Options: defaults, then argv; the usage and exit 2 on anything wrong;
+ * -h/--help (the usage on stdout) and --version exit 0. */
 void perf_parse_args(const struct perf_transport *t, int argc, char **argv);
 /* Run the role the options say; exits 3 when a receiver or ping got nothing. */
 void perf_run(const struct perf_transport *t);

@@ -668,9 +668,9 @@ static int umc_pong(struct perf_echo *pe, bool *stop)
 
 /* ------------------------------------------------------------------------- */
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s -m group [-s] [options]\n"
 		"  -m addr    multicast group (required); -L: the ping->pong group A\n"
 		"  -g addr    -L: the pong->ping echo group B (default: group + 1)\n"
@@ -690,15 +690,15 @@ static void usage(void)
 		"  -O file    ping: write every round-trip time (ns, in order) to file\n"
 		"  -R fd      write one byte to fd when joined and receives are posted\n"
 		"  -I ms      stop when idle this long after the first message (1000)\n"
-		"  -T ms      give up when nothing happens this long (30000)\n",
+		"  -t ms      give up when nothing happens this long (30000; -T is the same)\n"
+		"  -h, --help this text;  --version  umcast's version\n",
 		prog);
-	exit(2);
 }
 
 static const struct perf_transport umcast = {
 	.prog = prog,
 	.name = "umcast",
-	.optstring = "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:T:O:h",
+	.optstring = "m:g:b:soL:S:n:D:r:B:d:q:ew:R:I:t:T:O:h",
 	.size_max = 1 << 20,
 	.batch_max = 4096,
 	.usage = usage,

@@ -45,7 +45,10 @@ enum {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: umc-run [--no-sysfs] [--] PROGRAM [ARGUMENT...]\n"
-		   "Run PROGRAM, built against rdma-core's libibverbs/librdmacm, on umcast.\n");
+		   "Run PROGRAM, built against rdma-core's libibverbs/librdmacm, on umcast.\n"
+		   "  --no-sysfs   no private sysfs view of the devices' interfaces (as root)\n"
+		   "  -h, --help   this text\n"
+		   "  --version    umcast's version\n");
 }
 
 /* The drop-in directory: $UMC_COMPAT_DIR, else ../lib/umcast/compat from here. */
@@ -195,6 +198,9 @@ int main(int argc, char **argv)
 			sysfs = false;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("umc-run (umcast) %s\n", UMC_VERSION);
 			return 0;
 		} else {
 			fprintf(stderr, "umc-run: unknown option %s\n", argv[i]);

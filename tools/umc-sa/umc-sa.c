@@ -2,7 +2,7 @@
 /*
  * umc-sa - query umc-sm's Subnet Administrator (umc-sa(1)): multicast
  * groups (as saquery -g), their members with JoinStates (saquery -m, with
- * --smkey), one MGID, and ClassPortInfo (saquery -c).
+ * --sm-key), one MGID, and ClassPortInfo (saquery -c).
  *
  * It registers a port of its own (with no data endpoint) for the time of
  * the query, sends real SA MADs through the library's SA client (a
@@ -23,14 +23,17 @@
 enum cmd { CMD_NONE, CMD_GROUPS, CMD_MEMBERS, CMD_MGID, CMD_CPI };
 
 static const char usage_text[] =
-	"usage: umc-sa [--sm ADDR:PORT] [--smkey KEY] [-t MS] -g | -m | --mgid MGID | -c\n"
+	"usage: umc-sa [--sm ADDR:PORT] [--sm-key KEY] [-t MS] -g | -m | --mgid MGID | -c\n"
 	"  -g, --groups        every multicast group, one line each (untrusted query)\n"
-	"  -m, --members       every membership with its JoinState (needs --smkey)\n"
-	"      --mgid MGID     the group MGID (its members with --smkey)\n"
+	"  -m, --members       every membership with its JoinState (needs --sm-key)\n"
+	"      --mgid MGID     the group MGID (its members with --sm-key)\n"
 	"  -c, --classportinfo the SA's ClassPortInfo\n"
 	"      --sm ADDR:PORT  umc-sm's address (default $UMC_SM, else 127.0.0.1:4795)\n"
-	"      --smkey KEY     SM_Key for trusted queries (umc-sm's default is 1)\n"
-	"  -t, --timeout MS    wait for umc-sm at most MS ms (default 3000)\n";
+	"      --sm-key KEY    SM_Key for trusted queries (umc-sm --sm-key, default 1);\n"
+	"                      --smkey is the same\n"
+	"  -t, --timeout MS    wait for umc-sm at most MS ms (default 3000)\n"
+	"  -h, --help          this text\n"
+	"      --version       umcast's version\n";
 
 struct opts {
 	enum cmd cmd;
@@ -79,9 +82,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	static const struct option lopts[] = {
 		{ "groups", no_argument, NULL, 'g' },	 { "members", no_argument, NULL, 'm' },
 		{ "mgid", required_argument, NULL, 'M' }, { "classportinfo", no_argument, NULL, 'c' },
-		{ "sm", required_argument, NULL, 'S' },	 { "smkey", required_argument, NULL, 'K' },
+		{ "sm", required_argument, NULL, 'S' },	 { "sm-key", required_argument, NULL, 'K' },
+		/* umc-sa's first spelling, kept: umc-sm has always said --sm-key */
+		{ "smkey", required_argument, NULL, 'K' },
 		{ "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },	 { NULL, 0, NULL, 0 },
 	};
 	const char *sm = NULL;
 	char *end;
@@ -116,7 +121,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			errno = 0;
 			o->sm_key = strtoull(optarg, &end, 0);
 			if (errno || *end || end == optarg) {
-				fprintf(stderr, "umc-sa: --smkey %s: not a number\n", optarg);
+				fprintf(stderr, "umc-sa: --sm-key %s: not a number\n", optarg);
 				return 2;
 			}
 			break;
@@ -129,6 +134,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			exit(0);
+		case 'V':
+			printf("umc-sa (umcast) %s\n", UMC_VERSION);
 			exit(0);
 		default:
 			fputs(usage_text, stderr);
