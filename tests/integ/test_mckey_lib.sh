@@ -6,20 +6,19 @@
 #
 # Processes run in the background with stdout and stderr in files under
 # $WORK; readiness is a line in that output, polled with a bound
-# (wait_line), never a fixed sleep.  Every process started here is killed by
-# its pid on exit.
+# (wait_line), never a fixed sleep.  Every process started here is stopped by
+# its pid on exit, and waited for (tests/lib/wait.sh).
 
 set -u
+# shellcheck source=../lib/wait.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/wait.sh"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-$(basename "$0" .sh).XXXXXX")
 PIDS=()
 FAILS=0
 
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null
-	done
+	stop_pids 10 "${PIDS[@]}"
 	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
 		rm -rf "$WORK"
 	else
