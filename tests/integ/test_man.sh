@@ -11,7 +11,11 @@
 #  3. every man3 page has the sections NAME, SYNOPSIS, DESCRIPTION,
 #     RETURN VALUE, ERRORS, NOTES (where umcast differs) and SEE ALSO;
 #  4. no page shows an option such as --no-sendonly with an en dash, or a
-#     quote the user would type as a curly one (pandoc's smart typography).
+#     quote the user would type as a curly one (pandoc's smart typography);
+#  5. every page renders (man(1), groff) without a warning, and no markdown
+#     markup leaks into its text: outside code (code blocks, inline code)
+#     no word is wrapped in _underscores_ or *asterisks* and no ** is left,
+#     which is what pandoc leaves of emphasis it did not take as such.
 #
 # Env: UMC_BUILD_DIR (a built tree, installed into a temporary prefix) and
 # UMC_SOURCE_DIR; ctest sets both.
@@ -93,6 +97,20 @@ if [ -z "$typo" ]; then
 else
 	bad "en dashes or curly quotes (smart typography) in:" $typo
 fi
+
+# 5. every page renders cleanly, with no markdown left in its text
+leaks=0
+for f in "$mandir"/man?/*.?; do
+	grep -q '^\.so ' "$f" && continue
+	w=$(MANWIDTH=80 man --warnings -l -P cat "$f" 2>&1 >/dev/null)
+	[ -z "$w" ] || { bad "$(basename "$f") renders with warnings: $w"; leaks=1; }
+	# The text outside code: no .nf/.fi blocks, no \f[C]/\f[V] spans, no font escapes.
+	hits=$(awk '/^\.nf/ { c = 1; next } /^\.fi/ { c = 0; next } !c && !/^\.\\"/' "$f" |
+		sed -E 's/\\f\[[CV]\]([^\\]|\\[^f])*\\f\[R\]//g; s/\\f(\[[A-Z]*\]|[BIRP])//g' |
+		grep -nE '(^|[^[:alnum:]_])_[[:alnum:]]([^_[:space:]]*[[:alnum:]])?_($|[^[:alnum:]_])|(^|[^[:alnum:]*])\*[[:alnum:]]([^*]*[[:alnum:]])?\*($|[^[:alnum:]*])|\*\*')
+	[ -z "$hits" ] || { bad "$(basename "$f") shows markup: $hits"; leaks=1; }
+done
+[ $leaks = 0 ] && ok "every page renders without warnings or leftover markup"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
