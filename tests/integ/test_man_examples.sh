@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test_man_examples.sh - every manual page's EXAMPLES runs as written, with
-# the tools as `make install` puts them (a temporary prefix on PATH):
+# test_man_examples.sh PAGE.md... - the manual pages' EXAMPLES run as
+# written, with the tools as `make install` puts them (a temporary prefix
+# on PATH); ctest runs it once for each page that has EXAMPLES:
 #
-#  1. the EXAMPLES section of every page holds only fenced blocks marked
+#  1. the EXAMPLES section of the page holds only fenced blocks marked
 #     `sh` (commands a user pastes into a shell) or `text` (what they
 #     print); an unmarked block is a failure, so none escapes the test;
 #  2. every `sh` block, pasted into a new bash of its own, succeeds: each
@@ -21,10 +22,10 @@
 # examples do.  Each block is bounded (90 s) and every process it started
 # is gone after it.
 #
-# Env: UMC_BUILD_DIR, UMC_SOURCE_DIR (ctest sets both), UMC_SANITIZE.
+# Env: UMC_BUILD_DIR (ctest sets it), UMC_SANITIZE.
 set -u
 build=${UMC_BUILD_DIR:?UMC_BUILD_DIR is set by ctest}
-src=${UMC_SOURCE_DIR:?UMC_SOURCE_DIR is set by ctest}
+[ $# -gt 0 ] || { echo "usage: $0 PAGE.md..."; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" -ne 0 ] || ! unshare -n true 2>/dev/null; then
 	echo "SKIP: the examples run in network namespaces of their own (root)"
@@ -85,10 +86,8 @@ run_block() {
 	return $rc
 }
 
-pages=("$src"/docs/man/*.[1-8].md "$src"/docs/man/man3/*.3.md "$src"/tools/*/*.[1-8].md
-	"$src"/sm/*.[1-8].md)
-n=0
-for page in "${pages[@]}"; do
+for page in "$@"; do
+	n=0
 	pname=$(basename "$page" .md)
 	# The EXAMPLES section's fenced blocks, one file each: B<k>.<info>.
 	rm -f "$work"/B*
@@ -138,7 +137,7 @@ for page in "${pages[@]}"; do
 		*) bad "$label is marked '$info': mark it sh (commands) or text (output)" ;;
 		esac
 	done
+	[ $n -ge 1 ] || bad "$pname: no command block in its EXAMPLES"
 done
-[ $n -ge 10 ] || bad "only $n command blocks found in the pages' EXAMPLES"
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
