@@ -223,10 +223,12 @@ struct umc_sm_member *umc_sm_member_find(struct umc_sm *sm, const struct umc_sm_
  * @grp:        the group
  * @port:       the member port
  * @join_state: bits to add (non-zero)
- * @proxy:      the request came from another port; kept from the first join
+ * @proxy:      the request came from another port
  *
  * A port already a member gets old | new (IBA o15.0.1.11; OpenSM
- * osm_mgrp_add_port).
+ * osm_mgrp_add_port).  A membership is a proxy one from a proxy first
+ * join until the port joins it itself, which takes it over (OpenSM keeps
+ * the first join's ProxyJoin for good).
  *
  * Returns: the membership, or NULL if out of memory.
  */
@@ -255,6 +257,8 @@ struct umc_sm_member *umc_sm_member_join(struct umc_sm *sm, struct umc_sm_group 
 		grp->nmembers++;
 		port->nmembers++;
 	}
+	if (!proxy)
+		m->proxy = false;
 	was_full = m->join_state & UMC_JOIN_ANY_FULL;
 	m->join_state |= join_state & 0xF;
 	if (!was_full && (m->join_state & UMC_JOIN_ANY_FULL))

@@ -12,9 +12,12 @@
  *     0x8) leaves, also when a port holding 0x9 clears 0x1 and later 0x8;
  *   - a Delete reply's JoinState is what the port still holds after the
  *     whole operation (0 when the group went with it).
- * Plus umc-sm's own rule: with --no-sendonly a Set with JoinState bit 0x8
+ * Plus umc-sm's own rules: with --no-sendonly a Set with JoinState bit 0x8
  * is refused with ERR_REQ_INVALID (after the component-mask, PortGID and
- * P_Key checks).
+ * P_Key checks); only the port itself changes its membership: a proxy Set
+ * or another port's Delete needs the SM key umc-sm was started with
+ * (--sm-key), else ERR_REQ_DENIED, and a port's own Set of a membership
+ * made by proxy takes it over (ProxyJoin cleared).
  *
  * Every request is a pure function of the state and the requester: no
  * clock, no I/O; a rejected Set changes nothing (a group is only created
@@ -254,6 +257,17 @@ static bool modify_allowed(const struct req *r, const struct umc_sm_member *m)
 	return umc_sm_port_has_pkey(r->requester, m->grp->rec.pkey);
 }
 
+/*
+ * umc-sm's own rule on top: a request that changes another port's
+ * membership (a proxy Set, another port's Delete) must carry the SM key
+ * umc-sm was started with (--sm-key).  Every local process is an SA
+ * client here, where on a fabric only privileged ones are.
+ */
+static bool may_touch(const struct req *r, const struct umc_sm_port *port)
+{
+	return port == r->requester || (r->sm->cfg.sm_key_set && r->h->sm_key == r->sm->cfg.sm_key);
+}
+
 static void respond(struct req *r, const struct umc_mcmember *rec)
 {
 	umc_mcmember_encode(umc_sm_sa_respond(r->h, UMC_MCMEMBER_ATTR_OFFSET, r->reply), rec);
@@ -356,6 +370,9 @@ static void mcmr_set(struct req *r)
 	if (!port)
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "PortGID is no port of this subnet");
 	proxy = port != r->requester;
+	if (!may_touch(r, port))
+		return reject(r, UMC_SA_STATUS_DENIED,
+			      "a proxy join needs the SM key umc-sm was started with");
 	if (proxy && !umc_sm_ports_share_pkey(port, r->requester))
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "proxy join: ports share no P_Key");
 	if ((r->comp & UMC_MCM_COMP_PKEY) && !(r->rec.pkey & 0x7fff))
@@ -430,6 +447,9 @@ static void mcmr_delete(struct req *r)
 	if (!modify_allowed(r, m))
 		return reject(r, UMC_SA_STATUS_REQ_INVALID,
 			      "only the member's own port may change a non-proxy membership");
+	if (!may_touch(r, port))
+		return reject(r, UMC_SA_STATUS_DENIED,
+			      "deleting another port's membership needs the SM key umc-sm was started with");
 	rec.scope = grp->rec.scope;
 	proxy = m->proxy;
 	rec.join_state = umc_sm_member_leave(sm, m, js);
@@ -596,7 +616,8 @@ static void mcmr_query(struct req *r)
  *   Set/Delete:  0x0600 mask lacks MGID|PortGID|JoinState [1B18, 1B20];
  *                0x0200 invalid Rate or MTU code with selector and value;
  *                0x0500 PortGID prefix not the subnet's [1B40, 1B41]
- *   Set:         0x0200 unknown PortGID; proxy without a shared P_Key;
+ *   Set:         0x0200 unknown PortGID; 0x0700 proxy without the SM key
+ *                given to umc-sm; 0x0200 proxy without a shared P_Key;
  *                P_Key with base 0; JoinState 0x8 with --no-sendonly
  *     new group: 0x0200 JoinState without 0x1 or 0x8 [1B10];
  *                0x0600 mask lacks 0x130C7 [1B11]; 0x0100 no MGID to
@@ -609,7 +630,8 @@ static void mcmr_query(struct req *r)
  *                JoinState 0 [1B12]; port not in the partition [1B14];
  *                proxy rules [1B13]
  *   Delete:      0x0200 no such group; not a member; JoinState shares no
- *                bit or has extra bits; proxy rules [1B25]
+ *                bit or has extra bits; proxy rules [1B25]; 0x0700 another
+ *                port's membership without the SM key given to umc-sm
  *   Get:         0x0300 no record, 0x0400 more than one [4C05]
  *
  * Context: pure; the state changes only on success.

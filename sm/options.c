@@ -20,7 +20,8 @@ static const char usage_text[] =
 	"                          CapabilityMask2 bit 12 clear, JoinState 0x8 Sets refused\n"
 	"      --prefix PREFIX     subnet prefix, IPv6 notation (default fe80::)\n"
 	"      --lease MS          port lease in ms (default 10000; 100..3600000)\n"
-	"      --sm-key KEY        SM_Key of trusted SA requests (default 1)\n"
+	"      --sm-key KEY        SM_Key of trusted SA requests (default 1); given, it also\n"
+	"                          lets requests that carry it change other ports' memberships\n"
 	"      --mcast-base ADDR   IPv4 group of MLID 0xC000 (default 239.255.192.0)\n"
 	"      --data-port PORT    UDP port of IB packets to MLID groups (default 4796; not 4791)\n"
 	"      --max-mlid MLID     highest MLID to assign (default 0xFFFE)\n"
@@ -167,6 +168,7 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			if (number("--sm-key", optarg, 0, UINT64_MAX, &v))
 				return UMC_SM_OPT_ERROR;
 			cfg->sm_key = v;
+			cfg->sm_key_set = true;
 			break;
 		case OPT_MCAST_BASE:
 			if (mcast_base(optarg, &cfg->mcast_base))

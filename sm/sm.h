@@ -55,6 +55,7 @@ struct umc_sm_config {
 	struct sockaddr_in listen;
 	uint64_t subnet_prefix;
 	uint64_t sm_key;
+	bool sm_key_set;     /* --sm-key given: SM_Key sm_key may change other ports' memberships */
 	uint32_t lease_ms;
 	uint32_t mcast_base; /* IPv4, host order */
 	uint16_t data_port;

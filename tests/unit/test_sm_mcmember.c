@@ -545,39 +545,151 @@ static void test_get_table(void **state)
 	assert_int_equal(res.h.attr_offset, 0);
 }
 
-/* T, U, V: proxy joins (the SA decides from the requester), ProxyJoin emitted as 0x80. */
+/* A fixture whose umc-sm was started with --sm-key KEY_GIVEN. */
+enum { KEY_GIVEN = 0x5ec7e7 };
+
+static struct fx *fx_keyed(void)
+{
+	struct umc_sm_config cfg;
+
+	umc_sm_config_default(&cfg);
+	cfg.sm_key = KEY_GIVEN;
+	cfg.sm_key_set = true;
+	return fx_new(&cfg);
+}
+
+/*
+ * T, U, V with the SM key: proxy joins (the SA decides from the requester),
+ * ProxyJoin emitted as 0x80, and OpenSM's rules (o15-0.2.1) on top.
+ */
 static void test_proxy(void **state)
 {
-	struct fx *f = *state;
+	struct fx *f = fx_keyed();
 	struct umc_mcmember r;
 	struct sa_res res;
 	uint8_t mad[UMC_MAD_SIZE];
 
+	(void)state;
 	assert_int_equal(fx_join(f, 0, MGID_B, UMC_JOIN_FULL), 0);
 	r = fx_rec(f, 1, MGID_B, UMC_JOIN_NON); /* port 1's GID, sent by port 0 */
-	res = fx_mcm(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &r);
+	res = fx_mcm_key(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, KEY_GIVEN, &r);
 	assert_int_equal(res.h.mad.status, 0);
 	assert_true(res.rec.proxy_join);
 	assert_int_equal(res.mad[UMC_SA_HDR_LEN + 49], 0x80);
 	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
-		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, 1, &r);
+		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, KEY_GIVEN, &r);
 	assert_true(fx_sa(f, 2, mad).rec.proxy_join);
 	/* U: the proxied port deletes its membership itself */
 	assert_int_equal(fx_leave(f, 1, MGID_B, UMC_JOIN_NON), 0);
-	/* V: after a self join, another port's Delete is refused ... */
+	/* V: after a self join, another port's Delete is refused, key or not ... */
 	assert_int_equal(fx_join(f, 1, MGID_B, UMC_JOIN_NON), 0);
-	res = fx_mcm(f, 0, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, &r);
+	res = fx_mcm_key(f, 0, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, KEY_GIVEN, &r);
 	assert_int_equal(res.h.mad.status, UMC_SA_STATUS_REQ_INVALID);
 	assert_int_equal(fx_member_state(f, MGID_B, 1), UMC_JOIN_NON);
 	/* ... and so is its Set on that membership, and a ProxyJoin bit in the request */
 	r.join_state = UMC_JOIN_SENDONLY_NON;
-	assert_int_equal(fx_mcm(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &r).h.mad.status,
-			 UMC_SA_STATUS_REQ_INVALID);
+	res = fx_mcm_key(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, KEY_GIVEN, &r);
+	assert_int_equal(res.h.mad.status, UMC_SA_STATUS_REQ_INVALID);
 	r = fx_rec(f, 2, MGID_B, UMC_JOIN_NON);
 	r.proxy_join = true; /* ignored: port 2 joins itself */
 	res = fx_mcm(f, 2, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &r);
 	assert_int_equal(res.h.mad.status, 0);
 	assert_false(res.rec.proxy_join);
+	fx_free(f);
+}
+
+/* Trusted Get of port @j's membership of @mgid: its ProxyJoin (the state must hold one). */
+static bool fx_member_proxy(struct fx *f, const char *mgid, unsigned j)
+{
+	struct umc_mcmember r = fx_rec(f, j, mgid, 0);
+	uint8_t mad[UMC_MAD_SIZE];
+	struct sa_res res;
+
+	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, f->sm->cfg.sm_key, &r);
+	res = fx_sa(f, 0, mad);
+	assert_int_equal(res.h.mad.status, 0);
+	return res.rec.proxy_join;
+}
+
+/*
+ * Only the port itself changes its membership (issue 32, defect 4): a
+ * proxy Set or another port's Delete is refused with ERR_REQ_DENIED unless
+ * it carries the SM key umc-sm was started with; the default key (1,
+ * OpenSM's, known to all) grants no such right.
+ */
+static void test_only_the_port_changes_its_membership(void **state)
+{
+	struct fx *f = *state;
+	struct umc_mcmember v = fx_rec(f, 0, MGID_B, UMC_JOIN_FULL);
+	uint16_t mlid;
+
+	/* the defect: port 1 proxy-joins the victim, port 0, before port 0 joins */
+	assert_int_equal(fx_join(f, 2, MGID_B, UMC_JOIN_FULL), 0);
+	mlid = umc_sm_group_by_mgid(f->sm, fx_rec(f, 0, MGID_B, 0).mgid)->rec.mlid;
+	assert_int_equal(fx_mcm(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &v).h.mad.status,
+			 UMC_SA_STATUS_DENIED);
+	assert_int_equal(fx_mcm_key(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK,
+				    UMC_SM_DEFAULT_SM_KEY, &v)
+				 .h.mad.status,
+			 UMC_SA_STATUS_DENIED);
+	assert_int_equal(fx_member_state(f, MGID_B, 0), -UMC_SA_STATUS_NO_RECORDS);
+	/* the victim joins, and the other port's Delete of it is refused */
+	assert_int_equal(fx_join(f, 0, MGID_B, UMC_JOIN_FULL), 0);
+	assert_false(fx_member_proxy(f, MGID_B, 0));
+	assert_int_equal(fx_leave(f, 2, MGID_B, UMC_JOIN_FULL), 0); /* the creator leaves */
+	assert_int_equal(fx_mcm(f, 1, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, &v).h.mad.status,
+			 UMC_SA_STATUS_REQ_INVALID);
+	assert_int_equal(fx_mcm_key(f, 1, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK,
+				    UMC_SM_DEFAULT_SM_KEY, &v)
+				 .h.mad.status,
+			 UMC_SA_STATUS_REQ_INVALID);
+	assert_int_equal(fx_member_state(f, MGID_B, 0), UMC_JOIN_FULL);
+	assert_int_equal(umc_sm_group_by_mgid(f->sm, v.mgid)->rec.mlid, mlid);
+}
+
+/*
+ * With --sm-key: a proxy membership made with the key is the port's own
+ * once the port joins it itself (ProxyJoin cleared); until then another
+ * port's Delete needs the key.
+ */
+static void test_own_join_takes_a_proxy_membership_over(void **state)
+{
+	struct fx *f = fx_keyed();
+	struct umc_mcmember v = fx_rec(f, 0, MGID_B, UMC_JOIN_NON);
+	struct sa_res res;
+
+	(void)state;
+	assert_int_equal(fx_join(f, 2, MGID_B, UMC_JOIN_FULL), 0);
+	assert_int_equal(fx_mcm(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &v).h.mad.status,
+			 UMC_SA_STATUS_DENIED);
+	res = fx_mcm_key(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, KEY_GIVEN, &v);
+	assert_int_equal(res.h.mad.status, 0);
+	assert_true(res.rec.proxy_join);
+	/* another port's Delete of the proxy membership: only with the key */
+	assert_int_equal(fx_mcm(f, 3, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, &v).h.mad.status,
+			 UMC_SA_STATUS_DENIED);
+	assert_int_equal(fx_mcm_key(f, 3, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, KEY_GIVEN, &v)
+				 .h.mad.status,
+			 0);
+	assert_int_equal(fx_member_state(f, MGID_B, 0), -UMC_SA_STATUS_NO_RECORDS);
+	/* proxied again, then the port's own join takes the membership over */
+	assert_int_equal(fx_mcm_key(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, KEY_GIVEN, &v)
+				 .h.mad.status,
+			 0);
+	assert_true(fx_member_proxy(f, MGID_B, 0));
+	v.join_state = UMC_JOIN_FULL;
+	res = fx_mcm(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_JOIN_MASK, &v);
+	assert_int_equal(res.h.mad.status, 0);
+	assert_false(res.rec.proxy_join);
+	assert_int_equal(res.rec.join_state, UMC_JOIN_FULL | UMC_JOIN_NON);
+	assert_false(fx_member_proxy(f, MGID_B, 0));
+	/* now the key no longer lets another port delete it (o15-0.2.1) */
+	assert_int_equal(fx_mcm_key(f, 1, UMC_SA_METHOD_DELETE, UMC_MCM_JOIN_MASK, KEY_GIVEN, &v)
+				 .h.mad.status,
+			 UMC_SA_STATUS_REQ_INVALID);
+	assert_int_equal(fx_member_state(f, MGID_B, 0), UMC_JOIN_FULL | UMC_JOIN_NON);
+	fx_free(f);
 }
 
 /* SA-assigned MGIDs for MGID 0: ff12:a01b:<prefix> + counter, each a new group. */
@@ -593,13 +705,14 @@ static void test_sa_assigned_mgid(void **state)
 	gid_parse("ff12:a01b:fe80::", first);
 	assert_memory_equal(res.rec.mgid, first, 16);
 	assert_int_equal(res.rec.mlid, 0xC001);
+	r = fx_rec(f, 1, NULL, UMC_JOIN_FULL);
 	res = fx_mcm(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK, &r);
 	gid_parse("ff12:a01b:fe80::100:0:0", second);
 	assert_memory_equal(res.rec.mgid, second, 16);
 	assert_int_equal(res.rec.mlid, 0xC002);
 	/* the Scope component picks the scope */
 	r.scope = UMC_MGID_SCOPE_SITE;
-	res = fx_mcm(f, 0, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK | UMC_MCM_COMP_SCOPE, &r);
+	res = fx_mcm(f, 1, UMC_MAD_METHOD_SET, UMC_MCM_CREATE_MASK | UMC_MCM_COMP_SCOPE, &r);
 	assert_int_equal(res.rec.mgid[1], 0x15);
 	assert_int_equal(f->sm->groups.count, 4);
 }
@@ -684,7 +797,9 @@ int main(void)
 		T(test_subset_leave),	 T(test_last_full_leaves), T(test_sendonly_full),
 		T(test_partial_leave_0x9), T(test_no_sendonly), T(test_class_port_info),
 		T(test_dispatch_statuses), T(test_queries),    T(test_get_table),
-		T(test_proxy),		 T(test_sa_assigned_mgid), T(test_no_resources),
+		T(test_proxy),		 T(test_only_the_port_changes_its_membership),
+		T(test_own_join_takes_a_proxy_membership_over),
+		T(test_sa_assigned_mgid), T(test_no_resources),
 		T(test_requested_mlid),	 T(test_port_removal),
 #undef T
 	};

@@ -149,14 +149,21 @@ static inline struct umc_mcmember fx_rec(const struct fx *f, unsigned i, const c
 	return r;
 }
 
-/* SubnAdmSet or SubnAdmDelete of @rec from port @i with mask @comp: the reply. */
-static inline struct sa_res fx_mcm(struct fx *f, unsigned i, uint8_t method, uint64_t comp,
-			    const struct umc_mcmember *rec)
+/* An MCMemberRecord request with @rec from port @i, mask @comp and SM_Key @key: the reply. */
+static inline struct sa_res fx_mcm_key(struct fx *f, unsigned i, uint8_t method, uint64_t comp,
+				       uint64_t key, const struct umc_mcmember *rec)
 {
 	uint8_t mad[UMC_MAD_SIZE];
 
-	mad_build(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, comp, 0, rec);
+	mad_build(mad, method, UMC_SA_ATTR_MCMEMBER_RECORD, comp, key, rec);
 	return fx_sa(f, i, mad);
+}
+
+/* SubnAdmSet or SubnAdmDelete of @rec from port @i with mask @comp, untrusted: the reply. */
+static inline struct sa_res fx_mcm(struct fx *f, unsigned i, uint8_t method, uint64_t comp,
+			    const struct umc_mcmember *rec)
+{
+	return fx_mcm_key(f, i, method, comp, 0, rec);
 }
 
 /* Status of a Set of @mgid with @js and the create mask from port @i. */
@@ -178,7 +185,7 @@ static inline uint16_t fx_leave(struct fx *f, unsigned i, const char *mgid, uint
 	return res.h.mad.status;
 }
 
-/* Trusted (SM_Key 1) Get of @mgid for port @j's membership: the JoinState, or -status. */
+/* Trusted (SM_Key = umc-sm's) Get of @mgid for port @j's membership: the JoinState, or -status. */
 static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
 {
 	struct umc_mcmember r = fx_rec(f, j, mgid, 0);
@@ -186,7 +193,7 @@ static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
 	struct sa_res res;
 
 	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
-		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, 1, &r);
+		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, f->sm->cfg.sm_key, &r);
 	res = fx_sa(f, 0, mad);
 	assert_int_equal(res.kind, UMC_SM_SA_REPLY_MAD);
 	return res.h.mad.status ? -(int)res.h.mad.status : res.rec.join_state;

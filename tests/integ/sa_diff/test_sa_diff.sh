@@ -39,6 +39,11 @@ BAD.2  | Status              | 0x0000   | 0x0004   | ClassVersion 1: umc-sm answ
 BAD.2  | AttributeOffset     | 0x0007   | 0x0000   | the same request: an error reply has no record
 BAD.2  | rec1.*              | *        | *        | the same request: the error reply echoes the request's record, OpenSM's success reply has the group's
 BAD.3  | *                   | *        | *        | method 0x03 (Send) is no SA method: OpenSM drops it (ERR 1A05, no reply); umc-sm answers 0x0008, method not supported (IBA 13.4.7)
+PX.1   | *                   | *        | *        | only the port itself changes its membership: a proxy join needs the SM key given to umc-sm (--sm-key), else 0x0700 ERR_REQ_DENIED; every local process is an SA client here, only privileged ones on a fabric (umc-sm(8))
+PX.2   | rec1.ProxyJoin      | 0x0      | 0x1      | as T: the join reply carries the proxy decision the SA made
+PX.4   | rec1.Reserved       | 0x010000 | 0x000000 | the port's own join took the proxy membership over in umc-sm (ProxyJoin 0); OpenSM keeps the first join's ProxyJoin (its bit-field lands in the reserved bits)
+PX.5   | *                   | *        | *        | the membership is the port's own since PX.3, so another port may not delete it, key or not (o15-0.2.1); OpenSM still takes it for a proxy one
+PX.6   | *                   | *        | *        | the same: in umc-sm H3 still holds the membership PX.5 could not delete and leaves it itself; in OpenSM it is gone
 leak.1 | rec1.JoinState      | 0x0      | 0x8      | OpenSM 3.3.23 defect (reference A2): deleting 0x1 from 0x9 removes the record although 0x8 remains; umc-sm keeps the SendOnlyFull member
 leak.3 | Status              | 0x0200   | 0x0000   | the same defect: OpenSM no longer knows the port, umc-sm deletes its 0x8 membership
 leak.3 | AttributeOffset     | 0x0000   | 0x0007   | the same: a success reply has the record
@@ -97,13 +102,14 @@ fi
 [ -x "$umc_sm" ] || fail "$umc_sm not found (UMC_BIN)"
 
 # run_umc_sm OUT [ARG...]: start umc-sm with ARGs on a free port, send the
-# sequence, stop umc-sm (SIGTERM must end it cleanly).
+# sequence, stop umc-sm (SIGTERM must end it cleanly).  --sm-key 1: OpenSM's
+# sa_key, so that the sequence's trusted proxy joins are trusted by both.
 run_umc_sm() {
 	local out=$1 ready addr rc
 	shift
 	rm -f "$work/ready"
 	mkfifo "$work/ready" || fail "mkfifo"
-	"$umc_sm" --listen 127.0.0.1:0 --ready-fd 3 "$@" 3>"$work/ready" \
+	"$umc_sm" --listen 127.0.0.1:0 --ready-fd 3 --sm-key 1 "$@" 3>"$work/ready" \
 		>"$work/umc-sm.out" 2>"$out.log" &
 	sm_pid=$!
 	# The ready line ("umc-sm: ready on ADDR:PORT epoch ...") comes through
