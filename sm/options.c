@@ -20,6 +20,8 @@ static const char usage_text[] =
 	"                          CapabilityMask2 bit 12 clear, JoinState 0x8 Sets refused\n"
 	"      --prefix PREFIX     subnet prefix, IPv6 notation (default fe80::)\n"
 	"      --lease MS          port lease in ms (default 10000; 100..3600000)\n"
+	"      --rmpp-time-limit MS  total time of a GetTable transfer (default 10000;\n"
+	"                          1000..3600000); then it is aborted (RMPP status T2L)\n"
 	"      --sm-key KEY        SM_Key of trusted SA requests (default 1); given, it also\n"
 	"                          lets requests that carry it change other ports' memberships\n"
 	"      --mcast-base ADDR   IPv4 group of MLID 0xC000 (default 239.255.192.0)\n"
@@ -36,6 +38,7 @@ enum {
 	OPT_PREFIX,
 	OPT_LEASE,
 	OPT_SM_KEY,
+	OPT_RMPP_TIME,
 	OPT_MCAST_BASE,
 	OPT_DATA_PORT,
 	OPT_MAX_MLID,
@@ -50,6 +53,7 @@ static const struct option long_opts[] = {
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "lease", required_argument, NULL, OPT_LEASE },
 	{ "sm-key", required_argument, NULL, OPT_SM_KEY },
+	{ "rmpp-time-limit", required_argument, NULL, OPT_RMPP_TIME },
 	{ "mcast-base", required_argument, NULL, OPT_MCAST_BASE },
 	{ "data-port", required_argument, NULL, OPT_DATA_PORT },
 	{ "max-mlid", required_argument, NULL, OPT_MAX_MLID },
@@ -163,6 +167,11 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			if (number("--lease", optarg, UMC_SM_LEASE_MIN_MS, UMC_SM_LEASE_MAX_MS, &v))
 				return UMC_SM_OPT_ERROR;
 			cfg->lease_ms = (uint32_t)v;
+			break;
+		case OPT_RMPP_TIME:
+			if (number("--rmpp-time-limit", optarg, 1000, 3600000, &v))
+				return UMC_SM_OPT_ERROR;
+			cfg->rmpp_time_ms = (uint32_t)v;
 			break;
 		case OPT_SM_KEY:
 			if (number("--sm-key", optarg, 0, UINT64_MAX, &v))

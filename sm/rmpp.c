@@ -12,8 +12,11 @@
  * repeats its last ACK on a resent segment) makes what follows it go
  * again, once per ACK value; and a window with no progress for
  * UMC_SM_RMPP_RESEND_MS is resent, UMC_SM_RMPP_RETRIES times, after which
- * the transfer is aborted (ABORT, status TMR).  The final ACK, a
- * STOP or an ABORT ends a transfer.  A GetTable that repeats the TID of a
+ * the transfer is aborted (ABORT, status TMR).  Whatever its progress, a
+ * transfer still open after cfg.rmpp_time_ms is aborted too (ABORT,
+ * status T2L, total time too long): a receiver that ACKs one segment at
+ * a time cannot hold it, and its share of UMC_SM_RMPP_MAX_BYTES, for
+ * minutes.  The final ACK, a STOP or an ABORT ends a transfer.  A GetTable that repeats the TID of a
  * transfer in progress (the client lost segment 1) starts it over.
  */
 #include <errno.h>
@@ -122,6 +125,7 @@ int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto
 	t->nseg = umc_rmpp_seg_count(r->table_len);
 	t->window_last = 1;
 	t->deadline = now + UMC_SM_RMPP_RESEND_MS;
+	t->give_up = now + sm->cfg.rmpp_time_ms;
 	t->next = port->txns;
 	port->txns = t;
 	port->ntxns++;
@@ -214,7 +218,8 @@ void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const stru
 }
 
 /**
- * umc_sm_rmpp_tick - resend windows without progress, give up on dead ones.
+ * umc_sm_rmpp_tick - resend windows without progress, give up on dead ones
+ * and on those past their total time limit.
  * @sm:  the state
  * @now: ms on the SM's clock
  *
@@ -227,6 +232,11 @@ uint64_t umc_sm_rmpp_tick(struct umc_sm *sm, uint64_t now)
 
 	for (t = sm->txns; t; t = next) {
 		next = t->all_next;
+		if (t->give_up <= now) {
+			sm->cnt.rmpp_too_long++;
+			abort_txn(sm, t, UMC_RMPP_STATUS_T2L);
+			continue;
+		}
 		if (t->deadline <= now) {
 			if (++t->retries > UMC_SM_RMPP_RETRIES) {
 				sm->cnt.rmpp_timeouts++;
@@ -240,6 +250,8 @@ uint64_t umc_sm_rmpp_tick(struct umc_sm *sm, uint64_t now)
 		}
 		if (t->deadline < soonest)
 			soonest = t->deadline;
+		if (t->give_up < soonest)
+			soonest = t->give_up;
 	}
 	return soonest;
 }

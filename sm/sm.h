@@ -57,6 +57,7 @@ struct umc_sm_config {
 	uint64_t sm_key;
 	bool sm_key_set;     /* --sm-key given: SM_Key sm_key may change other ports' memberships */
 	uint32_t lease_ms;
+	uint32_t rmpp_time_ms; /* total time limit of a GetTable transfer */
 	uint32_t mcast_base; /* IPv4, host order */
 	uint16_t data_port;
 	uint16_t mlid_max;
@@ -102,6 +103,7 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(rmpp_stale)	    /* ACK/STOP/ABORT for no transfer in progress */                       \
 	X(rmpp_aborted)	    /* transfers ended by STOP/ABORT from the client, or by bad ACKs */    \
 	X(rmpp_timeouts)    /* transfers given up after UMC_SM_RMPP_RETRIES */                     \
+	X(rmpp_too_long)    /* transfers aborted at their total time limit (T2L) */                \
 	X(joins)	    /* successful Sets */                                                  \
 	X(leaves)	    /* successful Deletes */                                               \
 	X(groups_created)                                                                          \
@@ -299,6 +301,7 @@ struct umc_sm_rmpp_txn {
 	bool resent_for_ack;		      /* resent after an ACK for less than sent */
 	unsigned retries;
 	uint64_t deadline;		      /* resend the window then */
+	uint64_t give_up;		      /* the total time limit: ABORT T2L then */
 };
 
 /*

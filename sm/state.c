@@ -32,6 +32,7 @@ void umc_sm_config_default(struct umc_sm_config *cfg)
 	cfg->subnet_prefix = UMC_SM_SUBNET_PREFIX;
 	cfg->sm_key = UMC_SM_DEFAULT_SM_KEY;
 	cfg->lease_ms = UMC_SM_LEASE_MS;
+	cfg->rmpp_time_ms = UMC_SM_RMPP_TIME_MS;
 	cfg->mcast_base = UMC_SM_MCAST_BASE;
 	cfg->data_port = UMC_IB_DATA_PORT;
 	cfg->mlid_max = UMC_SM_MLID_MAX;

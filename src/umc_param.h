@@ -211,6 +211,7 @@ enum umc_sm_param {
 	UMC_SM_RMPP_MAX_WINDOW = 128,	  /* segments beyond the last ACK, whatever the receiver asks */
 	UMC_SM_RMPP_MAX_PER_PORT = 4,	  /* concurrent GetTable transfers per port; more: BUSY */
 	UMC_SM_RMPP_MAX_BYTES = 64 << 20, /* all transfers together; more: BUSY */
+	UMC_SM_RMPP_TIME_MS = 10000,	  /* total time limit of a transfer: ABORT T2L */
 
 	/* SA client (library): kernel-like MAD transactions (kernel-behaviour 7.16). */
 	UMC_SA_TIMEOUT_MS = 3000, /* whole transaction, split over the retries */

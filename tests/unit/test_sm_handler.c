@@ -496,6 +496,38 @@ static void test_rmpp_stalled_acks(void **state)
 }
 
 /*
+ * A receiver that ACKs one segment at a time, each before the resend
+ * timer runs out, moves the transfer on and so restarts that timer: only
+ * the total time limit (--rmpp-time-limit) ends it, with ABORT status T2L
+ * (IBA 13.6.3), and frees its share of UMC_SM_RMPP_MAX_BYTES.
+ */
+static void test_rmpp_total_time(void **state)
+{
+	struct fx *f = *state;
+	uint64_t start = f->now;
+	struct umc_sa_hdr h;
+	uint32_t seg;
+
+	make_groups(f, 400); /* 401 records: 113 segments */
+	get_table(f, 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	for (seg = 1; f->sm->ntxns && seg < 113; seg++) {
+		ack(f, &h, UMC_RMPP_TYPE_ACK, seg, seg + 1);
+		f->now += UMC_SM_RMPP_RESEND_MS * 3 / 4;
+		umc_sm_tick(f->sm, f->now);
+	}
+	assert_int_equal(f->sm->ntxns, 0);
+	assert_int_equal(f->sm->txn_bytes, 0);
+	assert_true(f->now >= start + f->sm->cfg.rmpp_time_ms);
+	assert_true(f->now < start + f->sm->cfg.rmpp_time_ms + UMC_SM_RMPP_RESEND_MS);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.rmpp.type, UMC_RMPP_TYPE_ABORT);
+	assert_int_equal(h.rmpp.status, UMC_RMPP_STATUS_T2L);
+	assert_int_equal(f->sm->cnt.rmpp_too_long, 1);
+	assert_int_equal(f->sm->cnt.rmpp_timeouts, 0);
+}
+
+/*
  * The LID index starts small and grows as ports come: 300 more ports each
  * get the next LID and are found by it, past the first UMC_SM_LID_SLOTS_MIN
  * slots; a LID never handed out finds nothing.
@@ -549,7 +581,7 @@ int main(void)
 		T(test_unregister),	T(test_resolve),      T(test_malformed),
 		T(test_rmpp_transfer),	T(test_rmpp_loss),    T(test_rmpp_busy_and_restart),
 		T(test_rmpp_bad_acks), T(test_small_table),  T(test_many_ports),
-		T(test_rmpp_stalled_acks),
+		T(test_rmpp_stalled_acks), T(test_rmpp_total_time),
 #undef T
 	};
 
