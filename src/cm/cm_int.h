@@ -79,8 +79,8 @@ void umc_cm_event_free_list(struct umc_cm_event *list);
 int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err);
 
 /* ------------------------------------------------------------------------- */
-/* Link-layer specific CM operations, reached as dev->link->cm (link/link.h):
- * roce.c, and link.c's default for a link without CM multicast.             */
+/* The CM's join code per link layer: roce.c, ib.c, and link.c's default for */
+/* a link without CM multicast; umc_cm_link_ops_of() picks one for a port.   */
 
 struct umc_cm_link_ops {
 	const char *name;
@@ -122,6 +122,15 @@ struct umc_cm_link_ops {
 /* A port_event that does nothing (link.c). */
 void umc_cm_port_event_none(struct umc_device *dev);
 
+extern const struct umc_cm_link_ops umc_cm_roce_ops;
+extern const struct umc_cm_link_ops umc_cm_ib_ops;
+
+/*
+ * umc_cm_link_ops_of - the join code for port @dev, by its link layer
+ * (cma.c's rdma_protocol_roce() / rdma_cap_ib_mcast() tests; link.c).
+ */
+const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev);
+
 /* ------------------------------------------------------------------------- */
 /* Ids (id.c).                                                               */
 
@@ -155,7 +164,7 @@ struct umc_cm_id {
 	 * id->port_num and id->route.addr by bind (at once) or by the
 	 * ADDR_RESOLVED event (when it is retrieved). */
 	struct umc_device *dev;
-	const struct umc_cm_link_ops *lops; /* dev->link->cm */
+	const struct umc_cm_link_ops *lops; /* umc_cm_link_ops_of(dev) */
 	int gid_index;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;

@@ -63,7 +63,7 @@ static int __cm_bind_dev(struct umc_cm_id *idp, const struct sockaddr *addr, soc
 	if (ret)
 		return ret;
 	idp->dev = dev;
-	idp->lops = dev->link->cm;
+	idp->lops = umc_cm_link_ops_of(dev);
 	idp->gid_index = gid_index;
 	idp->ctx = ctx;
 	idp->pd = pd;

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * link.c - the CM's operations for a link layer that has no multicast of
- * its own (the default behind dev->link->cm): a join fails with ENOSYS,
- * as the kernel's rdma_join_multicast does on a port that is neither RoCE
- * nor IB-multicast capable (kernel-behaviour 7.8), and so does choosing a
+ * link.c - which join code the CM uses for a port, and the join code of a
+ * link layer that has no multicast of its own.
+ *
+ * The CM picks the join code by the port's link layer, as the kernel's
+ * cma.c picks cma_iboe_join_multicast() for a RoCE port
+ * (rdma_protocol_roce()) and cma_join_ib_multicast() for an InfiniBand
+ * one (rdma_cap_ib_mcast()): links never name the CM.
+ *
+ * Without multicast, a join fails with ENOSYS, as the kernel's
+ * rdma_join_multicast does on a port that is neither RoCE nor
+ * IB-multicast capable (kernel-behaviour 7.8), and so does choosing a
  * default Q_Key.  Also the port event handler of a link whose joins a
  * port event does not end (RoCE: kernel-behaviour 2.6).
  */
@@ -29,15 +36,27 @@ void umc_cm_port_event_none(struct umc_device *dev)
 {
 }
 
-void umc_cm_port_event(struct umc_device *dev)
-{
-	dev->link->cm->port_event(dev);
-}
-
-const struct umc_cm_link_ops umc_cm_default_ops = {
+static const struct umc_cm_link_ops umc_cm_default_ops = {
 	.name = "none",
 	.default_qkey = default_default_qkey,
 	.join = default_join,
 	.leave = default_leave,
 	.port_event = umc_cm_port_event_none,
 };
+
+const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev)
+{
+	switch (dev->link->link_layer) {
+	case IBV_LINK_LAYER_ETHERNET:
+		return &umc_cm_roce_ops;
+	case IBV_LINK_LAYER_INFINIBAND:
+		return &umc_cm_ib_ops;
+	default:
+		return &umc_cm_default_ops;
+	}
+}
+
+void umc_cm_port_event(struct umc_device *dev)
+{
+	umc_cm_link_ops_of(dev)->port_event(dev);
+}

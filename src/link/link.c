@@ -82,7 +82,6 @@ static const struct umc_link_ops umc_link_default_ops = {
 	.name = "none",
 	.transport = IBV_TRANSPORT_UNKNOWN,
 	.link_layer = IBV_LINK_LAYER_UNSPECIFIED,
-	.cm = &umc_cm_default_ops,
 	.ah_size = sizeof(struct umc_ah),
 	.qp_size = sizeof(struct umc_qp),
 	.probe = default_probe,
@@ -127,7 +126,6 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, name);
 		dst->transport = src->transport;
 		dst->link_layer = src->link_layer;
-		LINK_SET(dst, src, cm);
 		LINK_SET(dst, src, ah_size);
 		LINK_SET(dst, src, qp_size);
 		LINK_SET(dst, src, probe);

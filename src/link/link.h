@@ -40,7 +40,6 @@ struct umc_device;
 struct umc_qp;
 struct umc_ah;
 struct umc_mcg;
-struct umc_cm_link_ops;
 
 /* A descriptor the receive engine polls for a link; the link embeds it. */
 struct umc_rx_ep {
@@ -151,10 +150,9 @@ struct umc_tx_pkt {
 struct umc_link_ops {
 	const char *name;
 	enum ibv_transport_type transport;
-	uint8_t link_layer;		   /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
-	const struct umc_cm_link_ops *cm; /* the CM's join/leave for this link (cm/) */
-	size_t ah_size;			   /* the link's AH: struct umc_ah first */
-	size_t qp_size;			   /* the link's QP: struct umc_qp first */
+	uint8_t link_layer; /* IBV_LINK_LAYER_ETHERNET or _INFINIBAND */
+	size_t ah_size;	    /* the link's AH: struct umc_ah first */
+	size_t qp_size;	    /* the link's QP: struct umc_qp first */
 
 	/*
 	 * probe - find this link's ports and umc_dev_register() a device for
@@ -265,15 +263,10 @@ struct umc_link_ops {
 extern const struct umc_link_ops umc_roce_link_ops;
 extern const struct umc_link_ops umc_ib_link_ops;
 
-/* The CM's operations per link layer (cm/roce.c, cm/ib.c, cm/link.c). */
-extern const struct umc_cm_link_ops umc_cm_roce_ops;
-extern const struct umc_cm_link_ops umc_cm_ib_ops;
-extern const struct umc_cm_link_ops umc_cm_default_ops;
-
 /*
  * umc_cm_port_event - a link tells the CM that @dev's port was registered
- * anew and its multicast memberships are gone (dev->link->cm's port_event;
- * cm/link.c).  Context: no lock held.
+ * anew and its multicast memberships are gone (the port_event of the
+ * CM's join code for the port's link layer; cm/link.c).  Context: no lock held.
  */
 void umc_cm_port_event(struct umc_device *dev);
 

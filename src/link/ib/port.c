@@ -329,7 +329,6 @@ const struct umc_link_ops umc_ib_link_ops = {
 	.name = "ib",
 	.transport = IBV_TRANSPORT_IB,
 	.link_layer = IBV_LINK_LAYER_INFINIBAND,
-	.cm = &umc_cm_ib_ops,
 	.ah_size = sizeof(struct ib_ah),
 	.qp_size = sizeof(struct ib_qp),
 	.probe = ib_probe,

@@ -315,7 +315,6 @@ const struct umc_link_ops umc_roce_link_ops = {
 	.name = "roce",
 	.transport = IBV_TRANSPORT_IB,
 	.link_layer = IBV_LINK_LAYER_ETHERNET,
-	.cm = &umc_cm_roce_ops,
 	.ah_size = sizeof(struct roce_ah),
 	.qp_size = sizeof(struct roce_qp),
 	.probe = roce_probe,
