@@ -84,7 +84,7 @@ struct cm_ib_group {
 /* The CM's InfiniBand state of one port (dev->cm_priv). */
 struct cm_ib_port {
 	pthread_mutex_t lock;
-	struct ib_port *ib;
+	struct umc_device *dev;
 	struct cm_ib_group *groups;
 };
 
@@ -103,7 +103,7 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 		p = calloc(1, sizeof(*p));
 		if (p) {
 			pthread_mutex_init(&p->lock, NULL);
-			p->ib = to_ib_port(dev);
+			p->dev = dev;
 			__atomic_store_n((struct cm_ib_port **)&dev->cm_priv, p, __ATOMIC_RELEASE);
 		}
 	}
@@ -271,7 +271,8 @@ static bool cm_ib_rec_matches(const struct umc_mcmember *held, const struct umc_
 static int __cm_ib_sa_send(struct cm_ib_group *g, uint8_t method, const struct umc_mcmember *rec,
 			   uint64_t mask)
 {
-	struct umc_sa_client *sa = ib_port_sa(g->port->ib);
+	struct umc_device *dev = g->port->dev;
+	struct umc_sa_client *sa = dev->link->sa(dev);
 	uint8_t mad[UMC_MAD_SIZE];
 	int ret;
 

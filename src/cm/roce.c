@@ -11,7 +11,6 @@
 #include <errno.h>
 
 #include "cm/cm_int.h"
-#include "link/roce/roce.h"
 
 /*
  * The kernel's iboe_get_mtu(): the netdev MTU less the largest RoCE headers
@@ -55,14 +54,14 @@ static int roce_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (sa->sa_family == AF_IB) /* RoCEv2 maps IP addresses only */
 		return -ENOTSUPP;
 	/* AF_INET6 is an extension: the kernel refuses it with ENOTSUPP. */
-	if (to_roce_port(dev)->netdev_mtu < CM_ROCE_HDR_MAX + CM_IB_MTU_MIN)
+	if (dev->link->netdev_mtu(dev) < CM_ROCE_HDR_MAX + CM_IB_MTU_MIN)
 		return -EINVAL;
 	umc_gid_from_sockaddr(&mgid, sa); /* ::ffff:a.b.c.d or the IPv6 address */
 	/*
 	 * An interface that cannot send to the group cannot join it (ENODEV,
 	 * as cma_igmp_send's): Linux routes no IPv6 multicast on loopback.
 	 */
-	if (umc_gid_is_multicast(&mgid) && umc_roce_mcast_route(dev, &mgid))
+	if (umc_gid_is_multicast(&mgid) && dev->link->mcast_route(dev, &mgid))
 		return -ENODEV;
 	if (!idp->qkey)
 		(void)roce_default_qkey(idp, &idp->qkey); /* failure ignored, as cma */
@@ -92,7 +91,7 @@ static int roce_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	 * has no GID to build the AH from, and the event becomes
 	 * MULTICAST_ERROR with status 0 (kernel-behaviour 2.5, 7.24).
 	 */
-	if (!umc_roce_gid_live(dev, idp->gid_index)) {
+	if (!dev->link->gid_live(dev, idp->gid_index)) {
 		evt->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
 		umc_cm_event_queue(evt);
 		return 0;

@@ -25,6 +25,26 @@ static int default_netdev(struct umc_device *dev, char *ifname, unsigned *ifinde
 	return -ENODEV;
 }
 
+static unsigned default_netdev_mtu(struct umc_device *dev)
+{
+	return 0;
+}
+
+static bool default_gid_live(struct umc_device *dev, int gid_index)
+{
+	return true;
+}
+
+static int default_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
+{
+	return -EOPNOTSUPP;
+}
+
+static struct umc_sa_client *default_sa(struct umc_device *dev)
+{
+	return NULL;
+}
+
 static int default_addr_gid(struct umc_device *dev, const struct sockaddr *sa)
 {
 	return -EADDRNOTAVAIL;
@@ -87,6 +107,10 @@ static const struct umc_link_ops umc_link_default_ops = {
 	.probe = default_probe,
 	.query_port = default_query_port,
 	.netdev = default_netdev,
+	.netdev_mtu = default_netdev_mtu,
+	.gid_live = default_gid_live,
+	.mcast_route = default_mcast_route,
+	.sa = default_sa,
 	.addr_gid = default_addr_gid,
 	.ah_init = default_ah_init,
 	.init_ah_from_wc = default_init_ah_from_wc,
@@ -131,6 +155,10 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, probe);
 		LINK_SET(dst, src, query_port);
 		LINK_SET(dst, src, netdev);
+		LINK_SET(dst, src, netdev_mtu);
+		LINK_SET(dst, src, gid_live);
+		LINK_SET(dst, src, mcast_route);
+		LINK_SET(dst, src, sa);
 		LINK_SET(dst, src, addr_gid);
 		LINK_SET(dst, src, ah_init);
 		LINK_SET(dst, src, init_ah_from_wc);

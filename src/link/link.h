@@ -40,6 +40,7 @@ struct umc_device;
 struct umc_qp;
 struct umc_ah;
 struct umc_mcg;
+struct umc_sa_client;
 
 /* A descriptor the receive engine polls for a link; the link embeds it. */
 struct umc_rx_ep {
@@ -172,6 +173,38 @@ struct umc_link_ops {
 	 * Returns 0 or -ENODEV.
 	 */
 	int (*netdev)(struct umc_device *dev, char *ifname, unsigned *ifindex);
+
+	/*
+	 * netdev_mtu - the MTU of the network interface behind the port, in
+	 * bytes (the netdev's mtu, which the kernel's iboe_get_mtu() reads
+	 * for a RoCE join); 0 when there is none.
+	 */
+	unsigned (*netdev_mtu)(struct umc_device *dev);
+
+	/*
+	 * gid_live - is the address behind GID @gid_index still the port's?
+	 * GID indices never move, but on RoCE the address behind one may
+	 * leave its interface: the CM then builds no AH from it (the
+	 * kernel's ib_init_ah_from_mcmember finds no GID).  Default: true.
+	 */
+	bool (*gid_live)(struct umc_device *dev, int gid_index);
+
+	/*
+	 * mcast_route - can the port send to multicast group @mgid?  On RoCE,
+	 * does the kernel route it out of the port's interface (a UDP
+	 * connect(), nothing sent; Linux gives IPv6 multicast no route on
+	 * loopback), the check behind cma_igmp_send's ENODEV.  Returns 0, or
+	 * -ENODEV (-EOPNOTSUPP by default).
+	 */
+	int (*mcast_route)(struct umc_device *dev, const union ibv_gid *mgid);
+
+	/*
+	 * sa - the port's SA client (InfiniBand: its registration with
+	 * umc-sm; sa/sa_client.h), through which MCMemberRecords are set,
+	 * deleted and read; NULL while the SM has not answered yet, and by
+	 * default.  Context: any thread; never blocks.
+	 */
+	struct umc_sa_client *(*sa)(struct umc_device *dev);
 
 	/*
 	 * addr_gid - does local address @sa (AF_INET or AF_INET6, IPv4-mapped

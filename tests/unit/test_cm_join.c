@@ -387,7 +387,7 @@ static void test_join_ipv6_extension(void **state)
 
 	memcpy(mgid.raw, &g6.sin6_addr, 16);
 	assert_int_equal(umc_dev_by_addr(SA(&lo), &dev, &gi), 0);
-	if (umc_roce_mcast_route(dev, &mgid)) {
+	if (dev->link->mcast_route(dev, &mgid)) {
 		errno = 0;
 		assert_int_equal(rdma_join_multicast_ex(f->id, &attr, f), -1);
 		assert_int_equal(errno, ENODEV);

@@ -99,9 +99,8 @@ static inline struct ib_qp *to_ib_qp(struct umc_qp *qp)
 
 /* port.c */
 /*
- * ib_port_sa - the port's SA client, registering it first if umc-sm did not
- * answer before (bounded wait); NULL while the SM cannot be reached.
- * Context: not from an SA callback.
+ * ib_port_sa - the port's SA client: NULL until umc-sm answered a
+ * registration (ib_register_thread keeps trying).  Never blocks.
  */
 struct umc_sa_client *ib_port_sa(struct ib_port *port);
 

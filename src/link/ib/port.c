@@ -219,6 +219,11 @@ struct umc_sa_client *ib_port_sa(struct ib_port *port)
 	return __atomic_load_n(&port->sa, __ATOMIC_ACQUIRE);
 }
 
+static struct umc_sa_client *ib_sa(struct umc_device *dev)
+{
+	return ib_port_sa(to_ib_port(dev));
+}
+
 /*
  * At exit the port unregisters, so that its memberships go at once (the
  * kernel leaves a process's groups when its file closes), not when its
@@ -334,6 +339,7 @@ const struct umc_link_ops umc_ib_link_ops = {
 	.probe = ib_probe,
 	.query_port = ib_query_port,
 	.addr_gid = ib_addr_gid,
+	.sa = ib_sa,
 	.ah_init = ib_ah_init,
 	.init_ah_from_wc = ib_init_ah_from_wc,
 	.qp_init = ib_qp_init,

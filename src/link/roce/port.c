@@ -147,7 +147,7 @@ enum ibv_mtu umc_mtu_from_netdev(unsigned mtu)
 	return IBV_MTU_256;
 }
 
-static unsigned roce_netdev_mtu(const char *ifname)
+static unsigned roce_sysfs_mtu(const char *ifname)
 {
 	char path[64 + IF_NAMESIZE];
 	unsigned mtu = 1500;
@@ -179,7 +179,7 @@ static struct umc_device *roce_port_get(const char *ifname)
 		return NULL;
 	snprintf(rp->ifname, sizeof(rp->ifname), "%s", ifname);
 	rp->ifindex = if_nametoindex(ifname);
-	rp->netdev_mtu = roce_netdev_mtu(ifname);
+	rp->netdev_mtu = roce_sysfs_mtu(ifname);
 
 	struct umc_device *dev = &rp->dev;
 	struct ibv_device *ib = &dev->ibdev;
@@ -264,7 +264,13 @@ static int roce_addr_gid(struct umc_device *dev, const struct sockaddr *sa)
 	return -EADDRNOTAVAIL;
 }
 
-bool umc_roce_gid_live(struct umc_device *dev, int gid_index)
+static unsigned roce_netdev_mtu(struct umc_device *dev)
+{
+	return to_roce_port(dev)->netdev_mtu;
+}
+
+/* GIDs are never removed from the table, so that indices stay put: ask the interfaces. */
+static bool roce_gid_live(struct umc_device *dev, int gid_index)
 {
 	const union ibv_gid *want = &dev->gids[gid_index];
 	struct ifaddrs *ifa_list, *ifa;
@@ -286,7 +292,8 @@ bool umc_roce_gid_live(struct umc_device *dev, int gid_index)
 	return live;
 }
 
-int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
+/* A UDP connect() with the port's interface as the multicast interface. */
+static int roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid)
 {
 	unsigned ifindex = to_roce_port(dev)->ifindex;
 	bool v4 = umc_gid_is_v4mapped(mgid);
@@ -320,6 +327,9 @@ const struct umc_link_ops umc_roce_link_ops = {
 	.probe = roce_probe,
 	.query_port = roce_query_port,
 	.netdev = roce_netdev,
+	.netdev_mtu = roce_netdev_mtu,
+	.gid_live = roce_gid_live,
+	.mcast_route = roce_mcast_route,
 	.addr_gid = roce_addr_gid,
 	.ah_init = roce_ah_init,
 	.init_ah_from_wc = roce_init_ah_from_wc,

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * roce.h - the RoCEv2 link layer's objects (link/roce/ only, plus the CM's
- * RoCE join in cm/roce.c and tests).
+ * roce.h - the RoCEv2 link layer's objects (link/roce/ only, and tests).
  *
  * RoCEv2 carries the transport headers in UDP datagrams on port 4791 (IBA
  * Annex A17; shared/reference/rocev2-wire.md).  A port is a network
@@ -317,30 +316,12 @@ struct roce_uc_msg {
 
 #define ROCE_UC_MSG_LEN(n) (offsetof(struct roce_uc_msg, qpn) + (size_t)(n) * sizeof(uint32_t))
 
-/* ------------------------------------------------------------------------- */
-/* What the CM's RoCE join needs of a port (cm/roce.c).                      */
-
 /*
  * umc_mtu_from_netdev - a RoCE port's active MTU as rxe derives it: the
  * interface MTU less UMC_ROCE_MTU_OVERHEAD, rounded down to an IB MTU
  * (1500 -> IBV_MTU_1024, 4176 and above -> IBV_MTU_4096).
  */
 enum ibv_mtu umc_mtu_from_netdev(unsigned netdev_mtu);
-
-/*
- * umc_roce_gid_live - is the address behind GID @gid_index still on the
- * port's interface?  (GIDs are never removed from the table, so that
- * indices stay put; this asks the interfaces.)
- */
-bool umc_roce_gid_live(struct umc_device *dev, int gid_index);
-
-/*
- * umc_roce_mcast_route - can the kernel send to group @mgid out of the
- * port's interface?  (A UDP connect() with the interface as multicast
- * interface: nothing is sent.)  Linux gives IPv6 multicast no route on
- * loopback, for instance.  Returns 0, or -ENODEV when it cannot.
- */
-int umc_roce_mcast_route(struct umc_device *dev, const union ibv_gid *mgid);
 
 /* The state of a port's unicast reception (umc_roce_uc_sync), for tests and diagnostics. */
 struct umc_roce_uc_info {
