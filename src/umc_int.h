@@ -63,6 +63,7 @@ struct umc_device;
 struct umc_qp;
 struct umc_mcg;
 struct umc_rx_lender;
+struct umc_event_handler;
 
 /* ------------------------------------------------------------------------- */
 /* fork(2) (fork.c).  A child of fork is a new HCA: a fresh device list,     */
@@ -282,6 +283,8 @@ struct umc_device {
 	struct ibv_pd *cm_pd;
 	void *cm_priv; /* the CM's per-port join state (cm/ib.c) */
 
+	struct umc_event_handler *events; /* registered handlers (umc_dev_event_register) */
+
 	struct umc_counters cnt;
 };
 
@@ -354,6 +357,50 @@ int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct 
  * (-ENODEV: the port cannot join).
  */
 int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta);
+
+/*
+ * Port events, as the kernel's ib_register_event_handler() and
+ * ib_dispatch_event(): a link raises an event of its port (umc_dev_event),
+ * and every handler registered for the device is called with it, on the
+ * link's thread.  The CM's InfiniBand joins hear of a port that lost its
+ * memberships this way (UMC_EVENT_PORT_ERR, which core/multicast.c's
+ * mcast_event_handler takes as the end of every group), and of a port that
+ * came up (UMC_EVENT_PORT_ACTIVE).
+ *
+ * The port events of the kernel's enum ib_event_type, with the values of
+ * rdma-core's enum ibv_event_type (ibv_event_type_str(3) names them); the
+ * public header has no async events.
+ */
+enum umc_event_type {
+	UMC_EVENT_PORT_ACTIVE = 9,
+	UMC_EVENT_PORT_ERR = 10,
+	UMC_EVENT_LID_CHANGE = 11,
+	UMC_EVENT_PKEY_CHANGE = 12,
+	UMC_EVENT_SM_CHANGE = 13,
+	UMC_EVENT_CLIENT_REREGISTER = 17,
+	UMC_EVENT_GID_CHANGE = 18,
+};
+
+/*
+ * struct umc_event_handler - filled by the registrant: @dev, @handler.
+ * Handlers are added, never removed: a registrant lives as long as the
+ * device.
+ *
+ * umc_dev_event_register - add @h to h->dev's handlers.  Context: any
+ * thread, no lock needed.
+ *
+ * umc_dev_event - call every handler of @dev with @event, in the order they
+ * were registered.  Context: no lock held (a handler may take the CM's
+ * locks and send SA MADs).
+ */
+struct umc_event_handler {
+	struct umc_device *dev;
+	void (*handler)(struct umc_event_handler *h, enum umc_event_type event);
+	struct umc_event_handler *next;
+};
+
+void umc_dev_event_register(struct umc_event_handler *h);
+void umc_dev_event(struct umc_device *dev, enum umc_event_type event);
 
 /*
  * umc_pkey_match - does a packet's P_Key @a pass a QP's @b (IBA 10.9.3):

@@ -109,18 +109,7 @@ struct umc_cm_link_ops {
 	 * idp->lock held, once per successful join.
 	 */
 	void (*leave)(struct umc_cm_id *idp, struct umc_cm_mc *mc);
-
-	/*
-	 * port_event - the port of @dev was registered anew (its multicast
-	 * memberships are gone at the SM): every completed join gets
-	 * MULTICAST_ERROR -ENETRESET (kernel-behaviour 7.19).  Called by the
-	 * link, with no lock held.
-	 */
-	void (*port_event)(struct umc_device *dev);
 };
-
-/* A port_event that does nothing (link.c). */
-void umc_cm_port_event_none(struct umc_device *dev);
 
 extern const struct umc_cm_link_ops umc_cm_roce_ops;
 extern const struct umc_cm_link_ops umc_cm_ib_ops;

@@ -86,9 +86,12 @@ struct cm_ib_port {
 	pthread_mutex_t lock;
 	struct umc_device *dev;
 	struct cm_ib_group *groups;
+	struct umc_event_handler events; /* the port's events (cm_ib_port_event) */
 };
 
 static pthread_mutex_t cm_ib_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type event);
 
 static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 {
@@ -104,6 +107,9 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 		if (p) {
 			pthread_mutex_init(&p->lock, NULL);
 			p->dev = dev;
+			p->events.dev = dev;
+			p->events.handler = cm_ib_port_event;
+			umc_dev_event_register(&p->events);
 			__atomic_store_n((struct cm_ib_port **)&dev->cm_priv, p, __ATOMIC_RELEASE);
 		}
 	}
@@ -575,18 +581,13 @@ static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 }
 
 /*
- * The port was registered again (kernel mcast_groups_event with
+ * The port lost its memberships at the SM (kernel mcast_groups_event with
  * MCAST_GROUP_ERROR): every completed join ends with MULTICAST_ERROR
  * -ENETRESET, the bits held are forgotten (the SA has none any more), and
- * joins still pending carry on with a fresh Set.
+ * joins still pending carry on with a fresh Set.  Context: port->lock held.
  */
-static void ib_port_event(struct umc_device *dev)
+static void __cm_ib_port_reset(struct cm_ib_port *port)
 {
-	struct cm_ib_port *port = dev->cm_priv;
-
-	if (!port)
-		return;
-	pthread_mutex_lock(&port->lock);
 	for (struct cm_ib_group *g = port->groups, *next; g; g = next) {
 		next = g->next;
 		while (g->active) {
@@ -600,7 +601,31 @@ static void ib_port_event(struct umc_device *dev)
 		g->rec.join_state = 0;
 		__cm_ib_group_run(g);
 	}
-	pthread_mutex_unlock(&port->lock);
+}
+
+/*
+ * A port event (umc_dev_event), on the thread that raised it: the link's
+ * or the SA client's.  The events after which the SA holds none of the
+ * port's memberships, as core/multicast.c's mcast_event_handler lists
+ * them; umcast's IB link raises UMC_EVENT_PORT_ERR when umc-sm lost the
+ * port (restarted, or the lease passed).
+ */
+static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type event)
+{
+	struct cm_ib_port *port = container_of(h, struct cm_ib_port, events);
+
+	switch (event) {
+	case UMC_EVENT_PORT_ERR:
+	case UMC_EVENT_LID_CHANGE:
+	case UMC_EVENT_SM_CHANGE:
+	case UMC_EVENT_CLIENT_REREGISTER:
+		pthread_mutex_lock(&port->lock);
+		__cm_ib_port_reset(port);
+		pthread_mutex_unlock(&port->lock);
+		break;
+	default:
+		break;
+	}
 }
 
 const struct umc_cm_link_ops umc_cm_ib_ops = {
@@ -608,5 +633,4 @@ const struct umc_cm_link_ops umc_cm_ib_ops = {
 	.default_qkey = ib_default_qkey,
 	.join = ib_join,
 	.leave = ib_leave,
-	.port_event = ib_port_event,
 };

@@ -11,8 +11,7 @@
  * Without multicast, a join fails with ENOSYS, as the kernel's
  * rdma_join_multicast does on a port that is neither RoCE nor
  * IB-multicast capable (kernel-behaviour 7.8), and so does choosing a
- * default Q_Key.  Also the port event handler of a link whose joins a
- * port event does not end (RoCE: kernel-behaviour 2.6).
+ * default Q_Key.
  */
 #include <errno.h>
 
@@ -32,16 +31,11 @@ static void default_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 {
 }
 
-void umc_cm_port_event_none(struct umc_device *dev)
-{
-}
-
 static const struct umc_cm_link_ops umc_cm_default_ops = {
 	.name = "none",
 	.default_qkey = default_default_qkey,
 	.join = default_join,
 	.leave = default_leave,
-	.port_event = umc_cm_port_event_none,
 };
 
 const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev)
@@ -54,9 +48,4 @@ const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev)
 	default:
 		return &umc_cm_default_ops;
 	}
-}
-
-void umc_cm_port_event(struct umc_device *dev)
-{
-	umc_cm_link_ops_of(dev)->port_event(dev);
 }

@@ -128,5 +128,4 @@ const struct umc_cm_link_ops umc_cm_roce_ops = {
 	.default_qkey = roce_default_qkey,
 	.join = roce_join,
 	.leave = roce_leave,
-	.port_event = umc_cm_port_event_none,
 };

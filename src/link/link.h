@@ -297,13 +297,6 @@ extern const struct umc_link_ops umc_roce_link_ops;
 extern const struct umc_link_ops umc_ib_link_ops;
 
 /*
- * umc_cm_port_event - a link tells the CM that @dev's port was registered
- * anew and its multicast memberships are gone (the port_event of the
- * CM's join code for the port's link layer; cm/link.c).  Context: no lock held.
- */
-void umc_cm_port_event(struct umc_device *dev);
-
-/*
  * umc_links - the completed ops table of every link layer.
  * Returns their number; *@list points at a static array.
  */

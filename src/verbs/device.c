@@ -367,6 +367,29 @@ int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct 
 }
 
 /* ------------------------------------------------------------------------- */
+/* Port events (ib_register_event_handler, ib_dispatch_event).               */
+
+/* Appended at the tail, so handlers run in the order they registered; never removed. */
+void umc_dev_event_register(struct umc_event_handler *h)
+{
+	struct umc_event_handler **pp = &h->dev->events, *cur = NULL;
+
+	h->next = NULL;
+	/* A failed exchange leaves in @cur the handler that holds the slot: go past it. */
+	while (!__atomic_compare_exchange_n(pp, &cur, h, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+		pp = &cur->next;
+		cur = NULL;
+	}
+}
+
+void umc_dev_event(struct umc_device *dev, enum umc_event_type event)
+{
+	for (struct umc_event_handler *h = __atomic_load_n(&dev->events, __ATOMIC_ACQUIRE); h;
+	     h = __atomic_load_n(&h->next, __ATOMIC_ACQUIRE))
+		h->handler(h, event);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Queries (ibv_query_device(3), ibv_query_port(3), ibv_query_gid(3)).       */
 
 UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)

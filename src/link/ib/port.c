@@ -144,8 +144,9 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 /*
  * The SA client's events, on its thread.  PORT_LOST: the SM no longer has
  * the port (umc-sm restarted, or the lease passed), so every membership is
- * gone: the CM ends every join with -ENETRESET.  PORT_ACTIVE: registered
- * again; take the new attributes and read the broadcast record again.
+ * gone: the port is down, UMC_EVENT_PORT_ERR (the CM ends every join with
+ * -ENETRESET).  PORT_ACTIVE: registered again; take the new attributes and
+ * read the broadcast record again.
  */
 static void ib_sa_event(void *ctx, enum umc_sa_event ev)
 {
@@ -161,7 +162,7 @@ static void ib_sa_event(void *ctx, enum umc_sa_event ev)
 		port->bcast_valid = false;
 		pthread_mutex_unlock(&port->dev.lock);
 		atomic_store(&port->state, IBV_PORT_INIT);
-		umc_cm_port_event(&port->dev);
+		umc_dev_event(&port->dev, UMC_EVENT_PORT_ERR);
 		return;
 	}
 	umc_sa_query_port(sa, &a);
