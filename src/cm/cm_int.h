@@ -86,6 +86,16 @@ struct umc_cm_link_ops {
 	const char *name;
 
 	/*
+	 * port_add - the CM meets port @dev: an id is being bound to it
+	 * (rdma_bind_addr, rdma_resolve_addr).  Called at every bind, with
+	 * idp->lock held; the first call for a port makes the port's join
+	 * state (kernel: the ib_client add callback, multicast.c's
+	 * mcast_add_one), and may wait for the SA (bounded); the others
+	 * return at once.  A failure is left to the join to report.
+	 */
+	void (*port_add)(struct umc_device *dev);
+
+	/*
 	 * default_qkey - the Q_Key a UD id of this port space uses when none
 	 * was set (kernel cma_set_default_qkey).  Called with idp->lock held.
 	 * Returns 0 and *@qkey, or -errno.
@@ -110,6 +120,9 @@ struct umc_cm_link_ops {
 	 */
 	void (*leave)(struct umc_cm_id *idp, struct umc_cm_mc *mc);
 };
+
+/* A port_add with nothing to make (link.c). */
+void umc_cm_port_add_none(struct umc_device *dev);
 
 extern const struct umc_cm_link_ops umc_cm_roce_ops;
 extern const struct umc_cm_link_ops umc_cm_ib_ops;

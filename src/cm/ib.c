@@ -38,7 +38,6 @@
 #include <string.h>
 
 #include "cm/cm_int.h"
-#include "link/ib/ib.h"
 #include "sa/sa_client.h"
 #include "wire/be.h"
 #include "wire/ib_mad.h"
@@ -86,17 +85,92 @@ struct cm_ib_port {
 	pthread_mutex_t lock;
 	struct umc_device *dev;
 	struct cm_ib_group *groups;
+	/*
+	 * The IPoIB broadcast group's record, read from the SA when the port
+	 * comes up (the kernel's cached IPoIB group, which
+	 * ib_sa_get_mcmember_rec finds): joins inherit its fields and
+	 * RDMA_PS_IPOIB its Q_Key.  Under @lock.
+	 */
+	struct umc_mcmember bcast;
+	bool bcast_valid;
 	struct umc_event_handler events; /* the port's events (cm_ib_port_event) */
 };
+
+/* ------------------------------------------------------------------------- */
+/* The IPoIB broadcast group's record.                                       */
+
+/* The IPv4 broadcast group of the default partition's IPoIB link (RFC 4391 4). */
+static const uint8_t cm_ib_bcast_mgid[16] = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
+					     0,	   0,	 0,    0,    0xff, 0xff, 0xff, 0xff};
+
+/* The record from a Get reply with MAD @status and SA data @data (200 bytes). */
+static void cm_ib_bcast_set(struct cm_ib_port *port, uint16_t status, const uint8_t *data)
+{
+	struct umc_mcmember rec;
+
+	if (status)
+		return;
+	umc_mcmember_decode(data, &rec);
+	pthread_mutex_lock(&port->lock);
+	port->bcast = rec;
+	port->bcast_valid = true;
+	pthread_mutex_unlock(&port->lock);
+}
+
+static void cm_ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
+{
+	if (!err)
+		cm_ib_bcast_set(ctx, reply->status, reply->data);
+}
+
+/*
+ * Read the record: SubnAdmGet(MCMemberRecord) of the broadcast MGID, waited
+ * for when @wait (not from an SA callback), otherwise answered on the SA
+ * client's thread.  Nothing while the port has no SA client.
+ */
+static void cm_ib_bcast_read(struct cm_ib_port *port, bool wait)
+{
+	struct umc_device *dev = port->dev;
+	struct umc_sa_client *sa = dev->link->sa(dev);
+	struct umc_mcmember rec = {0};
+	uint8_t mad[UMC_MAD_SIZE];
+	struct umc_sa_result res;
+
+	if (!sa)
+		return;
+	memcpy(rec.mgid, cm_ib_bcast_mgid, 16);
+	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+			      UMC_MCM_COMP_MGID, 0, &rec);
+	if (!wait) {
+		(void)umc_sa_send(sa, mad, 0, UMC_SA_RETRIES, cm_ib_bcast_done, port, NULL);
+		return;
+	}
+	if (umc_sa_call(sa, mad, 0, UMC_SA_RETRIES, &res) == 0) {
+		cm_ib_bcast_set(port, res.status, res.data);
+		umc_sa_result_free(&res);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The port.                                                                 */
 
 static pthread_mutex_t cm_ib_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type event);
 
+/*
+ * The CM's state of port @dev, made on first use (kernel mcast_add_one):
+ * registered for the port's events, and with the broadcast record read if
+ * the port is up, so that the first join need not wait for it; later
+ * records come with UMC_EVENT_PORT_ACTIVE.  Context: not from an SA
+ * callback; the first call may wait for the SA (UMC_SA_TIMEOUT_MS).
+ * Returns NULL when out of memory.
+ */
 static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 {
 	struct cm_ib_port *p = __atomic_load_n((struct cm_ib_port **)&dev->cm_priv,
 					       __ATOMIC_ACQUIRE);
+	struct ibv_port_attr attr = {0};
 
 	if (p)
 		return p;
@@ -110,6 +184,9 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 			p->events.dev = dev;
 			p->events.handler = cm_ib_port_event;
 			umc_dev_event_register(&p->events);
+			dev->link->query_port(dev, &attr);
+			if (attr.state == IBV_PORT_ACTIVE)
+				cm_ib_bcast_read(p, true);
 			__atomic_store_n((struct cm_ib_port **)&dev->cm_priv, p, __ATOMIC_RELEASE);
 		}
 	}
@@ -445,21 +522,27 @@ static int cm_ib_ps_qkey(enum rdma_port_space ps, const struct umc_mcmember *bca
 	}
 }
 
+static void ib_port_add(struct umc_device *dev)
+{
+	(void)cm_ib_port_get(dev); /* a failure is the join's (-ENOMEM) */
+}
+
 static int ib_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
 {
-	struct ib_port *ib = to_ib_port(idp->dev);
+	struct cm_ib_port *port = cm_ib_port_get(idp->dev);
 	int ret;
 
-	pthread_mutex_lock(&idp->dev->lock);
-	ret = cm_ib_ps_qkey(idp->id.ps, ib->bcast_valid ? &ib->bcast : NULL, qkey);
-	pthread_mutex_unlock(&idp->dev->lock);
+	if (!port)
+		return -ENOMEM;
+	pthread_mutex_lock(&port->lock);
+	ret = cm_ib_ps_qkey(idp->id.ps, port->bcast_valid ? &port->bcast : NULL, qkey);
+	pthread_mutex_unlock(&port->lock);
 	return ret;
 }
 
 static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 {
 	struct umc_device *dev = idp->dev;
-	struct ib_port *ib = to_ib_port(dev);
 	struct cm_ib_port *port = cm_ib_port_get(dev);
 	struct cm_ib_member *m;
 	struct cm_ib_group *g;
@@ -469,10 +552,10 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (!port)
 		return -ENOMEM;
 	/* ib_sa_get_mcmember_rec: the IPoIB broadcast group must be known. */
-	pthread_mutex_lock(&dev->lock);
-	ret = ib->bcast_valid ? 0 : -EADDRNOTAVAIL;
-	bcast = ib->bcast;
-	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_lock(&port->lock);
+	ret = port->bcast_valid ? 0 : -EADDRNOTAVAIL;
+	bcast = port->bcast;
+	pthread_mutex_unlock(&port->lock);
 	if (ret)
 		return ret;
 	/* The Q_Key from the same broadcast record as the join's. */
@@ -605,10 +688,14 @@ static void __cm_ib_port_reset(struct cm_ib_port *port)
 
 /*
  * A port event (umc_dev_event), on the thread that raised it: the link's
- * or the SA client's.  The events after which the SA holds none of the
- * port's memberships, as core/multicast.c's mcast_event_handler lists
- * them; umcast's IB link raises UMC_EVENT_PORT_ERR when umc-sm lost the
- * port (restarted, or the lease passed).
+ * or the SA client's.  After the events core/multicast.c's
+ * mcast_event_handler takes as the end of every group, the SA holds none
+ * of the port's memberships: umcast's IB link raises UMC_EVENT_PORT_ERR
+ * when umc-sm lost the port (restarted, or the lease passed), and the
+ * broadcast record is not trusted either.  UMC_EVENT_PORT_ACTIVE: the port
+ * is registered (again); the record is read anew, as IPoIB joins its
+ * broadcast group again, and joins fail with -EADDRNOTAVAIL until it is
+ * known.
  */
 static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type event)
 {
@@ -620,8 +707,12 @@ static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type ev
 	case UMC_EVENT_SM_CHANGE:
 	case UMC_EVENT_CLIENT_REREGISTER:
 		pthread_mutex_lock(&port->lock);
+		port->bcast_valid = false;
 		__cm_ib_port_reset(port);
 		pthread_mutex_unlock(&port->lock);
+		break;
+	case UMC_EVENT_PORT_ACTIVE:
+		cm_ib_bcast_read(port, false);
 		break;
 	default:
 		break;
@@ -630,6 +721,7 @@ static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type ev
 
 const struct umc_cm_link_ops umc_cm_ib_ops = {
 	.name = "ib",
+	.port_add = ib_port_add,
 	.default_qkey = ib_default_qkey,
 	.join = ib_join,
 	.leave = ib_leave,

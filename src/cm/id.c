@@ -45,7 +45,9 @@ void umc_cm_id_put(struct umc_cm_id *idp)
 
 /*
  * Bind @idp to the device that owns local address @addr (kernel
- * cma_acquire_dev_by_src_ip).  Caller holds idp->lock.
+ * cma_acquire_dev_by_src_ip), and let the port's join code meet the port
+ * (port_add: on InfiniBand the first bind reads the IPoIB broadcast
+ * group's record from the SA).  Caller holds idp->lock.
  * Returns 0, -EADDRNOTAVAIL (no device has the address), -EAFNOSUPPORT,
  * or the error of opening the device's CM context.
  */
@@ -64,6 +66,7 @@ static int __cm_bind_dev(struct umc_cm_id *idp, const struct sockaddr *addr, soc
 		return ret;
 	idp->dev = dev;
 	idp->lops = umc_cm_link_ops_of(dev);
+	idp->lops->port_add(dev);
 	idp->gid_index = gid_index;
 	idp->ctx = ctx;
 	idp->pd = pd;

@@ -17,6 +17,10 @@
 
 #include "cm/cm_int.h"
 
+void umc_cm_port_add_none(struct umc_device *dev)
+{
+}
+
 static int default_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
 {
 	return -ENOSYS;
@@ -33,6 +37,7 @@ static void default_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 
 static const struct umc_cm_link_ops umc_cm_default_ops = {
 	.name = "none",
+	.port_add = umc_cm_port_add_none,
 	.default_qkey = default_default_qkey,
 	.join = default_join,
 	.leave = default_leave,

@@ -125,6 +125,7 @@ static void roce_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 
 const struct umc_cm_link_ops umc_cm_roce_ops = {
 	.name = "roce",
+	.port_add = umc_cm_port_add_none,
 	.default_qkey = roce_default_qkey,
 	.join = roce_join,
 	.leave = roce_leave,

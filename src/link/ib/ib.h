@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ib.h - the simulated InfiniBand link layer's objects (link/ib/ only, plus
- * the CM's InfiniBand join in cm/ib.c and tests).
+ * ib.h - the simulated InfiniBand link layer's objects (link/ib/ only, and
+ * tests).
  *
  * With UMC_SM=ADDR:PORT in the environment, each process has one InfiniBand
  * port, device "umc_ib0", registered with the subnet manager umc-sm (the
@@ -33,7 +33,6 @@
 
 #include "umc_int.h"
 #include "wire/ib.h"
-#include "wire/ib_mad.h"
 #include "wire/sm_proto.h"
 
 struct umc_sa_client;
@@ -58,13 +57,6 @@ struct ib_port {
 	struct in_addr data_addr; /* local address of the data plane (reaches the SM) */
 	unsigned ifindex;	  /* its interface: multicast is sent and joined there */
 	struct ib_ep ucast;	  /* unicast socket, bound to data_addr:ephemeral */
-	/*
-	 * The IPoIB broadcast group's record, read from the SA when the port
-	 * comes up (the kernel's cached IPoIB group): joins inherit its
-	 * fields and RDMA_PS_IPOIB its Q_Key.  Under dev->lock.
-	 */
-	struct umc_mcmember bcast;
-	bool bcast_valid;
 	bool ucast_polled;	  /* ucast registered with the receive engine */
 	struct ib_rx *rx;	  /* receive buffers (rx.c) */
 };

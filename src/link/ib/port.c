@@ -12,11 +12,12 @@
  * The device "umc_ib0" appears whether or not the SM answers: an
  * unregistered port is in state INIT with LID 0 (as a real port before the
  * SM configured it), and joins fail with EADDRNOTAVAIL until it is ACTIVE
- * and the IPoIB broadcast group's record is known.  The SA client keeps
- * trying in the background, renews the lease and registers again after
- * an SM restart; each new registration is a port event (ib_port_up):
- * new attributes, the broadcast record read again, and every join ended
- * with -ENETRESET by the CM.
+ * and the CM knows the IPoIB broadcast group's record.  The SA client
+ * keeps trying in the background, renews the lease and registers again
+ * after an SM restart.  Each change is a port event (umc_dev_event): the
+ * port lost by the SM is UMC_EVENT_PORT_ERR (the CM ends every join with
+ * -ENETRESET), each registration UMC_EVENT_PORT_ACTIVE with the new
+ * attributes (the CM reads the broadcast record again).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,11 +30,6 @@
 #include "link/ib/ib.h"
 #include "sa/sa_addr.h"
 #include "sa/sa_client.h"
-#include "wire/be.h"
-
-/* The IPv4 broadcast group of the default partition's IPoIB link (RFC 4391 4). */
-static const uint8_t ib_bcast_mgid[16] = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
-					   0,	 0,    0,    0,	   0xff, 0xff, 0xff, 0xff};
 
 /* An IPv4 address (the IPoIB address) into @sin; returns 0 or -EINVAL. */
 static int ib_parse_addr(const char *text, struct sockaddr_in *sin)
@@ -78,41 +74,6 @@ static int ib_data_iface(const struct sockaddr_in *sm, struct in_addr *addr, uns
 /* Registration.                                                             */
 
 /*
- * The IPoIB broadcast group's record from a Get reply (the kernel's cached
- * IPoIB group: joins inherit its fields, RDMA_PS_IPOIB its Q_Key): @mad,
- * and its SA data @data (the 200 bytes of a Get reply, umc_sa_reply).
- */
-static void ib_bcast_set(struct ib_port *port, const uint8_t *mad, const uint8_t *data)
-{
-	struct umc_sa_hdr h;
-	struct umc_mcmember rec;
-
-	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.status)
-		return;
-	umc_mcmember_decode(data, &rec);
-	pthread_mutex_lock(&port->dev.lock);
-	port->bcast = rec;
-	port->bcast_valid = true;
-	pthread_mutex_unlock(&port->dev.lock);
-}
-
-/* SubnAdmGet(MCMemberRecord) of the broadcast MGID, into @mad. */
-static void ib_bcast_mad(uint8_t mad[UMC_MAD_SIZE])
-{
-	struct umc_mcmember rec = {0};
-
-	memcpy(rec.mgid, ib_bcast_mgid, 16);
-	umc_sa_request_encode(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
-			      UMC_MCM_COMP_MGID, 0, &rec);
-}
-
-static void ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
-{
-	if (!err)
-		ib_bcast_set(ctx, reply->mad, reply->data);
-}
-
-/*
  * Take the SM's attributes for the port (LID, GUID, GID 0, P_Keys, MTU,
  * MLID map).  Context: neither dev->rx_lock nor dev->lock held.
  */
@@ -145,30 +106,25 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
  * The SA client's events, on its thread.  PORT_LOST: the SM no longer has
  * the port (umc-sm restarted, or the lease passed), so every membership is
  * gone: the port is down, UMC_EVENT_PORT_ERR (the CM ends every join with
- * -ENETRESET).  PORT_ACTIVE: registered again; take the new attributes and
- * read the broadcast record again.
+ * -ENETRESET).  PORT_ACTIVE: registered again; the new attributes, then
+ * UMC_EVENT_PORT_ACTIVE (the CM reads the broadcast record again).
  */
 static void ib_sa_event(void *ctx, enum umc_sa_event ev)
 {
 	struct ib_port *port = ctx;
 	struct umc_sa_client *sa = __atomic_load_n(&port->sa, __ATOMIC_ACQUIRE);
 	struct umc_sa_port_attr a;
-	uint8_t mad[UMC_MAD_SIZE];
 
 	if (!sa)
 		return; /* still inside umc_sa_open: its caller takes the attributes */
 	if (ev == UMC_SA_EVENT_PORT_LOST) {
-		pthread_mutex_lock(&port->dev.lock);
-		port->bcast_valid = false;
-		pthread_mutex_unlock(&port->dev.lock);
 		atomic_store(&port->state, IBV_PORT_INIT);
 		umc_dev_event(&port->dev, UMC_EVENT_PORT_ERR);
 		return;
 	}
 	umc_sa_query_port(sa, &a);
 	ib_port_apply(port, &a);
-	ib_bcast_mad(mad);
-	(void)umc_sa_send(sa, mad, 0, UMC_SA_RETRIES, ib_bcast_done, port, NULL);
+	umc_dev_event(&port->dev, UMC_EVENT_PORT_ACTIVE);
 }
 
 /* Register with umc-sm (waiting at most @timeout_ms); 0 or -errno. */
@@ -182,9 +138,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 	};
 	socklen_t len = sizeof(args.data);
 	struct umc_sa_port_attr a;
-	struct umc_sa_result res;
 	struct umc_sa_client *sa;
-	uint8_t mad[UMC_MAD_SIZE];
 	int ret;
 
 	getsockname(port->ucast.ep.fd, (struct sockaddr *)&args.data, &len);
@@ -194,11 +148,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 	umc_sa_query_port(sa, &a);
 	ib_port_apply(port, &a);
 	__atomic_store_n(&port->sa, sa, __ATOMIC_RELEASE);
-	ib_bcast_mad(mad);
-	if (umc_sa_call(sa, mad, 0, UMC_SA_RETRIES, &res) == 0) {
-		ib_bcast_set(port, res.mad, res.data);
-		umc_sa_result_free(&res);
-	}
+	umc_dev_event(&port->dev, UMC_EVENT_PORT_ACTIVE);
 	return 0;
 }
 
