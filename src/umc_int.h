@@ -281,7 +281,7 @@ struct umc_device {
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;
 	struct ibv_pd *cm_pd;
-	void *cm_priv; /* the CM's per-port join state (cm/ib.c) */
+	void *cm_priv; /* the CM's per-port join state (cm/join_ib.c) */
 
 	struct umc_event_handler *events; /* registered handlers (umc_dev_event_register) */
 

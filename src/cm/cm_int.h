@@ -79,10 +79,10 @@ void umc_cm_event_free_list(struct umc_cm_event *list);
 int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int *err);
 
 /* ------------------------------------------------------------------------- */
-/* The CM's join code per link layer: roce.c, ib.c, and link.c's default for */
-/* a link without CM multicast; umc_cm_link_ops_of() picks one for a port.   */
+/* The CM's join code per link layer (join_roce.c, join_ib.c; join.c's for  */
+/* a link without CM multicast), picked for a port by umc_cm_join_ops_of().  */
 
-struct umc_cm_link_ops {
+struct umc_cm_join_ops {
 	const char *name;
 
 	/*
@@ -121,17 +121,17 @@ struct umc_cm_link_ops {
 	void (*leave)(struct umc_cm_id *idp, struct umc_cm_mc *mc);
 };
 
-/* A port_add with nothing to make (link.c). */
+/* A port_add with nothing to make (join.c). */
 void umc_cm_port_add_none(struct umc_device *dev);
 
-extern const struct umc_cm_link_ops umc_cm_roce_ops;
-extern const struct umc_cm_link_ops umc_cm_ib_ops;
+extern const struct umc_cm_join_ops umc_cm_join_roce;
+extern const struct umc_cm_join_ops umc_cm_join_ib;
 
 /*
- * umc_cm_link_ops_of - the join code for port @dev, by its link layer
- * (cma.c's rdma_protocol_roce() / rdma_cap_ib_mcast() tests; link.c).
+ * umc_cm_join_ops_of - the join code for port @dev, by its link layer
+ * (cma.c's rdma_protocol_roce() / rdma_cap_ib_mcast() tests).
  */
-const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev);
+const struct umc_cm_join_ops *umc_cm_join_ops_of(const struct umc_device *dev);
 
 /* ------------------------------------------------------------------------- */
 /* Ids (id.c).                                                               */
@@ -166,7 +166,7 @@ struct umc_cm_id {
 	 * id->port_num and id->route.addr by bind (at once) or by the
 	 * ADDR_RESOLVED event (when it is retrieved). */
 	struct umc_device *dev;
-	const struct umc_cm_link_ops *lops; /* umc_cm_link_ops_of(dev) */
+	const struct umc_cm_join_ops *jops; /* umc_cm_join_ops_of(dev) */
 	int gid_index;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -262,7 +262,7 @@ struct umc_cm_mc {
 	struct sockaddr_storage addr;
 	union ibv_gid mgid; /* the link's; then the JOIN event's dgid */
 	uint16_t mlid;
-	bool member;	/* RoCE: holds a full-member IP membership (cm/roce.c) */
+	bool member;	/* RoCE: holds a full-member IP membership (cm/join_roce.c) */
 	bool processed; /* JOIN event retrieved: mgid/mlid known to "librdmacm" */
 	bool attached;	/* holds one count of an umc_cm_attach */
 	bool left;	/* off the list: left, or the id destroyed */

@@ -65,8 +65,8 @@ static int __cm_bind_dev(struct umc_cm_id *idp, const struct sockaddr *addr, soc
 	if (ret)
 		return ret;
 	idp->dev = dev;
-	idp->lops = umc_cm_link_ops_of(dev);
-	idp->lops->port_add(dev);
+	idp->jops = umc_cm_join_ops_of(dev);
+	idp->jops->port_add(dev);
 	idp->gid_index = gid_index;
 	idp->ctx = ctx;
 	idp->pd = pd;

@@ -6,8 +6,9 @@
  * Each join is a struct umc_cm_mc on its id's list, newest first
  * (librdmacm and cma both push at the head), so a leave finds the most
  * recent join of an address.  The link-layer part of a join (MGID, IP
- * membership, when the event is produced) lives in struct umc_cm_link_ops
- * (roce.c); this file never touches packets or sockets.
+ * membership, when the event is produced) is the join code of the port's
+ * link layer (struct umc_cm_join_ops: join_roce.c, join_ib.c); this file
+ * never touches packets or sockets.
  *
  * The QP is attached when the MULTICAST_JOIN event is retrieved, never for
  * a send-only join (librdmacm ucma_process_join).  The attachments the CM
@@ -126,7 +127,7 @@ void __umc_cm_mc_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc,
 		/* librdmacm detaches on leave whoever attached; result ignored. */
 		(void)ibv_detach_mcast(idp->id.qp, &mc->mgid, mc->mlid);
 	}
-	idp->lops->leave(idp, mc);
+	idp->jops->leave(idp, mc);
 	umc_cm_chan_discard(idp->chan, NULL, mc, discarded);
 	umc_cm_mc_put(mc);
 }
@@ -166,7 +167,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 	else {
 		mc->next = idp->mc_list;
 		idp->mc_list = mc;
-		ret = idp->lops->join(idp, mc);
+		ret = idp->jops->join(idp, mc);
 		if (ret)
 			idp->mc_list = mc->next;
 	}

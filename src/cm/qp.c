@@ -85,7 +85,7 @@ static int __cm_init_ud_qp(struct umc_cm_id *idp, struct ibv_qp *qp)
 	int ret;
 
 	if (!idp->qkey) {
-		ret = idp->lops->default_qkey(idp, &idp->qkey);
+		ret = idp->jops->default_qkey(idp, &idp->qkey);
 		if (ret)
 			return -ret;
 	}

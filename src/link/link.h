@@ -8,9 +8,15 @@
  * ports exist, their attributes, GID and P_Key tables, what an address
  * handle turns into on the wire, the per-QP send state, how a multicast
  * group is received and joined, and how packets are read and written.  The
- * core (verbs/, cm/) never sees a socket, an IP header or an LRH: it hands
+ * layers above never see a socket, an IP header or an LRH: the core hands
  * the link checked work requests (struct umc_tx_pkt) and gets back decoded,
  * checked packets with a link-neutral header (struct umc_rx_pkt).
+ *
+ * The seam is one-way: a link never names the CM.  The CM picks its join
+ * code by the port's link_layer (as the kernel's cma.c does), asks the
+ * port what a join needs through ops of this table (netdev_mtu, gid_live,
+ * mcast_route, sa), and hears of the port's changes through the events a
+ * link raises (umc_dev_event).
  *
  * A link's table may leave any op NULL: umc_link_complete() fills it with
  * a default (umc_link_default_ops in link.c) that returns -EOPNOTSUPP or

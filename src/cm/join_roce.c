@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * roce.c - the RoCEv2 part of CM joins (kernel cma_iboe_join_multicast,
- * kernel-behaviour 2.4 and 7 items 21-24).
+ * join_roce.c - the CM's join code for RoCEv2 ports (kernel
+ * cma_iboe_join_multicast, kernel-behaviour 2.4 and 7 items 21-24).
  *
  * There is no SA on Ethernet: the join is local.  A full member takes a
  * reference on the device's IP group membership (umc_dev_member: the first
@@ -123,7 +123,7 @@ static void roce_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	}
 }
 
-const struct umc_cm_link_ops umc_cm_roce_ops = {
+const struct umc_cm_join_ops umc_cm_join_roce = {
 	.name = "roce",
 	.port_add = umc_cm_port_add_none,
 	.default_qkey = roce_default_qkey,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * ib.c - the InfiniBand part of CM joins: MGIDs, MCMemberRecord Set and
- * Delete through the SA, and the per-port aggregation of JoinStates
- * (kernel cma_join_ib_multicast and ib_multicast's multicast.c;
- * kernel-behaviour 2.2, 2.3, 3 and 7 items 11-20 and 34).
+ * join_ib.c - the CM's join code for InfiniBand ports: MGIDs, MCMemberRecord
+ * Set and Delete through the SA, the per-port aggregation of JoinStates,
+ * the IPoIB broadcast group's record and the port's events (kernel
+ * cma_join_ib_multicast and ib_multicast's multicast.c; kernel-behaviour
+ * 2.2, 2.3, 3 and 7 items 11-20 and 34).
  *
  * A port keeps one group per MGID it joined (an all-zero MGID, which asks
  * the SA for one, always makes a group of its own), holding the record
@@ -719,7 +720,7 @@ static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type ev
 	}
 }
 
-const struct umc_cm_link_ops umc_cm_ib_ops = {
+const struct umc_cm_join_ops umc_cm_join_ib = {
 	.name = "ib",
 	.port_add = ib_port_add,
 	.default_qkey = ib_default_qkey,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * link.c - which join code the CM uses for a port, and the join code of a
+ * join.c - which join code the CM uses for a port, and the join code of a
  * link layer that has no multicast of its own.
  *
  * The CM picks the join code by the port's link layer, as the kernel's
@@ -35,7 +35,7 @@ static void default_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 {
 }
 
-static const struct umc_cm_link_ops umc_cm_default_ops = {
+static const struct umc_cm_join_ops umc_cm_join_none = {
 	.name = "none",
 	.port_add = umc_cm_port_add_none,
 	.default_qkey = default_default_qkey,
@@ -43,14 +43,14 @@ static const struct umc_cm_link_ops umc_cm_default_ops = {
 	.leave = default_leave,
 };
 
-const struct umc_cm_link_ops *umc_cm_link_ops_of(const struct umc_device *dev)
+const struct umc_cm_join_ops *umc_cm_join_ops_of(const struct umc_device *dev)
 {
 	switch (dev->link->link_layer) {
 	case IBV_LINK_LAYER_ETHERNET:
-		return &umc_cm_roce_ops;
+		return &umc_cm_join_roce;
 	case IBV_LINK_LAYER_INFINIBAND:
-		return &umc_cm_ib_ops;
+		return &umc_cm_join_ib;
 	default:
-		return &umc_cm_default_ops;
+		return &umc_cm_join_none;
 	}
 }
