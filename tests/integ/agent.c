@@ -19,45 +19,16 @@
 #include <rdma/rdma_cma.h>
 
 #include "agent.h"
+#include "wait.h"
 
 int agent_failures;
 static int agent_rep_fd = -1; /* in an agent: its reply pipe */
 
-uint64_t agent_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-bool agent_read_line(int fd, char *line, size_t cap, int ms)
-{
-	uint64_t deadline = agent_now_ms() + (uint64_t)ms;
-	size_t n = 0;
-
-	while (n + 1 < cap) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int64_t left = ms < 0 ? -1 : (int64_t)(deadline - agent_now_ms());
-
-		if (ms >= 0 && left <= 0)
-			return false;
-		if (poll(&p, 1, (int)left) != 1 || read(fd, line + n, 1) != 1)
-			return false;
-		if (line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = 0;
-	return true;
-}
-
 struct rdma_cm_event *agent_cm_event(struct rdma_event_channel *ch, int ms)
 {
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
 	struct rdma_cm_event *ev;
 
-	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev))
+	if (!t_wait_fd(ch->fd, ms) || rdma_get_cm_event(ch, &ev))
 		return NULL;
 	return ev;
 }
@@ -94,6 +65,7 @@ static void agent_pipes(int down[2], int up[2], int flags)
 static pid_t agent_fork(struct agent *a, const char *name, const int down[2], const int up[2])
 {
 	a->name = name;
+	a->hung = false;
 	fflush(stdout); /* nothing buffered twice */
 	a->pid = fork();
 	if (a->pid < 0) {
@@ -183,8 +155,14 @@ void agent_fail(const char *fmt, ...)
 
 bool agent_get_reply(struct agent *a)
 {
-	if (!agent_read_line(a->rep, a->last, sizeof(a->last), AGENT_CMD_MS))
-		snprintf(a->last, sizeof(a->last), "fail no reply (agent died or hung)");
+	if (a->hung)
+		snprintf(a->last, sizeof(a->last), "fail hung earlier (killed)");
+	else if (!t_read_line(a->rep, a->last, sizeof(a->last), AGENT_CMD_MS)) {
+		snprintf(a->last, sizeof(a->last), "fail no reply within %d ms (died or hung)",
+			 AGENT_CMD_MS);
+		t_reap(a->pid, 0);
+		a->hung = true;
+	}
 	printf("  %s: %s\n", a->name, a->last);
 	fflush(stdout);
 	return strncmp(a->last, "ok", 2) == 0;
@@ -199,6 +177,10 @@ static bool agent_vsend(struct agent *a, const char *fmt, va_list ap)
 		n = (int)sizeof(line) - 2;
 	line[n] = 0;
 	printf("%s <- %s\n", a->name, line);
+	if (a->hung) {
+		agent_fail("%s hung earlier (killed)", a->name);
+		return false;
+	}
 	line[n++] = '\n';
 	if (write(a->cmd, line, (size_t)n) != n) {
 		agent_fail("cannot write to %s", a->name);
@@ -262,22 +244,17 @@ void agent_expect_eq(const char *what, unsigned long got, unsigned long want)
 
 bool agent_reap(struct agent *a)
 {
-	uint64_t deadline;
-	int st = 0;
+	int st;
 
 	close(a->cmd);
 	close(a->rep);
-	deadline = agent_now_ms() + AGENT_CMD_MS;
-	while (waitpid(a->pid, &st, WNOHANG) == 0) {
-		if (agent_now_ms() > deadline) {
-			kill(a->pid, SIGKILL);
-			waitpid(a->pid, &st, 0);
-			break;
-		}
-		poll(NULL, 0, 5);
+	if (a->hung) {
+		agent_fail("%s hung (killed)", a->name);
+		return false;
 	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		agent_fail("%s exited with status 0x%x", a->name, st);
+	st = t_reap(a->pid, AGENT_CMD_MS);
+	if (st) {
+		agent_fail("%s exited with status %d (128 + a signal; -1: killed, hung)", a->name, st);
 		return false;
 	}
 	return true;
@@ -292,8 +269,10 @@ void agent_finish(struct agent *a)
 void agent_kill(struct agent *a)
 {
 	printf("%s <- SIGKILL\n", a->name);
-	kill(a->pid, SIGKILL);
-	waitpid(a->pid, NULL, 0);
+	if (!a->hung) {
+		kill(a->pid, SIGKILL);
+		t_reap(a->pid, AGENT_CMD_MS);
+	}
 	close(a->cmd);
 	close(a->rep);
 }

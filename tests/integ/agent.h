@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "wait.h" /* the harness's waits; the agents' too */
+
 struct rdma_cm_event;
 struct rdma_event_channel;
 
@@ -36,20 +38,12 @@ struct agent {
 	const char *name;
 	pid_t pid;
 	int cmd, rep;
+	bool hung;	/* gave no reply in time: killed, later commands fail at once */
 	char last[512]; /* the last reply */
 };
 
 /* Checks that failed, in the orchestrator. */
 extern int agent_failures;
-
-uint64_t agent_now_ms(void);
-
-/*
- * Read one line (at most @cap - 1 bytes, without the newline) within @ms,
- * or without a deadline if @ms < 0; false on EOF/timeout.  Reads byte by
- * byte, so nothing after the newline is taken from @fd.
- */
-bool agent_read_line(int fd, char *line, size_t cap, int ms);
 
 /*
  * In an agent: the next CM event of @ch within @ms ms (poll(2) on its fd,
@@ -82,7 +76,11 @@ void agent_spawn_exec(struct agent *a, const char *name, const char *prog_name);
  */
 bool agent_exec_fds(int argc, char **argv, int *cmd);
 
-/* One reply within AGENT_CMD_MS into a->last; true if it starts with "ok". */
+/*
+ * One reply within AGENT_CMD_MS into a->last; true if it starts with "ok".
+ * An agent that gives none is killed (a->hung), since its next reply could
+ * only answer the wrong command.
+ */
 bool agent_get_reply(struct agent *a);
 
 /* Send a command without waiting for its reply (then agent_get_reply). */
@@ -105,7 +103,7 @@ void agent_expect_eq(const char *what, unsigned long got, unsigned long want);
 
 /*
  * Close the pipes and reap within AGENT_CMD_MS (then SIGKILL); true if it
- * exited with status 0, otherwise a counted failure.
+ * exited with status 0, otherwise a counted failure (a hung agent too).
  */
 bool agent_reap(struct agent *a);
 

@@ -200,11 +200,11 @@ static int post_send_dest(struct node *nd, uint64_t wr_id)
 /* Wait up to EV_MS for one send completion; true if it came and succeeded. */
 static bool send_completed(struct node *nd)
 {
-	uint64_t end = agent_now_ms() + EV_MS;
+	uint64_t end = t_now_ms() + EV_MS;
 	struct ibv_wc wc;
 	int got = 0;
 
-	while (!got && agent_now_ms() < end)
+	while (!got && t_now_ms() < end)
 		got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
 	return got == 1 && wc.status == IBV_WC_SUCCESS;
 }
@@ -269,12 +269,12 @@ static void cmd_send(int idx, int n)
 static void cmd_recv(int idx, int n, int ms, const char *mgid_text)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t end = agent_now_ms() + (uint64_t)ms;
+	uint64_t end = t_now_ms() + (uint64_t)ms;
 	struct in6_addr mgid;
 	int bad_grh = 0;
 
 	inet_pton(AF_INET6, mgid_text, &mgid);
-	while ((int)nd->received < n && agent_now_ms() < end) {
+	while ((int)nd->received < n && t_now_ms() < end) {
 		struct ibv_wc wc;
 
 		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
@@ -342,11 +342,11 @@ static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int 
 static void cmd_urecv(int idx, int n, bool answer)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t end = agent_now_ms() + 5000;
+	uint64_t end = t_now_ms() + 5000;
 	struct ibv_wc wc = {0};
 	int got = 0, grh = 0;
 
-	while (got < n && agent_now_ms() < end) {
+	while (got < n && t_now_ms() < end) {
 		if (ibv_poll_cq(nd->id->recv_cq, 1, &wc) != 1)
 			continue;
 		if (wc.status != IBV_WC_SUCCESS)
@@ -397,7 +397,7 @@ static void agent_main(int cmd)
 	char line[512];
 
 	agent_reply("ok ready pid=%d", (int)getpid());
-	while (agent_read_line(cmd, line, sizeof(line), -1)) {
+	while (t_read_line(cmd, line, sizeof(line), -1)) {
 		char a[64], b[128];
 		int i1, i2;
 		unsigned u1, u2;
@@ -533,10 +533,10 @@ static int sa_join_state(const char *mgid, const char *port_gid)
  */
 static int sa_join_state_becomes(const char *mgid, const char *port_gid, int want, int ms)
 {
-	uint64_t end = agent_now_ms() + (uint64_t)ms;
+	uint64_t end = t_now_ms() + (uint64_t)ms;
 	int st;
 
-	while ((st = sa_join_state(mgid, port_gid)) != want && agent_now_ms() < end)
+	while ((st = sa_join_state(mgid, port_gid)) != want && t_now_ms() < end)
 		usleep(10000); /* polling the SA, bounded by end */
 	return st;
 }
@@ -878,11 +878,17 @@ static void scenario_restart(void)
 	test_sm_free(&sm);
 	if (test_sm_start(&sm, port, NULL))
 		exit(2);
+	/*
+	 * Each client finds the new SM at its next lease renewal (a third of
+	 * the lease): every event is due within one lease of the restart.
+	 */
+	uint64_t end = t_deadline(UMC_SM_LEASE_MS);
+
 	for (int i = 0; i < NPROC; i++) {
 		int resets[NIDS] = {0}, other = 0;
 
 		for (int k = 0; k < NIDS; k++) {
-			const char *r = ask(&a[i], "event %d", 3 * 10000);
+			const char *r = ask(&a[i], "event %d", t_left_ms(end));
 			int idx, status;
 			char what[32];
 
@@ -925,9 +931,9 @@ static void scenario_timeout(void)
 	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open");
 	kill(sm.pid, SIGSTOP);
-	t0 = agent_now_ms();
+	t0 = t_now_ms();
 	expect_prefix(ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
-	dt = agent_now_ms() - t0;
+	dt = t_now_ms() - t0;
 	if (dt < 2500 || dt > 9000)
 		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
 	kill(sm.pid, SIGCONT);

@@ -243,14 +243,14 @@ static bool send_one(struct node *nd, uint32_t seq, char *why, size_t cap)
 		.wr.ud = {.ah = nd->ah, .remote_qpn = nd->rqpn, .remote_qkey = nd->rqkey},
 	}, *bad;
 	struct ibv_wc wc;
-	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 
 	msg_fill(p, seq);
 	if (ibv_post_send(nd->id->qp, &wr, &bad)) {
 		snprintf(why, cap, "ibv_post_send seq %u", seq);
 		return false;
 	}
-	while (agent_now_ms() < deadline) {
+	while (t_now_ms() < deadline) {
 		int n = ibv_poll_cq(nd->id->send_cq, 1, &wc);
 
 		if (n == 1) {
@@ -328,7 +328,7 @@ static bool check_recv(struct node *nd, const struct ibv_wc *wc, uint32_t srcqpn
 static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 	unsigned got = 0;
 	char why[256];
 	struct ibv_wc wc[16];
@@ -353,7 +353,7 @@ static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 		}
 		if (k)
 			continue;
-		if (agent_now_ms() > deadline) {
+		if (t_now_ms() > deadline) {
 			agent_reply("fail id%d: %u of %u messages within %d ms", idx, got, n, WAIT_MS);
 			return;
 		}
@@ -372,7 +372,7 @@ static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 static void cmd_quiet(int idx, int ms)
 {
 	struct node *nd = &ag.n[idx];
-	uint64_t deadline = agent_now_ms() + (uint64_t)ms;
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
 	struct ibv_wc wc;
 
 	do {
@@ -387,7 +387,7 @@ static void cmd_quiet(int idx, int ms)
 
 		if (ms)
 			poll(&p, 1, 20);
-	} while (agent_now_ms() < deadline);
+	} while (t_now_ms() < deadline);
 	agent_reply("ok id%d quiet", idx);
 }
 
@@ -469,7 +469,7 @@ static int agent_main(void *arg, int cmd)
 		return 1;
 	}
 	agent_reply("ok ready qpn=0x%x", ag.n[0].id->qp->qp_num);
-	while (agent_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
+	while (t_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
 		unsigned a = 0, b = 0, c = 0, d = 0;
 
 		if (sscanf(line, "send %u %u", &a, &b) == 2) {

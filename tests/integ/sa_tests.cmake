@@ -1,7 +1,7 @@
 # The SA client against umc-sm processes (sa_integ.c), and umc-sa.
-add_executable(sa_integ sa_integ.c sm_proc.c)
+add_executable(sa_integ sa_integ.c)
 target_compile_definitions(sa_integ PRIVATE _GNU_SOURCE)
-target_link_libraries(sa_integ umcast_static PkgConfig::CMOCKA)
+target_link_libraries(sa_integ umc_testlib umcast_static PkgConfig::CMOCKA)
 add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
     sendonly lease_expiry restart get_table_10000 timeout_cancel hostile umc_sa_tool
@@ -20,9 +20,9 @@ endif()
 
 # CM joins over the simulated InfiniBand link, several processes against
 # umc-sm (ib_procs.c).
-add_executable(ib_procs ib_procs.c agent.c sm_proc.c)
+add_executable(ib_procs ib_procs.c agent.c)
 target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
-target_link_libraries(ib_procs umcast_static)
+target_link_libraries(ib_procs umc_testlib umcast_static)
 add_dependencies(ib_procs umc-sm)
 foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout nosm unicast)
   umc_test(integ/ib_${t} ib_procs ${t})

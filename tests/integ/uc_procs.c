@@ -547,13 +547,13 @@ static int poll_q(int q, struct ibv_wc *wc)
 /* Wait up to @ms for a receive on q[@q], serving the others meanwhile. */
 static bool wait_recv(int q, struct ibv_wc *wc, int ms)
 {
-	uint64_t deadline = agent_now_ms() + (uint64_t)ms;
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
 
 	do {
 		if (poll_q(q, wc) == 1)
 			return true;
 		poll(NULL, 0, 1);
-	} while (agent_now_ms() < deadline);
+	} while (t_now_ms() < deadline);
 	return false;
 }
 
@@ -571,7 +571,7 @@ static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, u
 		return;
 	}
 	for (uint32_t seq = 0; seq < n; seq++) {
-		uint64_t deadline = agent_now_ms() + WAIT_MS;
+		uint64_t deadline = t_now_ms() + WAIT_MS;
 		bool done = false;
 
 		while (!done) {
@@ -600,7 +600,7 @@ static void cmd_ping(int q, int peer, const char *addr, uint32_t dqpn, int dq, u
 					return;
 				}
 			}
-			if (!done && (!retry_ms || agent_now_ms() > deadline)) {
+			if (!done && (!retry_ms || t_now_ms() > deadline)) {
 				agent_reply("fail ping: no reply to seq %u within %d ms", seq,
 					    WAIT_MS);
 				return;
@@ -719,10 +719,10 @@ static void cmd_counters(void)
 /* waitcnt NAME MIN: until counter NAME is at least MIN (a bound of WAIT_MS); then as counters. */
 static void cmd_waitcnt(const char *name, unsigned long min)
 {
-	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 
 	while (cnt_get(name) < min || cnt_get(name) == (unsigned long)-1) {
-		if (agent_now_ms() > deadline) {
+		if (t_now_ms() > deadline) {
 			agent_reply("fail %s is %lu, not %lu, after %d ms", name, cnt_get(name),
 				    min, WAIT_MS);
 			return;
@@ -737,7 +737,7 @@ static void cmd_waitcnt(const char *name, unsigned long min)
 /* clients N: until this process's demultiplexer (of GID 0) has N processes registered. */
 static void cmd_clients(int n)
 {
-	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 	struct umc_roce_uc_info in;
 
 	do {
@@ -748,7 +748,7 @@ static void cmd_clients(int n)
 		}
 		service(-1);
 		poll(NULL, 0, 2);
-	} while (agent_now_ms() < deadline);
+	} while (t_now_ms() < deadline);
 	agent_reply("fail %d processes registered, not %d (leading %d)", in.clients, n, in.leading);
 }
 
@@ -759,7 +759,7 @@ static void cmd_clients(int n)
  */
 static void cmd_ucsync(pid_t dead)
 {
-	uint64_t deadline = agent_now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 	struct umc_roce_uc_info in;
 	int ret;
 
@@ -769,7 +769,7 @@ static void cmd_ucsync(pid_t dead)
 			break;
 		service(-1);
 		poll(NULL, 0, 5);
-	} while (agent_now_ms() < deadline);
+	} while (t_now_ms() < deadline);
 	if (ret || in.leader_pid == dead || !in.port_held)
 		agent_reply("fail ucsync: ret %d leader %d port_held %d connected %d of %d", ret,
 			    (int)in.leader_pid, in.port_held, in.connected, in.addrs);
@@ -815,7 +815,7 @@ static int agent_main(void *arg, int cmd)
 		service(-1);
 		if (poll(&p, 1, 2) == 0)
 			continue;
-		if (!agent_read_line(cmd, line, sizeof(line), AGENT_CMD_MS))
+		if (!t_read_line(cmd, line, sizeof(line), AGENT_CMD_MS))
 			return 2;
 		if (sscanf(line, "unserve %u", &a) == 1 && a < NQP) {
 			ua.q[a].serving = false;
@@ -918,11 +918,11 @@ static unsigned long counter(struct peer *p, const char *key)
  */
 static void expect_counter(struct peer *p, const char *key, unsigned long want)
 {
-	uint64_t end = agent_now_ms() + 2000;
+	uint64_t end = t_now_ms() + 2000;
 	unsigned long got;
 	char what[64];
 
-	while ((got = counter(p, key)) < want && agent_now_ms() < end)
+	while ((got = counter(p, key)) < want && t_now_ms() < end)
 		poll(NULL, 0, 20);
 	snprintf(what, sizeof(what), "%s %s", p->name, key);
 	agent_expect_eq(what, got, want);
@@ -1575,7 +1575,7 @@ static int rxe_main(void *arg, int cmd)
 		return 1;
 	}
 	agent_reply("ok ready frames=%d", nfr);
-	while (agent_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
+	while (t_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
 		unsigned q, k;
 
 		if (sscanf(line, "replay %x %u", &q, &k) == 2 && k <= (unsigned)nfr) {

@@ -6,7 +6,7 @@
  * Rules these helpers keep:
  *   - on RoCEv2 only the loopback device "umc_lo" is used, and only
  *     groups in 239.0.0.0/8; a test of the InfiniBand link ("umc_ib0")
- *     starts a umc-sm of its own (t_start_sm), so its subnet is private;
+ *     starts a umc-sm of its own (t_sm_start), so its subnet is private;
  *   - groups are 239.P1.P2.N with P1.P2 = this process's pid, so that two
  *     runs of the suite (plain and sanitizer builds) or two test programs
  *     running in parallel never share a group; N is chosen per test;
@@ -49,6 +49,7 @@
 
 #include <cmocka.h>
 
+#include "sm_proc.h"
 #include "umc_int.h"
 
 enum {
@@ -489,58 +490,6 @@ static inline ssize_t t_sniff_recv(int fd, uint8_t *buf, size_t cap, int ms)
 	return recv(fd, buf, cap, MSG_DONTWAIT);
 }
 
-/* Stop the umc-sm of t_start_sm() (SIGTERM) and reap it. */
-static inline void t_stop_sm(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-}
-
-/*
- * Start umc-sm ($UMC_BIN/umc-sm) for the simulated InfiniBand subnet, on an
- * ephemeral port, and point the library at it (UMC_SM); its pid in @pid.
- * Call before any device opens.  Returns false if it did not come up.
- */
-static inline bool t_start_sm(pid_t *pid)
-{
-	const char *bin = getenv("UMC_BIN");
-	char path[4096], line[256] = {0};
-	int pfd[2];
-	ssize_t n;
-
-	if (!bin || pipe(pfd))
-		return false;
-	snprintf(path, sizeof(path), "%s/umc-sm", bin);
-	*pid = fork();
-	if (*pid == 0) {
-		/* Gone with the test process, even one killed by a timeout. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		close(pfd[0]);
-		dup2(pfd[1], 3);
-		execl(path, "umc-sm", "--listen", "127.0.0.1:0", "--ready-fd", "3", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	if (*pid < 0) {
-		close(pfd[0]);
-		return false;
-	}
-	n = t_read_full(pfd[0], line, 1, T_WAIT_MS) ? read(pfd[0], line + 1, sizeof(line) - 2) : -1;
-	close(pfd[0]);
-	char *at = strstr(line, "ready on "), *end;
-
-	if (n < 0 || !at) {
-		t_stop_sm(*pid);
-		return false;
-	}
-	at += strlen("ready on ");
-	end = strchr(at, ' ');
-	if (end)
-		*end = 0;
-	setenv("UMC_SM", at, 1);
-	return true;
-}
-
 /*
  * A test program's own umc-sm, as cmocka group fixtures: t_sm_required or
  * t_sm_optional as the group setup starts it before the first case (so
@@ -549,8 +498,8 @@ static inline bool t_start_sm(pid_t *pid)
  * says so and runs it, and the cases that need it skip (t_sm_running).
  */
 struct t_sm {
-	pid_t pid;   /* umc-sm's, or 0 */
-	pid_t owner; /* the process that started it: a forked case's child never stops it */
+	struct test_sm sm; /* sm.pid: 0 when not running */
+	pid_t owner;	   /* the process that started it: a forked case's child never stops it */
 };
 
 static inline struct t_sm *t_sm(void)
@@ -562,15 +511,21 @@ static inline struct t_sm *t_sm(void)
 
 static inline bool t_sm_running(void)
 {
-	return t_sm()->pid != 0;
+	return t_sm()->sm.pid != 0;
 }
 
+/* umc-sm on an ephemeral port, which the library is pointed at (UMC_SM). */
 static inline int t_sm_start(bool required)
 {
+	char addr[32];
+
 	t_sm()->owner = getpid();
-	if (t_start_sm(&t_sm()->pid))
+	if (!test_sm_start(&t_sm()->sm, 0, NULL)) {
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", t_sm()->sm.port);
+		setenv("UMC_SM", addr, 1);
 		return 0;
-	t_sm()->pid = 0;
+	}
+	t_sm()->sm.pid = 0;
 	fprintf(stderr, "%s: umc-sm did not start ($UMC_BIN)%s\n", program_invocation_short_name,
 		required ? "" : ": its InfiniBand cases skipped");
 	return required ? -1 : 0;
@@ -590,9 +545,10 @@ static inline int t_sm_stop(void **state)
 {
 	if (getpid() != t_sm()->owner)
 		return 0;
-	if (t_sm_running())
-		t_stop_sm(t_sm()->pid);
-	t_sm()->pid = 0;
+	if (t_sm_running()) {
+		test_sm_stop(&t_sm()->sm);
+		test_sm_free(&t_sm()->sm);
+	}
 	return 0;
 }
 

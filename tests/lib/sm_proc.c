@@ -10,12 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sm_proc.h"
+#include "wait.h"
 
-enum { READY_WAIT_MS = 30000, MAX_ARGS = 32 };
+enum {
+	READY_WAIT_MS = 10000, /* up, even under valgrind on a loaded machine */
+	STOP_WAIT_MS = 10000,  /* SIGTERM to exit, valgrind's leak check included */
+	MAX_ARGS = 32,
+};
 
 static void child(int out, int err, const char *listen, const char *const *args)
 {
@@ -39,6 +44,8 @@ static void child(int out, int err, const char *listen, const char *const *args)
 	for (i = 0; args && args[i] && i < MAX_ARGS; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
+	/* Gone with the test process, even one that failed without stopping it. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	dup2(out, 1);
 	dup2(err, 2);
 	execvp(argv[0], (char *const *)argv);
@@ -49,8 +56,6 @@ static void child(int out, int err, const char *listen, const char *const *args)
 int test_sm_start(struct test_sm *sm, uint16_t port, const char *const *args)
 {
 	char listen[32], line[256];
-	struct pollfd pfd;
-	size_t len = 0;
 	int out[2], err;
 	unsigned p;
 	unsigned long long epoch;
@@ -72,24 +77,14 @@ int test_sm_start(struct test_sm *sm, uint16_t port, const char *const *args)
 	}
 	close(out[1]);
 	close(err);
-	pfd.fd = out[0];
-	pfd.events = POLLIN;
-	while (len < sizeof(line) - 1 && !memchr(line, '\n', len)) {
-		ssize_t n;
-
-		if (poll(&pfd, 1, READY_WAIT_MS) <= 0)
-			break;
-		n = read(out[0], line + len, sizeof(line) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	if (!t_read_line(out[0], line, sizeof(line), READY_WAIT_MS))
+		line[0] = 0;
 	close(out[0]);
-	line[len] = 0;
 	if (sscanf(line, "umc-sm: ready on 127.0.0.1:%u epoch 0x%llx", &p, &epoch) != 2) {
-		fprintf(stderr, "umc-sm did not get ready: '%s'\n", line);
-		kill(sm->pid, SIGKILL);
-		waitpid(sm->pid, NULL, 0);
+		fprintf(stderr, "umc-sm did not get ready within %d ms: '%s'\n", READY_WAIT_MS, line);
+		t_reap(sm->pid, 0);
+		sm->pid = 0;
+		unlink(sm->log_path);
 		return -1;
 	}
 	sm->port = (uint16_t)p;
@@ -124,11 +119,10 @@ int test_sm_stop(struct test_sm *sm)
 
 	if (sm->pid <= 0)
 		return -1;
-	kill(sm->pid, SIGTERM);
-	if (waitpid(sm->pid, &st, 0) != sm->pid)
-		return -1;
+	st = t_stop(sm->pid, STOP_WAIT_MS);
 	sm->pid = 0;
-	sm->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	/* Killed by a signal (SIGKILL by t_stop, say): -1. */
+	sm->status = st >= 0 && st < 128 ? st : -1;
 	free(sm->log);
 	sm->log = read_log(sm);
 	unlink(sm->log_path);

@@ -4,12 +4,13 @@
  * 127.0.0.1 (any port or a given one), wait for its ready line, stop it
  * with SIGTERM, read its counters from its -v log.
  *
- * The binary is $UMC_BIN/umc-sm (ctest sets UMC_BIN).  With
+ * The binary is $UMC_BIN/umc-sm (ctest sets UMC_BIN).  It gets SIGTERM
+ * when the test process ends (PR_SET_PDEATHSIG), stopped or not.  With
  * UMC_SM_VALGRIND=1 it runs under valgrind, which must find no error and
  * no leak (exit status 99 otherwise).
  */
-#ifndef TESTS_INTEG_SM_PROC_H
-#define TESTS_INTEG_SM_PROC_H
+#ifndef TESTS_LIB_SM_PROC_H
+#define TESTS_LIB_SM_PROC_H
 
 #include <netinet/in.h>
 #include <stdint.h>
@@ -26,14 +27,15 @@ struct test_sm {
 
 /*
  * test_sm_start - start umc-sm -v --listen 127.0.0.1:@port plus @args
- * (NULL-terminated, may be NULL) and wait up to 30 s for "ready".
+ * (NULL-terminated, may be NULL) and wait up to 10 s for "ready".
  * Returns 0, or -1 (with a message on stderr).
  */
 int test_sm_start(struct test_sm *sm, uint16_t port, const char *const *args);
 
 /*
- * test_sm_stop - SIGTERM, wait, keep its log (printed to stderr when the
- * exit status is not 0).  Returns the exit status, -1 if it did not exit.
+ * test_sm_stop - SIGTERM, wait up to 10 s (then SIGKILL), keep its log
+ * (printed to stderr when the exit status is not 0).  Returns the exit
+ * status, -1 if a signal ended it.
  */
 int test_sm_stop(struct test_sm *sm);
 
@@ -49,4 +51,4 @@ int test_sm_log_has(const struct test_sm *sm, const char *text);
 /* test_sm_addr - where it listens. */
 void test_sm_addr(const struct test_sm *sm, struct sockaddr_in *a);
 
-#endif /* TESTS_INTEG_SM_PROC_H */
+#endif /* TESTS_LIB_SM_PROC_H */
