@@ -142,6 +142,8 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 	int rc;
 
 	sm->cnt.rx_datagrams++;
+	if (umc_sm_silent(sm, now))
+		return;
 	rc = umc_sm_msg_decode(buf, len, &m);
 	if (rc == -EPROTONOSUPPORT && !(m.hdr.type & UMC_SM_TYPE_REPLY)) {
 		sm->cnt.rx_bad_version++;

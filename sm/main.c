@@ -3,6 +3,10 @@
  * main.c - umc-sm, the subnet manager of umcast's simulated InfiniBand
  * subnet (umc-sm(8)): one UDP socket, one thread, a poll loop.
  *
+ * The loop also serves the control socket RUNDIR/PID.ctl (src/ctl/ctl.h),
+ * through which umc-ctl(1) makes umc-sm fail over, go silent, or reject
+ * a group's joins (control.c); only umc-sm's user (and root) reach it.
+ *
  * Datagrams are read and answered in batches (recvmmsg, sendmmsg of up to
  * BATCH); the handler (handler.c) never blocks.  The loop sleeps until
  * the next datagram, signal or deadline (lease expiry, RMPP resend).
@@ -22,8 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl/ctl.h"
 #include "options.h"
 #include "sm.h"
+#include "stat/rundir.h"
 
 enum {
 	BATCH = 64,
@@ -185,9 +191,33 @@ static bool rx_burst(int fd, struct umc_sm *sm, struct tx_batch *tx)
 	return true;
 }
 
-static void run(int fd, int sfd, struct umc_sm *sm, struct tx_batch *tx)
+/*
+ * The control socket in the run directory of umc-sm's user, or -1 (said
+ * on stderr: umc-sm runs on without one).  Its path goes to @path.
+ */
+static int open_control(char *path, size_t size)
 {
-	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+	char dir[UMC_RUNDIR_MAX], why[256];
+	int rc = umc_rundir_make(dir, sizeof(dir), why, sizeof(why));
+
+	if (!rc)
+		rc = umc_ctl_path(dir, getpid(), path, size);
+	if (!rc)
+		rc = umc_ctl_listen(path);
+	if (rc < 0)
+		fprintf(stderr, "umc-sm: no control socket: %s\n", why[0] ? why : strerror(-rc));
+	return rc;
+}
+
+static void control(void *ctx, const struct umc_ctl_msg *req, struct umc_ctl_msg *rep)
+{
+	umc_sm_control(ctx, now_ms(), req, rep);
+}
+
+static void run(int fd, int sfd, int cfd, struct umc_sm *sm, struct tx_batch *tx)
+{
+	struct pollfd pfd[3] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+				 { .fd = cfd, .events = POLLIN } };
 	struct signalfd_siginfo si;
 	uint64_t now, next;
 	int timeout;
@@ -200,7 +230,7 @@ static void run(int fd, int sfd, struct umc_sm *sm, struct tx_batch *tx)
 			timeout = -1;
 		else
 			timeout = next <= now ? 0 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
-		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+		if (poll(pfd, 3, timeout) < 0 && errno != EINTR) {
 			perror("umc-sm: poll");
 			return;
 		}
@@ -213,6 +243,8 @@ static void run(int fd, int sfd, struct umc_sm *sm, struct tx_batch *tx)
 			perror("umc-sm: recvmmsg");
 			return;
 		}
+		if (pfd[2].revents & POLLIN)
+			umc_ctl_serve(cfd, control, sm);
 	}
 }
 
@@ -223,7 +255,8 @@ int main(int argc, char **argv)
 	struct umc_sm_out out = { .send = tx_send, .ctx = &tx };
 	struct sockaddr_in bound;
 	struct umc_sm *sm;
-	int rc, fd, sfd;
+	char cpath[UMC_RUNDIR_MAX + 32];
+	int rc, fd, sfd, cfd;
 
 	umc_sm_config_default(&cfg);
 	rc = umc_sm_parse_options(argc, argv, &cfg);
@@ -248,11 +281,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	tx.sm = sm;
+	cfd = open_control(cpath, sizeof(cpath));
 	announce(sm, &bound);
-	run(fd, sfd, sm, &tx);
+	run(fd, sfd, cfd, sm, &tx);
 	if (cfg.verbose)
 		umc_sm_log_counters(sm);
 	umc_sm_destroy(sm);
+	if (cfd >= 0) {
+		unlink(cpath);
+		close(cfd);
+	}
 	close(sfd);
 	close(fd);
 	return 0;

@@ -642,10 +642,17 @@ void umc_sm_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8
 	struct req r = {
 		.sm = sm, .requester = port, .mad = mad, .h = h, .comp = h->comp_mask, .reply = reply,
 	};
+	uint16_t status;
 
 	umc_mcmember_decode(mad + UMC_SA_HDR_LEN, &r.rec);
 	switch (h->mad.method) {
 	case UMC_MAD_METHOD_SET:
+		status = umc_sm_reject_status(sm, r.rec.mgid);
+		if (status) {
+			sm->cnt.sa_fault_rejected++;
+			umc_sm_sa_error(sm, port, mad, h, status, "rejected by umc-ctl", reply);
+			break;
+		}
 		mcmr_set(&r);
 		break;
 	case UMC_SA_METHOD_DELETE:

@@ -18,6 +18,7 @@
  *   groups.c       group table by MGID and MLID, MLID allocation, memberships
  *   rmpp.c         the RMPP sender for GetTable responses
  *   cpi.c          ClassPortInfo
+ *   control.c      faults on demand (umc-ctl): failover, silence, rejected joins
  *   log.c          logging and counters
  *   main.c, options.c: the daemon around it
  *
@@ -36,8 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault/fault.h"
 #include "hash.h"
 #include "umc_param.h"
+#include "wire/ctl_proto.h"
 #include "wire/ib_mad.h"
 #include "wire/sm_proto.h"
 
@@ -108,7 +111,10 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(leaves)	    /* successful Deletes */                                               \
 	X(groups_created)                                                                          \
 	X(groups_deleted)                                                                          \
-	X(tx_errors)	    /* datagrams the kernel refused to send */
+	X(tx_errors)	    /* datagrams the kernel refused to send */                             \
+	X(failovers)	    /* umc-ctl failover: every port and group forgotten */                 \
+	X(silent_dropped)   /* datagrams not answered while umc-ctl silent */                       \
+	X(sa_fault_rejected) /* joins answered with umc-ctl reject's status */
 
 struct umc_sm_counters {
 #define UMC_SM_COUNTER_FIELD(name) unsigned long name;
@@ -327,6 +333,15 @@ struct umc_sm_out {
 	void *ctx;
 };
 
+/* Faults on demand (control.c): set by umc-ctl, in force until changed. */
+enum { UMC_SM_REJECT_MAX = 16 };
+
+struct umc_sm_faults {
+	uint64_t silent_until; /* ms: nothing is answered before then */
+	int nreject;
+	struct umc_fault_rule reject[UMC_SM_REJECT_MAX]; /* "sa group=G reject=S" */
+};
+
 struct umc_sm {
 	struct umc_sm_config cfg;
 	uint64_t epoch;
@@ -339,6 +354,7 @@ struct umc_sm {
 	size_t txn_bytes;
 	uint8_t *table; /* GetTable scratch, grown as needed */
 	size_t table_cap;
+	struct umc_sm_faults faults;
 };
 
 /**
@@ -350,6 +366,29 @@ struct umc_sm {
 struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_sm_out *out);
 /** umc_sm_destroy - free every port, group and transfer; NULL is a no-op. */
 void umc_sm_destroy(struct umc_sm *sm);
+
+/**
+ * umc_sm_failover - start over as a restarted umc-sm (or a standby SM that
+ * took over) would: every port and group forgotten, the IPoIB broadcast
+ * group made again, a new epoch; the configuration, counters and faults
+ * stay.  Every port's next request is answered UNKNOWN_PORT.
+ * Returns: 0, or -ENOMEM (the state is then empty but usable).
+ */
+int umc_sm_failover(struct umc_sm *sm);
+
+/**
+ * umc_sm_control - one request of the control socket (umc-ctl): failover,
+ * silent SECS, reject GROUP STATUS (control.c).  @now: ms, as
+ * umc_sm_handle's.  Fills @rep's status and text.
+ */
+void umc_sm_control(struct umc_sm *sm, uint64_t now, const struct umc_ctl_msg *req,
+		    struct umc_ctl_msg *rep);
+
+/* umc_sm_silent - is umc-sm silent at @now (umc-ctl silent)?  Counts the datagram. */
+bool umc_sm_silent(struct umc_sm *sm, uint64_t now);
+
+/* umc_sm_reject_status - the status umc-ctl reject gave joins of @mgid, or 0. */
+uint16_t umc_sm_reject_status(const struct umc_sm *sm, const uint8_t mgid[16]);
 
 /**
  * umc_sm_handle - one datagram from @src received at @now (ms, monotonic).

@@ -5,6 +5,7 @@
  * datagram it sends.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -104,6 +105,23 @@ struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_s
 	}
 	sm->cnt.groups_created = 0; /* the broadcast group is not a client's */
 	return sm;
+}
+
+int umc_sm_failover(struct umc_sm *sm)
+{
+	umc_sm_ports_fini(sm); /* first: the ports' memberships go with them */
+	umc_sm_groups_fini(sm);
+	memset(&sm->ports, 0, sizeof(sm->ports));
+	memset(&sm->groups, 0, sizeof(sm->groups));
+	sm->epoch = new_epoch();
+	sm->cnt.failovers++;
+	umc_sm_log(sm, UMC_SM_LOG_INFO, "failover: epoch 0x%016llx",
+		   (unsigned long long)sm->epoch);
+	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups, sm->cfg.mlid_max) ||
+	    add_broadcast_group(sm))
+		return -ENOMEM;
+	sm->cnt.groups_created--; /* the broadcast group is not a client's */
+	return 0;
 }
 
 /**

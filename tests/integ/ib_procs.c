@@ -33,6 +33,10 @@
  *                         joining again works
  *   ib_procs timeout      an SM that stops answering: the join ends with
  *                         MULTICAST_ERROR -ETIMEDOUT (3 s with retries)
+ *   ib_procs smctl        umc-sm told by umc-ctl to reject a group's joins
+ *                         (-EINVAL, until off), to be silent (-ETIMEDOUT),
+ *                         and to fail over (one -ENETRESET per joined id,
+ *                         joining again works)
  *   ib_procs nosm         no SM at UMC_SM: umc_ib0 exists, its port is INIT,
  *                         and a join fails with EADDRNOTAVAIL
  *   ib_procs unicast      UD unicast by LID, local and global, answered
@@ -851,6 +855,50 @@ static void scenario_exit(void)
 	test_sm_free(&sm);
 }
 
+/*
+ * The SM the @nproc agents @a registered with started over (a restart, a
+ * failover): every one of the @nids joined ids of each gets exactly one
+ * MULTICAST_ERROR -ENETRESET and nothing else; then each agent's id 0
+ * leaves and joins @grp0 again, which works.
+ */
+static void expect_one_reset_each(struct agent *a, int nproc, int nids, const char *grp0)
+{
+	/*
+	 * Each client finds the new SM at its next lease renewal (a third of
+	 * the lease): every event is due within one lease of the restart.
+	 */
+	uint64_t end = t_deadline(UMC_SM_LEASE_MS);
+
+	for (int i = 0; i < nproc; i++) {
+		int resets[MAX_IDS] = {0}, other = 0;
+
+		for (int k = 0; k < nids; k++) {
+			const char *r = ask(&a[i], "event %d", t_left_ms(end));
+			int idx, status;
+			char what[32];
+
+			if (sscanf(r, "ok %31s %d %d", what, &status, &idx) == 3 &&
+			    !strcmp(what, "ERROR") && status == -ENETRESET && idx < nids)
+				resets[idx]++;
+			else
+				other++;
+		}
+		/* Exactly one each: nothing more arrives. */
+		if (strcmp(ask(&a[i], "event 500"), "ok none"))
+			other++;
+		for (int j = 0; j < nids; j++)
+			if (resets[j] != 1)
+				agent_fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
+		if (other)
+			agent_fail("process %d: %d other events", i, other);
+	}
+	/* Leave and join again: works at the new SM. */
+	for (int i = 0; i < nproc; i++) {
+		expect_prefix(ask(&a[i], "leave 0 %s", grp0), "ok", "leave after reset");
+		expect_prefix(ask(&a[i], "join 0 %s full", grp0), "ok JOIN 0 0 ", "join again");
+	}
+}
+
 static void scenario_restart(void)
 {
 	enum { NPROC = 4, NIDS = 5 };
@@ -878,44 +926,87 @@ static void scenario_restart(void)
 	test_sm_free(&sm);
 	if (test_sm_start(&sm, port, NULL))
 		exit(2);
-	/*
-	 * Each client finds the new SM at its next lease renewal (a third of
-	 * the lease): every event is due within one lease of the restart.
-	 */
-	uint64_t end = t_deadline(UMC_SM_LEASE_MS);
-
-	for (int i = 0; i < NPROC; i++) {
-		int resets[NIDS] = {0}, other = 0;
-
-		for (int k = 0; k < NIDS; k++) {
-			const char *r = ask(&a[i], "event %d", t_left_ms(end));
-			int idx, status;
-			char what[32];
-
-			if (sscanf(r, "ok %31s %d %d", what, &status, &idx) == 3 &&
-			    !strcmp(what, "ERROR") && status == -ENETRESET && idx < NIDS)
-				resets[idx]++;
-			else
-				other++;
-		}
-		/* Exactly one each: nothing more arrives. */
-		if (strcmp(ask(&a[i], "event 500"), "ok none"))
-			other++;
-		for (int j = 0; j < NIDS; j++)
-			if (resets[j] != 1)
-				agent_fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
-		if (other)
-			agent_fail("process %d: %d other events", i, other);
-	}
-	/* Leave and join again: works at the new SM. */
-	for (int i = 0; i < NPROC; i++) {
-		expect_prefix(ask(&a[i], "leave 0 %s", grp[0]), "ok", "leave after reset");
-		expect_prefix(ask(&a[i], "join 0 %s full", grp[0]), "ok JOIN 0 0 ",
-			      "join after the restart");
-	}
+	expect_one_reset_each(a, NPROC, NIDS, grp[0]);
 	for (int i = 0; i < NPROC; i++)
 		agent_finish(&a[i]);
 	stop_sm(&sm);
+	test_sm_free(&sm);
+}
+
+/*
+ * Run $UMC_BIN/umc-ctl for umc-sm with @args (a shell word list): it must
+ * succeed and its first output line be @want (start with it, when @prefix).
+ */
+static void umc_ctl(const struct test_sm *sm, const char *args, const char *want, bool prefix)
+{
+	char cmd[512], line[256] = "";
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/umc-ctl %d %s 2>&1", getenv("UMC_BIN"), (int)sm->pid, args);
+	p = popen(cmd, "r");
+	if (!p || !fgets(line, sizeof(line), p))
+		agent_fail("umc-ctl %s: no output", args);
+	while (p && fgetc(p) != EOF)
+		;
+	st = p ? pclose(p) : -1;
+	line[strcspn(line, "\n")] = 0;
+	if (st != 0 || (prefix ? strncmp(line, want, strlen(want)) : strcmp(line, want)))
+		agent_fail("umc-ctl %s: status %d, '%s', not '%s'", args, st, line, want);
+}
+
+/*
+ * umc-sm told by umc-ctl, while it runs: to reject one group's joins (the
+ * join fails with -EINVAL, another group's works, until "off"), to be
+ * silent (a join times out with -ETIMEDOUT after the client's resends),
+ * and to fail over (every joined id gets one -ENETRESET, joining again
+ * works), each counted at the SM.
+ */
+static void scenario_smctl(void)
+{
+	struct test_sm sm;
+	struct agent a[2];
+	char grp[3][32], args[64], want[128];
+	uint64_t t0, dt;
+
+	start_sm(&sm, NULL);
+	for (int j = 0; j < 3; j++)
+		scenario_group(grp[j], 20 + j);
+	start(&a[0], "A");
+	start(&a[1], "B");
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			expect_prefix(ask(&a[i], "open udp"), "ok", "open");
+	snprintf(args, sizeof(args), "reject %s insufficient_components", grp[0]);
+	snprintf(want, sizeof(want), "joins of %s are rejected with status 0x0600 "
+		 "(ERR_REQ_INSUFFICIENT_COMPONENTS)", grp[0]);
+	umc_ctl(&sm, args, want, false);
+	expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok ERROR -22 ", "a rejected join");
+	expect_prefix(ask(&a[0], "join 1 %s full", grp[1]), "ok JOIN", "another group's join");
+	snprintf(args, sizeof(args), "reject %s off", grp[0]);
+	snprintf(want, sizeof(want), "joins of %s are answered again", grp[0]);
+	umc_ctl(&sm, args, want, false);
+	expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok JOIN", "a join after off");
+	umc_ctl(&sm, "silent 30", "silent for 30 s", false);
+	t0 = t_now_ms();
+	expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok ERROR -110 ", "a join to a silent SM");
+	dt = t_now_ms() - t0;
+	if (dt < 2500 || dt > 9000)
+		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
+	umc_ctl(&sm, "silent 0", "answering again", false);
+	expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok JOIN", "a join after silence");
+	for (int j = 0; j < 3; j++)
+		expect_prefix(ask(&a[1], "join %d %s full", j, grp[j]), "ok JOIN", "B's joins");
+	umc_ctl(&sm, "failover", "failed over: epoch 0x", true);
+	expect_one_reset_each(a, 2, 3, grp[0]);
+	for (int i = 0; i < 2; i++)
+		agent_finish(&a[i]);
+	stop_sm(&sm);
+	if (test_sm_counter(&sm, "sa_fault_rejected") != 1 || test_sm_counter(&sm, "failovers") != 1 ||
+	    test_sm_counter(&sm, "silent_dropped") < 3)
+		agent_fail("umc-sm's counters: sa_fault_rejected %ld failovers %ld silent_dropped %ld",
+			   test_sm_counter(&sm, "sa_fault_rejected"), test_sm_counter(&sm, "failovers"),
+			   test_sm_counter(&sm, "silent_dropped"));
 	test_sm_free(&sm);
 }
 
@@ -1042,6 +1133,7 @@ static const struct {
 	{"exit", scenario_exit},
 	{"restart", scenario_restart},
 	{"timeout", scenario_timeout},
+	{"smctl", scenario_smctl},
 	{"nosm", scenario_nosm},
 	{"unicast", scenario_unicast},
 };
