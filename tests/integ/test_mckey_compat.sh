@@ -79,12 +79,14 @@ if [ -z "${UMCAST_PREFIX:-}" ]; then
 		summary
 	fi
 fi
-lib=$(find "$UMCAST_PREFIX" -name 'libumcast.so' -print -quit 2>/dev/null)
-if [ ! -d "$UMCAST_PREFIX/include/rdma" ] || [ -z "$lib" ]; then
-	echo "no umcast headers or libumcast.so under $UMCAST_PREFIX"
+pc=$(find "$UMCAST_PREFIX" -name 'umcast.pc' -print -quit 2>/dev/null)
+if [ -z "$pc" ]; then
+	echo "no umcast.pc under $UMCAST_PREFIX"
 	exit 1
 fi
-libdir=$(dirname "$lib")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+libdir=$(pkg-config --variable=libdir umcast)
 UMC_RUN=$UMCAST_PREFIX/bin/umc-run
 
 # three_roles NAME CMD... : two receivers and a send-only sender of CMD.
@@ -118,15 +120,16 @@ if $have_src; then
 		san=(-fsanitize="$UMC_SANITIZE" -fno-omit-frame-pointer)
 	fi
 	# linebuf.c makes stdout line buffered: the "joined" line can be waited for.
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	if ! ${CC:-cc} -O2 -g "${san[@]}" -o "$WORK/mckey" "$src" "$compat/common.c" \
-		"$compat/linebuf.c" -I"$compat" -I"$UMCAST_PREFIX/include" \
-		-L"$libdir" -Wl,-rpath,"$libdir" -lumcast -lpthread \
+		"$compat/linebuf.c" -I"$compat" $(pkg-config --cflags --libs umcast) \
+		-Wl,-rpath,"$libdir" -lpthread \
 		>"$WORK/build.log" 2>&1; then
 		fail "mckey.c does not build against umcast"
 		cat "$WORK/build.log"
 		summary
 	fi
-	pass "mckey.c built against $UMCAST_PREFIX/include, linked with -lumcast"
+	pass "mckey.c built against umcast's installed headers, linked with -lumcast (pkg-config)"
 	if ldd "$WORK/mckey" | grep -Eq 'librdmacm|libibverbs'; then
 		fail "mckey is linked with rdma-core's libraries"
 	fi
