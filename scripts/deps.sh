@@ -30,7 +30,7 @@ done
 
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
-echo "installing: ${missing[*]}"
+echo "installing with apt-get (a minute or a few, the first time): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
