@@ -16,6 +16,10 @@
 # under /run/netns, which needs a mount point above it) and /run is a fresh
 # tmpfs.  /proc, /sys and /dev are the host's.
 #
+# UMC_FRESH_OUT=DIR: the host directory DIR is /out inside (read and
+# written), so that a run can leave files for the next (.ci/deb-build.sh's
+# packages).
+#
 # Exit status: CMD's, or 2 when the system cannot be made.
 set -u
 if [ $# -lt 2 ]; then
@@ -67,11 +71,16 @@ chmod 755 "$run"	# apt downloads as _apt, which must reach the root
 root=$run/root
 cleanup() {
 	local m
-	for m in run dev sys proc; do
+	for m in out run dev sys proc; do
 		umount -R -l "$root/$m" 2>/dev/null
 	done
 	umount -l "$root" 2>/dev/null
-	rm -rf --one-file-system "$run"
+	# Never through a mount that is still there (/out is the host's).
+	if grep -q " $run/" /proc/self/mounts; then
+		echo "fresh-debian12: $run still has mounts: left in place" >&2
+	else
+		rm -rf --one-file-system "$run"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -101,6 +110,10 @@ mount --make-rslave "$root/sys"
 mount --rbind /dev "$root/dev"
 mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/run"
+if [ -n "${UMC_FRESH_OUT:-}" ]; then
+	mkdir -p "$UMC_FRESH_OUT" "$root/out"
+	mount --bind "$UMC_FRESH_OUT" "$root/out"
+fi
 
 # A clean environment, as a login on the new machine would have; a proxy
 # this machine reaches the mirror through is kept.
