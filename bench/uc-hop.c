@@ -29,7 +29,7 @@
 #include <infiniband/verbs.h>
 
 #include "test_isolate.h"
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 enum { NRECV = 64, SLOT = 4096, QKEY = 0x11111111 };
 

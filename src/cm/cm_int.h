@@ -33,7 +33,7 @@
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 struct umc_cm_id;
 struct umc_cm_mc;

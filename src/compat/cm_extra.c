@@ -7,7 +7,7 @@
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 #define UMC_COMPAT __attribute__((weak, visibility("default")))
 

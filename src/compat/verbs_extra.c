@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 #define UMC_COMPAT __attribute__((weak, visibility("default")))
 

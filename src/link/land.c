@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "umc_int.h"
+#include "link/driver.h"
 #include "wire/sg.h"
 
 UMC_HOT

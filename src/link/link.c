@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "umc_int.h"
+#include "link/driver.h"
 
 static void default_probe(void)
 {

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
-#include "umc_int.h"
+#include "link/driver.h"
 
 static int umc_link_socket_raise(int family, int type)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 /*
  * ibv_create_ah(3): NULL and errno EINVAL for a wrong port or an ah_attr

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 /* ------------------------------------------------------------------------- */
 /* Slots umcast does not implement.                                          */

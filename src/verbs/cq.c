@@ -47,7 +47,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 /* ------------------------------------------------------------------------- */
 /* Completion channels (ibv_create_comp_channel(3)).                          */

@@ -20,7 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 /* Fixed storage: readers walk it without a lock while it grows (append only). */
 static struct umc_device *umc_devs[UMC_MAX_DEVICES];

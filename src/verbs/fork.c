@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 unsigned umc_fork_gen;
 

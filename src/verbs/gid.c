@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 static const uint8_t v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 

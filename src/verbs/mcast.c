@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 static unsigned umc_mcg_hash(const union ibv_gid *gid)
 {

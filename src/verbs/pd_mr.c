@@ -34,7 +34,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 #define UMC_MR_LIVE (1ull << 32)
 

@@ -115,7 +115,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 static void umc_rx_thread_start(struct umc_device *dev);
 

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 /* ------------------------------------------------------------------------- */
 /* QP numbers.                                                               */

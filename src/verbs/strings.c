@@ -3,7 +3,7 @@
  * strings.c - the text libibverbs prints for its enums.  The strings are
  * those of rdma-core's libibverbs, so a program's output is the same.
  */
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 #define UMC_STR(table, v)                                                                          \
 	((unsigned)(v) < sizeof(table) / sizeof((table)[0]) && (table)[v] ? (table)[v] : "unknown")

@@ -41,7 +41,7 @@
  */
 #include <signal.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 int umc_thread_start(pthread_t *tid, bool detached, void *(*fn)(void *), void *arg,
 		     const char *name)

@@ -57,7 +57,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "umc_int.h" /* the parent's device: epoll fd, group sockets */
+#include "verbs/verbs_int.h" /* the parent's device: epoll fd, group sockets */
 
 enum {
 	NRECV = 256,

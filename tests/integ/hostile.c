@@ -42,6 +42,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "link/roce/roce.h" /* the receiver's device counters and interface */
+#include "verbs/verbs_int.h"
 
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101

@@ -70,7 +70,7 @@
 #include "agent.h"
 #include "sa/sa_client.h"
 #include "sm_proc.h"
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 #include "wire/be.h"
 #include "wire/ib.h"
 #include "wire/ib_mad.h"

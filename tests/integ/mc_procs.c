@@ -56,7 +56,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "agent.h"
-#include "umc_int.h" /* counters and groups of the agent's device */
+#include "verbs/verbs_int.h" /* counters and groups of the agent's device */
 
 enum {
 	MAX_IDS = 2,

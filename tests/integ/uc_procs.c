@@ -90,7 +90,7 @@
 #include "agent.h"
 #include "link/roce/roce.h" /* umc_roce_uc_sync, counters */
 #include "test_isolate.h"
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 #include "wire/wire.h" /* the replay: ICRC */
 
 enum {

@@ -22,7 +22,7 @@
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 #define LOOPBACK "127.0.0.1"
 

@@ -50,7 +50,7 @@
 #include <cmocka.h>
 
 #include "sm_proc.h"
-#include "umc_int.h"
+#include "verbs/verbs_int.h"
 
 enum {
 	T_QKEY = 0x01234567, /* RDMA_UDP_QKEY */

@@ -31,7 +31,7 @@
 
 #include <netinet/in.h>
 
-#include "umc_int.h"
+#include "link/driver.h"
 #include "wire/ib.h"
 #include "wire/sm_proto.h"
 

@@ -25,7 +25,7 @@
 #include <netinet/in.h>
 #include <sys/un.h>
 
-#include "umc_int.h"
+#include "link/driver.h"
 
 /* A RoCE port: one network interface. */
 struct roce_port {

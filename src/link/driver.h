@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver.h - what a link layer may use of the verbs core, as rdma-core's
+ * libibverbs/driver.h is what a provider may use: the device it extends
+ * and registers, the core's part of the QP and AH it extends, multicast
+ * groups, the counters, port events, and the receive engine's
+ * registration.  The ops a link implements are link.h's.  Never installed;
+ * the verbs core's own objects (PD, MR, CQ, channels, receive rings,
+ * progress) are in verbs/verbs_int.h, which no link includes.
+ */
+#ifndef UMC_LINK_DRIVER_H
+#define UMC_LINK_DRIVER_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "link/link.h"
+#include "umc_int.h"
+#include "wire/wire.h"
+
+struct umc_device;
+struct umc_qp;
+struct umc_mcg;
+struct umc_rx_lender;
+struct umc_event_handler;
+struct umc_comp_channel;
+struct umc_attach;
+
+/* ------------------------------------------------------------------------- */
+/* Counters: every drop reason has its own (design: "dropped and counted").   */
+
+#define UMC_COUNTERS(X)                                                                            \
+	X(tx_packets)	     /* datagrams handed to the kernel */                                  \
+	X(tx_too_long)	     /* UD send above the path MTU: completed, not sent */                 \
+	X(tx_errors)	     /* datagrams the kernel refused */                                    \
+	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
+	X(rx_packets)	     /* datagrams read from the group sockets */                           \
+	X(rx_delivered)	     /* receive completions made (and those a full CQ drops) */            \
+	X(rx_in_place)	     /* ... whose payload the kernel wrote there: not copied */            \
+	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
+	X(rx_bad_icrc)	     /* ICRC wrong (RoCE: and no IPv4 ID explains it) */                  \
+	X(rx_bad_vcrc)	     /* InfiniBand VCRC wrong */                                           \
+	X(rx_bad_dlid)	     /* InfiniBand DLID neither this port's LID nor the endpoint's MLID */ \
+	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
+	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
+	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
+	X(rx_other_mcg)	     /* IB: a copy for another group, which another socket takes */       \
+	X(rx_no_group)	     /* no QP attached to the destination group */                         \
+	X(rx_no_qp)	     /* DestQP neither 0xFFFFFF nor a QP here (or, at the demux, on the host) */ \
+	X(rx_qkey_viol)	     /* DETH Q_Key differs from the QP's */                                \
+	X(rx_pkey_viol)	     /* BTH P_Key does not match */                                        \
+	X(rx_no_recv)	     /* no receive WQE posted */                                           \
+	X(rx_self_blocked)   /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */                               \
+	X(rx_bad_state)	     /* QP not in RTR/RTS */                                               \
+	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
+	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
+	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
+	X(cq_overflow)	     /* completion dropped: CQ full */
+
+struct umc_counters {
+#define UMC_COUNTER_FIELD(name) atomic_ulong name;
+	UMC_COUNTERS(UMC_COUNTER_FIELD)
+#undef UMC_COUNTER_FIELD
+};
+
+/*
+ * Counting: CNT and CNTN from any thread (a relaxed atomic add).
+ * CNT_RX only for a counter that nothing but the receive engine writes,
+ * under dev->rx_lock (rx_packets, rx_delivered, rx_in_place): a plain load
+ * and store, without the locked add, on every datagram.  Readers load
+ * relaxed either way.
+ */
+#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
+#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
+#define CNT_RX(dev, name)                                                                          \
+	atomic_store_explicit(&(dev)->cnt.name,                                                    \
+			      atomic_load_explicit(&(dev)->cnt.name, memory_order_relaxed) + 1,    \
+			      memory_order_relaxed)
+
+/* ------------------------------------------------------------------------- */
+/* Devices: one per port a link layer found (link/link.h).                   */
+
+/*
+ * The core's part of a device.  A link layer embeds it first in its own
+ * port struct, fills the identity, GID and P_Key tables, and registers it
+ * (umc_dev_register); the core serves the queries from these tables.
+ */
+struct umc_device {
+	struct ibv_device ibdev;
+	unsigned gen; /* umc_fork_gen when made: another value means the parent's */
+	struct umc_device *inherited_next; /* the parent's devices, in a child of fork */
+	const struct umc_link_ops *link; /* completed: no NULL ops */
+	enum ibv_mtu active_mtu;	  /* the port's: the longest UD message */
+	uint64_t guid;			  /* node GUID, host order */
+	int gid_tbl_len;		  /* the port's GID table size (<= UMC_MAX_GIDS) */
+	int gid_count;			  /* GIDs only append: indices never move */
+	union ibv_gid gids[UMC_MAX_GIDS];
+	int pkey_count;
+	uint16_t pkeys[UMC_MAX_PKEYS];
+
+	pthread_mutex_t lock; /* groups, QP list, attachments */
+	struct umc_mcg *mcg_hash[256];
+	int mcg_attached;     /* groups with at least one QP attached */
+	int total_attach;     /* QP attachments over all groups */
+	struct umc_qp *qp_list;
+
+	int block_self_qps; /* QPs created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	atomic_int cq_armed; /* CQs armed: their waiters sleep on sockets themselves (cq.c) */
+	/*
+	 * The completion channels (cq.c), and which of them hold every
+	 * receive endpoint's fd in their epoll set.  Innermost: taken under
+	 * rx_lock (umc_rx_add/del) or a channel's lock, takes no other lock.
+	 */
+	pthread_mutex_t watch_lock;
+	struct umc_comp_channel *chans; /* linked by ->dev_next */
+
+	/* Receive progress (progress.c). */
+	pthread_mutex_t rx_lock;
+	int rx_epfd;		    /* epoll of the receive endpoints, while rx_epolled */
+	atomic_bool rx_epolled;	    /* rx_epfd holds them all (written under watch_lock) */
+	int rx_kick;		    /* eventfd in rx_epfd: a poller wakes the thread (-1: none) */
+	atomic_bool rx_kicked;	    /* ... and has, since the thread last filled the set */
+	int rx_nep;		    /* endpoints the link registered */
+	struct umc_rx_ep **rx_eps; /* those endpoints: written under rx_lock and watch_lock */
+	int rx_cap;
+	atomic_ulong rx_app_gen;    /* bumped by every progress run of an application thread */
+	atomic_int rx_app_tid;	    /* the thread (gettid) that last did so */
+	unsigned long rx_got;	    /* packets the endpoints delivered, under rx_lock */
+	unsigned rx_pass;	    /* busy-poll passes, under rx_lock: cold endpoints' turn */
+	bool rx_thread;		    /* the background receive thread is running */
+	atomic_bool rx_thread_in;   /* ... and holds rx_lock (progress.c umc_progress) */
+	struct umc_rx_lender *rx_lender; /* receives lent for the burst (progress.c), on first use */
+
+	/* Shared context and PD used by the CM (ucma's per-device context). */
+	struct ibv_context *cm_ctx;
+	struct ibv_pd *cm_pd;
+	void *cm_priv; /* the CM's per-port join state (cm/join_ib.c) */
+
+	struct umc_event_handler *events; /* registered handlers (umc_dev_event_register) */
+
+	struct umc_counters cnt;
+};
+
+/*
+ * umc_dev_register - add a device a link layer made: initialise the core's
+ * fields (locks, receive engine) and publish it.  @ops is the link's table
+ * (completed here).  Context: the device list lock held (inside probe).
+ * Returns 0, or -ENOSPC when UMC_MAX_DEVICES devices exist.
+ */
+int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops);
+
+/* The devices registered so far; for probe, with the device list lock held. */
+int __umc_dev_list(struct umc_device ***list);
+
+/* Append @gid to the device's GID table unless it is there or full. */
+void umc_dev_add_gid(struct umc_device *dev, const union ibv_gid *gid);
+
+/*
+ * Port events, as the kernel's ib_register_event_handler() and
+ * ib_dispatch_event(): a link raises an event of its port (umc_dev_event),
+ * and every handler registered for the device is called with it, on the
+ * link's thread.  The CM's InfiniBand joins hear of a port that lost its
+ * memberships this way (UMC_EVENT_PORT_ERR, which core/multicast.c's
+ * mcast_event_handler takes as the end of every group), and of a port that
+ * came up (UMC_EVENT_PORT_ACTIVE).
+ *
+ * The port events of the kernel's enum ib_event_type, with the values of
+ * rdma-core's enum ibv_event_type (ibv_event_type_str(3) names them); the
+ * public header has no async events.
+ */
+enum umc_event_type {
+	UMC_EVENT_PORT_ACTIVE = 9,
+	UMC_EVENT_PORT_ERR = 10,
+	UMC_EVENT_LID_CHANGE = 11,
+	UMC_EVENT_PKEY_CHANGE = 12,
+	UMC_EVENT_SM_CHANGE = 13,
+	UMC_EVENT_CLIENT_REREGISTER = 17,
+	UMC_EVENT_GID_CHANGE = 18,
+};
+
+/*
+ * struct umc_event_handler - filled by the registrant: @dev, @handler.
+ * Handlers are added, never removed: a registrant lives as long as the
+ * device.
+ *
+ * umc_dev_event_register - add @h to h->dev's handlers.  Context: any
+ * thread, no lock needed.
+ *
+ * umc_dev_event - call every handler of @dev with @event, in the order they
+ * were registered.  Context: no lock held (a handler may take the CM's
+ * locks and send SA MADs).
+ */
+struct umc_event_handler {
+	struct umc_device *dev;
+	void (*handler)(struct umc_event_handler *h, enum umc_event_type event);
+	struct umc_event_handler *next;
+};
+
+void umc_dev_event_register(struct umc_event_handler *h);
+void umc_dev_event(struct umc_device *dev, enum umc_event_type event);
+
+/* GID helpers. */
+void umc_gid_from_sockaddr(union ibv_gid *gid, const struct sockaddr *sa);
+/* From/to raw address bytes: 4 (IPv4, as ::ffff:a.b.c.d) when @v4, else 16. */
+void umc_gid_from_ip(union ibv_gid *gid, bool v4, const void *addr);
+/* Writes 4 bytes for an IPv4-mapped GID, else 16; returns 4 or 6 (the family). */
+int umc_gid_to_ip(const union ibv_gid *gid, uint8_t *addr);
+bool umc_gid_is_v4mapped(const union ibv_gid *gid);
+bool umc_gid_is_multicast(const union ibv_gid *gid); /* ff.. or ::ffff:224/4 */
+/* Returns the socklen written; @port in host order. */
+socklen_t umc_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, struct sockaddr_storage *ss);
+
+/* ------------------------------------------------------------------------- */
+/* QPs and AHs: the core's part, which a link's QP and AH embed first.       */
+
+/*
+ * A UD QP.  ibqp.state and qkey are written by ibv_modify_qp (under sq_lock
+ * and rq_lock) and by the receive path when a receive fails (under rq_lock:
+ * __umc_qp_to_err), and read without a lock by the receive path: they are
+ * accessed atomically only (umc_qp_state, umc_qp_set_state).
+ *
+ * Queue depths (as mlx5): a WQE holds its slot from ibv_post_* until
+ * ibv_poll_cq reaps its completion; an unsignaled send WQE until a later
+ * signaled completion of the QP is reaped.  sq_held / rq_held count the
+ * slots held; a WR that finds its queue's count at the depth (cap) gets
+ * ENOMEM.
+ */
+struct umc_qp {
+	struct ibv_qp ibqp;
+	struct umc_device *dev;
+	uint32_t create_flags;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+	_Atomic uint32_t qkey;
+	uint16_t pkey_index;
+	uint8_t port_num;
+	uint32_t sq_psn;	/* next PSN */
+
+	/* Receive queue: ring of WQEs of fixed stride. */
+	pthread_spinlock_t rq_lock;
+	uint8_t *rq;
+	size_t rq_stride;
+	uint32_t rq_mask, rq_head, rq_tail;
+	atomic_uint rq_held; /* posted receives whose completion is not reaped yet */
+	/*
+	 * The receive engine has lent posted receives of this QP to the link
+	 * for a burst (datagrams may be landing in them): a flush waits until
+	 * the burst ends (rq_flush_deferred), so that no buffer goes back to
+	 * the application while the kernel may still write into it.  Both
+	 * under rq_lock; see umc_qp_rx_unlend().
+	 */
+	bool rq_lent;
+	bool rq_flush_deferred;
+
+	/* Send side. */
+	pthread_mutex_t sq_lock;
+	atomic_uint sq_held; /* send WQEs not retired by a reaped completion yet */
+	uint32_t sq_unsig;   /* unsignaled WQEs since the last signaled one (sq_lock) */
+
+	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
+	struct umc_qp *next;	     /* dev->qp_list */
+};
+
+/* The QP of @dev numbered @qpn, or NULL; caller holds dev->rx_lock or dev->lock. */
+struct umc_qp *__umc_qp_by_num(struct umc_device *dev, uint32_t qpn);
+
+/* The core's part of an AH; the link's part follows (link ah_size). */
+struct umc_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+};
+
+/* ------------------------------------------------------------------------- */
+/* Multicast groups of a device (mcast.c).                                  */
+
+struct umc_mcg {
+	union ibv_gid mgid;
+	void *link_priv; /* the link's receive endpoint(s) (mcg_open) */
+	int members;	/* full-member references (umc_dev_member) */
+	int nqp;
+	struct umc_qp *qps[UMC_MAX_MCAST_QP_ATTACH];
+	struct umc_mcg *next;
+};
+
+/* Look a group up; caller holds dev->lock. */
+struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid);
+
+/* ------------------------------------------------------------------------- */
+/* The receive engine (verbs/progress.c).                                    */
+
+/*
+ * umc_rx_add / umc_rx_del - register / unregister a link's receive
+ * endpoint with the engine (the first one starts the background receive
+ * thread) and with every completion channel that watches the device.
+ * Context: dev->rx_lock held; takes dev->watch_lock.  umc_rx_add returns 0
+ * or -errno.
+ */
+int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep);
+void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep);
+
+#endif /* UMC_LINK_DRIVER_H */
