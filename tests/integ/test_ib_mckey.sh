@@ -14,8 +14,10 @@
 # Checked:
 #  1. two receivers and the send-only sender join 239.1.2.3 over umc_ib0:
 #     each JOIN line has the MGID ff12:4001:ffff::f01:203 and an MLID of
-#     0xc001 or above, the same for all three; umc-sa -g lists the group
-#     with that MLID and Q_Key 0x01234567 beside the IPoIB broadcast group;
+#     0xc001 or above, the same for all three; while they run (the sender
+#     waits 3 s after its join before it sends), umc-sa -g lists the group
+#     with that MLID and Q_Key 0x01234567 beside the IPoIB broadcast group,
+#     and umc-sa -m its three members: JoinState 0x1 twice, 0x8 once;
 #  2. the sender sends its 10 messages and each receiver receives all 10,
 #     with umc-mckey's whole output as the README shows it;
 #  3. against umc-sm --no-sendonly the same sender fails as the README
@@ -36,9 +38,12 @@ T=60	# seconds: bound on every process
 # The README's lines (build/bin/ is $BIN here).
 L_SM='build/bin/umc-sm & sm=$!; sleep 1'
 L_ENV='export UMC_SM=127.0.0.1:4795'
-L_RECV='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 &'
+L_RECV1='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 & r1=$!'
+L_RECV2='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 & r2=$!'
+L_SEND='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 -s -o & s=$!'
 L_SA='sleep 1; build/bin/umc-sa -g'
-L_SEND='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 -s -o'
+L_SAM='build/bin/umc-sa -m --sm-key 1'
+L_WAIT='wait $r1 $r2 $s'
 L_STOP='kill $sm; wait'
 L_NOSO='build/bin/umc-sm --no-sendonly & sm=$!; sleep 1'
 L_SEND2='build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 -s -o; echo "exit status $?"'
@@ -49,7 +54,8 @@ MGID=ff12:4001:ffff::f01:203
 echo "# 0. the commands are the README's"
 section=$(sed -n '/^## Simulated InfiniBand/,/^## /p' "$README")
 [ -n "$section" ] || { fail "no section 'Simulated InfiniBand' in $README"; summary; }
-for l in "$L_SM" "$L_ENV" "$L_RECV" "$L_SA" "$L_SEND" "$L_STOP" "$L_NOSO" "$L_SEND2"; do
+for l in "$L_SM" "$L_ENV" "$L_RECV1" "$L_RECV2" "$L_SEND" "$L_SA" "$L_SAM" "$L_WAIT" "$L_STOP" \
+	"$L_NOSO" "$L_SEND2"; do
 	# a command line, optionally followed by blanks and a comment
 	if grep -Eq "^$(printf '%s' "$l" | sed 's/[][\.*^$|+?(){}]/\\&/g')( +#.*)?\$" <<<"$section"; then
 		pass "README: $l"
@@ -57,11 +63,10 @@ for l in "$L_SM" "$L_ENV" "$L_RECV" "$L_SA" "$L_SEND" "$L_STOP" "$L_NOSO" "$L_SE
 		fail "the README's section lacks the line: $l"
 	fi
 done
-[ "$(grep -c "^build/bin/umc-mckey -m 239.1.2.3 -b 127.0.0.2 & " <<<"$section")" -eq 2 ] ||
-	fail "the README does not start two receivers"
 for l in "mckey: joined dgid: $MGID mlid 0xc001 sl 0" "mckey: sent 10 messages" \
 	"mckey: received 10 messages" "mckey: event: RDMA_CM_EVENT_MULTICAST_ERROR, error: -22" \
-	"return status -22" "exit status 234"; do
+	"mgid $MGID mlid 0xc001 port_gid fe80::200:0:0:3 join_state 0x8 proxy_join 0" \
+	"exit status 234"; do
 	grep -q "^$l" <<<"$section" || fail "the README does not show the output line: $l"
 done
 [ "$FAILS" -eq 0 ] || summary
@@ -108,13 +113,24 @@ for r in r1 r2; do
 		MLID=$m
 	fi
 done
+# The sender in the background, as in the README; the SA is asked once it
+# has joined, within its 3 s pause before sending.
+start s1 $T "$BIN/umc-mckey" "${SEND[@]}"
+wait_line s1 '^mckey: joined dgid:' 30 || summary
 start sa1 $T "$BIN/umc-sa" -g
 finish sa1
 expect_rc sa1 0
 expect_count sa1 "^mgid $MGID mlid $MLID qkey 0x01234567 pkey 0xffff " 1
 expect_count sa1 '^mgid ff12:401b:ffff::ffff:ffff mlid 0xc000 qkey 0x00000b1b pkey 0xffff ' 1
 expect_count sa1 '^mgid ' 2
-start s1 $T "$BIN/umc-mckey" "${SEND[@]}"
+start sa2 $T "$BIN/umc-sa" -m --sm-key 1
+finish sa2
+expect_rc sa2 0
+[ "$(count_lines s1 '^initiating data transfers')" = 0 ] ||
+	fail "the sender sent before umc-sa -m answered: its members were not all there"
+expect_count sa2 "^mgid $MGID mlid $MLID port_gid fe80::[0-9a-f:]* join_state 0x1 proxy_join 0\$" 2
+expect_count sa2 "^mgid $MGID mlid $MLID port_gid fe80::[0-9a-f:]* join_state 0x8 proxy_join 0\$" 1
+expect_count sa2 '^mgid ' 3
 finish s1
 finish r1
 finish r2
@@ -144,10 +160,10 @@ stop_sm sm1
 
 echo "# 3. the same sender against umc-sm --no-sendonly"
 start_sm sm2 --no-sendonly
-start sa2 $T "$BIN/umc-sa" -c
-finish sa2
-expect_rc sa2 0
-expect_line sa2 "send_only_full_member no"
+start sa3 $T "$BIN/umc-sa" -c
+finish sa3
+expect_rc sa3 0
+expect_line sa3 "send_only_full_member no"
 start s2 $T "$BIN/umc-mckey" "${SEND[@]}"
 finish s2
 expect_rc s2 234
