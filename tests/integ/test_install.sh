@@ -19,22 +19,15 @@ set -u
 build=${UMC_BUILD_DIR:?UMC_BUILD_DIR is set by ctest}
 src=${UMC_SOURCE_DIR:?UMC_SOURCE_DIR is set by ctest}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/umc-install.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fails=0 passes=0
-ok() { echo "ok: $*"; passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=check_lib.sh
+. "$here/check_lib.sh"
 
 # The default component is every install() rule; its manifest,
 # install_manifest_Unspecified.txt, is this test's alone (the other tests'
 # installs write install_manifest.txt).
 prefix=$work/prefix
 manifest=$build/install_manifest_Unspecified.txt
-if ! cmake --install "$build" --prefix "$prefix" --component Unspecified >"$work/install.log" 2>&1; then
-	cat "$work/install.log"
-	echo "FAIL: cmake --install"
-	exit 1
-fi
+install_to "$prefix" --component Unspecified
 (cd "$prefix" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort) >"$work/ours"
 [ "$(wc -l <"$work/ours")" -ge 50 ] || bad "only $(wc -l <"$work/ours") files installed"
 
@@ -115,5 +108,4 @@ else
 	cat "$work/uninstall.log"
 fi
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+summary

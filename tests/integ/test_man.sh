@@ -22,17 +22,11 @@
 set -u
 build=${UMC_BUILD_DIR:?UMC_BUILD_DIR is set by ctest}
 src=${UMC_SOURCE_DIR:?UMC_SOURCE_DIR is set by ctest}
-prefix=$(mktemp -d "${TMPDIR:-/tmp}/umc-man.XXXXXX")
-trap 'rm -rf "$prefix"' EXIT
-fails=0 passes=0
-ok() { echo "ok: $*"; passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+prefix=$work/prefix
 
-if ! cmake --install "$build" --prefix "$prefix" >"$prefix/install.log" 2>&1; then
-	cat "$prefix/install.log"
-	echo "FAIL: cmake --install"
-	exit 1
-fi
+install_to "$prefix"
 mandir=$prefix/share/man
 
 # 1. a page for every public name
@@ -114,5 +108,4 @@ for f in "$mandir"/man?/*.*; do
 done
 [ $leaks = 0 ] && ok "every page renders without warnings or leftover markup"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+summary

@@ -24,7 +24,6 @@
 #
 # Env: UMC_BUILD_DIR (ctest sets it), UMC_SANITIZE.
 set -u
-build=${UMC_BUILD_DIR:?UMC_BUILD_DIR is set by ctest}
 [ $# -gt 0 ] || { echo "usage: $0 PAGE.md..."; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" -ne 0 ] || ! unshare -n true 2>/dev/null; then
@@ -33,18 +32,11 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -n true 2>/dev/null; then
 fi
 # shellcheck source=prebuilt_lib.sh
 . "$here/prebuilt_lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/umc-man-examples.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fails=0 passes=0
-ok() { echo "ok: $*"; passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=check_lib.sh
+. "$here/check_lib.sh"
 
 prefix=$work/prefix
-if ! cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then
-	cat "$work/install.log"
-	echo "FAIL: cmake --install"
-	exit 1
-fi
+install_to "$prefix"
 prebuilt_env # umc-run's drop-in library may be sanitized; mckey is not
 
 # The prologue and epilogue of every block (2.).
@@ -139,5 +131,4 @@ for page in "$@"; do
 	done
 	[ $n -ge 1 ] || bad "$pname: no command block in its EXAMPLES"
 done
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+summary

@@ -15,17 +15,14 @@
 set -u
 bin=${UMC_BIN:?UMC_BIN is set by ctest}
 version=${UMC_VERSION:?UMC_VERSION is set by ctest}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umc-tools.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-ok() { echo "ok: $*"; passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 
-# run NAME CMD...: CMD bounded, stdout and stderr in $tmp/NAME.{out,err}; rc in $rc
+# run NAME CMD...: CMD bounded, stdout and stderr in $work/NAME.{out,err}; rc in $rc
 run() {
 	local name=$1
 	shift
-	timeout 10 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	timeout 10 "$@" >"$work/$name.out" 2>"$work/$name.err"
 	rc=$?
 }
 
@@ -36,19 +33,19 @@ tools=(umc-mckey umc-perf umc-run umc-sa umc-sm umc-ctl udp-perf)
 for t in "${tools[@]}"; do
 	for h in -h --help; do
 		run "$t$h" "$bin/$t" "$h"
-		if [ $rc = 0 ] && head -n 1 "$tmp/$t$h.out" | grep -q '^usage:' && [ ! -s "$tmp/$t$h.err" ]; then
+		if [ $rc = 0 ] && head -n 1 "$work/$t$h.out" | grep -q '^usage:' && [ ! -s "$work/$t$h.err" ]; then
 			ok "$t $h: exit 0, usage on stdout"
 		else
-			bad "$t $h: exit $rc, stdout '$(head -n 1 "$tmp/$t$h.out")', stderr '$(head -n 1 "$tmp/$t$h.err")'"
+			bad "$t $h: exit $rc, stdout '$(head -n 1 "$work/$t$h.out")', stderr '$(head -n 1 "$work/$t$h.err")'"
 		fi
 	done
-	cmp -s "$tmp/$t-h.out" "$tmp/$t--help.out" || bad "$t: -h and --help print different texts"
-	grep -q -- '--version' "$tmp/$t--help.out" || bad "$t --help does not mention --version"
+	cmp -s "$work/$t-h.out" "$work/$t--help.out" || bad "$t: -h and --help print different texts"
+	grep -q -- '--version' "$work/$t--help.out" || bad "$t --help does not mention --version"
 	run "$t-v" "$bin/$t" --version
-	if [ $rc = 0 ] && [ "$(cat "$tmp/$t-v.out")" = "$t (umcast) $version" ] && [ ! -s "$tmp/$t-v.err" ]; then
-		ok "$t --version: $(cat "$tmp/$t-v.out")"
+	if [ $rc = 0 ] && [ "$(cat "$work/$t-v.out")" = "$t (umcast) $version" ] && [ ! -s "$work/$t-v.err" ]; then
+		ok "$t --version: $(cat "$work/$t-v.out")"
 	else
-		bad "$t --version: exit $rc, '$(cat "$tmp/$t-v.out" "$tmp/$t-v.err")', expected '$t (umcast) $version'"
+		bad "$t --version: exit $rc, '$(cat "$work/$t-v.out" "$work/$t-v.err")', expected '$t (umcast) $version'"
 	fi
 done
 
@@ -57,7 +54,7 @@ for t in "${tools[@]}"; do
 	run "$t-x" "$bin/$t" --no-such-option
 	out=err
 	[ "$t" = umc-mckey ] && out=out
-	if [ $rc != 0 ] && grep -q '^usage:' "$tmp/$t-x.$out" &&
+	if [ $rc != 0 ] && grep -q '^usage:' "$work/$t-x.$out" &&
 		{ [ "$t" != umc-mckey ] || [ $rc = 1 ]; }; then
 		ok "$t --no-such-option: exit $rc, usage on std$out"
 	else
@@ -68,21 +65,20 @@ done
 # 3. one spelling per option; the old one still works
 for k in --sm-key --smkey; do
 	run "sa$k" "$bin/umc-sa" "$k" 0xzz -g
-	if [ $rc = 2 ] && grep -q -- '--sm-key 0xzz: not a number' "$tmp/sa$k.err"; then
+	if [ $rc = 2 ] && grep -q -- '--sm-key 0xzz: not a number' "$work/sa$k.err"; then
 		ok "umc-sa $k is the SM_Key option"
 	else
-		bad "umc-sa $k 0xzz: exit $rc, '$(cat "$tmp/sa$k.err")'"
+		bad "umc-sa $k 0xzz: exit $rc, '$(cat "$work/sa$k.err")'"
 	fi
 done
-grep -q -- '--sm-key' "$tmp/umc-sm--help.out" || bad "umc-sm --help does not say --sm-key"
+grep -q -- '--sm-key' "$work/umc-sm--help.out" || bad "umc-sm --help does not say --sm-key"
 for t in -t -T; do
 	run "perf$t" "$bin/umc-perf" -m 239.1.7.1 "$t" 0
-	if [ $rc = 2 ] && grep -q -- "invalid value '0' for $t (1\.\." "$tmp/perf$t.err"; then
+	if [ $rc = 2 ] && grep -q -- "invalid value '0' for $t (1\.\." "$work/perf$t.err"; then
 		ok "umc-perf $t is the timeout option"
 	else
-		bad "umc-perf $t 0: exit $rc, '$(cat "$tmp/perf$t.err")'"
+		bad "umc-perf $t 0: exit $rc, '$(cat "$work/perf$t.err")'"
 	fi
 done
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+summary
