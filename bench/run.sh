@@ -29,7 +29,11 @@
 #     kernel and user space, per side (bench/critpath.c, x86-64; DIAG=0
 #     skips all three).
 #
-# Besides the table it writes $BUILD/bench-summary.txt, one line per
+# Beside the table it writes $BUILD/bench-data.txt (every repetition's
+# rates, losses and latency percentiles), the busy-polling and event-driven
+# round-trip times of umcast, raw UDP and libfabric ($BUILD/bench-rtt/),
+# and, with bench/plot.py, pictures of them as SVG (rtt-cdf.svg,
+# rate-by-size.svg, fanout.svg).  It also writes $BUILD/bench-summary.txt, one line per
 # figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
 # p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
 # fanout4_loss_minus_udp_SIZE (percentage points), evlat_p50_vs_udp_64,
@@ -232,17 +236,26 @@ rate_once() {
 
 # lat_once TRANSPORT SIZE [-e] -> "p50 p99 p999" (us) or "- - -"; -e: both
 # ends sleep (event-driven round trips), otherwise both busy-poll.  LAT_ENV:
-# more environment for both ends (cp_once's LD_PRELOAD).
+# more environment for both ends (cp_once's LD_PRELOAD).  With RTT_REP set
+# (the repetition), the round-trip times of umcast, udp and libfabric go
+# to $RTT_DIR/TRANSPORT-SIZE-busy|ev-REP.txt (ping's -O) for bench/plot.py.
+RTT_DIR=$BUILD/bench-rtt
+rm -rf "$RTT_DIR"
+mkdir -p "$RTT_DIR"
 lat_once() {
-	local t=$1 size=$2 ev=${3:-} tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid n=$LAT_N
+	local t=$1 size=$2 ev=${3:-} tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid n=$LAT_N dump=()
 	[ -n "$ev" ] && n=$EV_N
+	case "${RTT_REP:+$t}" in umcast | udp | libfabric)
+		dump=(-O "$RTT_DIR/$t-$size-$([ -n "$ev" ] && echo ev || echo busy)-$RTT_REP.txt") ;;
+	esac
 	# shellcheck disable=SC2086
 	if start pong 1 env ${ENVS[$t]} ${LAT_ENV:-} "$tool" ${ARGS[$t]} -L pong $ev -m "$g" -S "$size" \
 		-B "$BATCH" -I 3000 -T 20000; then
 		ppid=$STARTED
 		# shellcheck disable=SC2086,SC2046
 		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} ${LAT_ENV:-} "$tool" ${ARGS[$t]} -L ping $ev \
-			-m "$g" -S "$size" -B "$BATCH" -n "$n" -w 1000 >"$TMP/ping.out" 2>"$TMP/ping.err" || ok=0
+			-m "$g" -S "$size" -B "$BATCH" -n "$n" -w 1000 "${dump[@]}" >"$TMP/ping.out" \
+			2>"$TMP/ping.err" || ok=0
 		wait "$ppid" || true
 		cat "$TMP/ping.out" >>"$RESULTS"
 	else
@@ -306,14 +319,14 @@ for ((k = 1; k <= REPS; k++)); do
 			done
 		done
 		for t in $(order "$k" 1 lat); do
-			read -r x y z < <(lat_once "$t" "$size")
+			read -r x y z < <(RTT_REP=$k lat_once "$t" "$size")
 			LA[$t,$size]+="$x "
 			LB[$t,$size]+="$y "
 			LC[$t,$size]+="$z "
 			line+=" $t/p50=${x}us"
 		done
 		for t in $(order "$k" 1 ev); do
-			read -r x y z < <(lat_once "$t" "$size" -e)
+			read -r x y z < <(RTT_REP=$k lat_once "$t" "$size" -e)
 			EA[$t,$size]+="$x "
 			EB[$t,$size]+="$y "
 			EC[$t,$size]+="$z "
@@ -647,4 +660,44 @@ have_lf && printf '  (for scale: raw UDP / libfabric rate at %s B: %s)\n' \
 echo
 }
 print_table | tee "$BUILD/bench-table.txt"
+
+# Every repetition's figures, for bench/plot.py: "rate TRANSPORT SIZE
+# RECEIVERS REP MSGS_PER_S LOSS_FRACTION" and "lat TRANSPORT SIZE busy|ev
+# REP P50 P99 P999" (us), "-" for a failed run.
+DATA=$BUILD/bench-data.txt
+{
+	echo "# bench/run.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, REPS=$REPS DUR=$DUR" \
+		"BATCH=$BATCH LAT_N=$LAT_N EV_N=$EV_N, load $LOAD_BEFORE / $LOAD_AFTER"
+	for key in "${!RS[@]}"; do
+		IFS=, read -r t size n <<<"$key"
+		paste -d' ' <(tr ' ' '\n' <<<"${RS[$key]}" | grep .) <(tr ' ' '\n' <<<"${LS[$key]}" | grep .) |
+			awk -v t="$t" -v s="$size" -v n="$n" '{print "rate", t, s, n, NR, $1, $2}'
+	done
+	# lat_lines MODE "P50S" "P99S" "P999S": one line per repetition
+	lat_lines() {
+		paste -d' ' <(tr ' ' '\n' <<<"$2" | grep .) <(tr ' ' '\n' <<<"$3" | grep .) \
+			<(tr ' ' '\n' <<<"$4" | grep .) |
+			awk -v t="$t" -v s="$size" -v m="$1" '{print "lat", t, s, m, NR, $1, $2, $3}'
+	}
+	for key in "${!LA[@]}"; do
+		IFS=, read -r t size <<<"$key"
+		lat_lines busy "${LA[$key]}" "${LB[$key]}" "${LC[$key]}"
+	done
+	for key in "${!EA[@]}"; do
+		IFS=, read -r t size <<<"$key"
+		lat_lines ev "${EA[$key]}" "${EB[$key]}" "${EC[$key]}"
+	done
+} >"$DATA"
+# The pictures, from this run's numbers (bench/plot.py BUILD draws them
+# again from a finished run's).
+py=
+for c in python3 /usr/bin/python3; do # Debian's, where another python3 comes first
+	if "$c" -c 'import matplotlib' 2>/dev/null; then py=$c; break; fi
+done
+if [ -n "$py" ]; then
+	"$py" "$ROOT/bench/plot.py" "$BUILD" || log "== bench/plot.py failed"
+else
+	log "== no pictures: python3-matplotlib is missing (scripts/deps.sh bench)"
+fi
 echo "every result line: $RESULTS; this table: $BUILD/bench-table.txt; summary: $SUMMARY"
+echo "data: $DATA, $RTT_DIR/; pictures: $BUILD/rtt-cdf.svg, rate-by-size.svg, fanout.svg"

@@ -2,8 +2,10 @@
 # deps.sh - install what umcast needs on Debian 12, only what is missing.
 #   scripts/deps.sh build      to build the library and tools (the demo)
 #   scripts/deps.sh test       also what the tests use (cmocka, valgrind,
-#                              pandoc and man for the manual pages, tshark, ...)
+#                              pandoc and man for the manual pages, tshark,
+#                              matplotlib for bench/plot.py's test, ...)
 #   scripts/deps.sh bench      also the benchmarks' baselines (libfabric, OpenSM on ibsim)
+#                              and what draws their pictures (matplotlib)
 #   scripts/deps.sh fuzz       the build and clang's libFuzzer (scripts/fuzz.sh)
 # Runs apt-get as root, or through sudo.
 set -eu
@@ -12,11 +14,11 @@ case "${1:-test}" in
 build) ;;
 test) pkgs+=(libcmocka-dev valgrind pandoc man-db tshark iproute2 procps
 	rdmacm-utils ibverbs-utils python3-pyverbs libibverbs-dev librdmacm-dev
-	opensm ibsim-utils libumad2sim0 libibumad-dev) ;;
+	opensm ibsim-utils libumad2sim0 libibumad-dev python3-matplotlib) ;;
 # bench: libfabric for the baseline; OpenSM on ibsim and libibumad for
-# bench/sm-bench.sh (run by bench/run.sh).
+# bench/sm-bench.sh (run by bench/run.sh); matplotlib for bench/plot.py.
 bench) pkgs+=(libcmocka-dev libfabric-dev libfabric-bin opensm ibsim-utils libumad2sim0
-	libibumad-dev) ;;
+	libibumad-dev python3-matplotlib) ;;
 fuzz) pkgs+=(clang libclang-rt-dev) ;;
 *) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
 esac
