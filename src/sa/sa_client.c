@@ -2,7 +2,8 @@
 /*
  * sa_client.c - the SA client's port: registration with umc-sm, the lease,
  * re-registration after a lost port, LID resolution, and the client
- * thread (sa_client.h has the contract, sa_int.h the state).
+ * thread (sa_client.h has the contract, sa_int.h the state).  It drives
+ * the transactions (sa_txn.c); both send through sa_io.c.
  *
  * The thread loop: with the lock held, handle every datagram waiting on
  * the socket, then the timers (REGISTER while unregistered, RENEW every
@@ -25,25 +26,6 @@
 
 enum { RX_BUF = UMC_SM_MAX_MSG + 1 };
 
-/**
- * umc_sa_now_ms - the client's clock: CLOCK_MONOTONIC in milliseconds.
- */
-uint64_t umc_sa_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* A non-zero SM-protocol tid. */
-static uint32_t new_ptid(struct umc_sa_client *c)
-{
-	if (!++c->next_ptid)
-		++c->next_ptid;
-	return c->next_ptid;
-}
-
 static uint64_t random64(void)
 {
 	uint64_t v = 0;
@@ -51,29 +33,6 @@ static uint64_t random64(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
 		v = umc_sa_now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid() << 20;
 	return v | 1;
-}
-
-/**
- * umc_sa_xmit - send one message to the SM as this port.
- * @c: the client, lock held (or not yet shared)
- * @m: the message; its LID, epoch and tid are filled in here
- *
- * A datagram the kernel refuses is not retried here: every sender has a
- * timer that sends again.
- */
-void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m)
-{
-	uint8_t buf[UMC_SM_MAX_MSG];
-	size_t n;
-
-	m->hdr.lid = c->attr.active ? c->attr.info.lid : 0;
-	m->hdr.epoch = c->attr.active ? c->attr.epoch : 0;
-	if (!m->hdr.tid)
-		m->hdr.tid = new_ptid(c);
-	n = umc_sm_msg_encode(buf, m);
-	if (n && send(c->fd, buf, n, MSG_DONTWAIT) < 0) {
-		/* ECONNREFUSED (SM down), EAGAIN: the timers resend */
-	}
 }
 
 static void send_register(struct umc_sa_client *c)
@@ -142,7 +101,7 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 	ssize_t n;
 	int rc;
 
-	c->reg_ptid = new_ptid(c);
+	c->reg_ptid = umc_sa_ptid(c);
 	for (;;) {
 		now = umc_sa_now_ms();
 		if (now >= deadline)
@@ -183,8 +142,8 @@ static void emit(struct umc_sa_client *c, enum umc_sa_event ev)
 	pthread_mutex_lock(&c->lock);
 }
 
-/**
- * umc_sa_port_lost - the SM no longer holds our port (or may not): every
+/*
+ * port_lost - the SM no longer holds our port (or may not): every
  * membership is gone.
  * @c:   the client, lock held (dropped while the event runs)
  * @now: ms
@@ -193,7 +152,7 @@ static void emit(struct umc_sa_client *c, enum umc_sa_event ev)
  * it still keeps of the old port (its memberships) before registering the
  * new one: after PORT_LOST the port never holds a membership it had.
  */
-void umc_sa_port_lost(struct umc_sa_client *c, uint64_t now)
+static void port_lost(struct umc_sa_client *c, uint64_t now)
 {
 	if (!c->attr.active)
 		return;
@@ -261,7 +220,7 @@ static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len,
 	if (!c->attr.active || m.hdr.epoch == c->old_epoch)
 		return; /* a late answer to the port we had before */
 	if (m.hdr.status == UMC_SM_UNKNOWN_PORT)
-		return umc_sa_port_lost(c, now);
+		return port_lost(c, now);
 	if (m.hdr.epoch != c->attr.epoch || m.hdr.lid != c->attr.info.lid)
 		return;
 	switch (m.hdr.type) {
@@ -285,11 +244,11 @@ static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
 	struct umc_sm_msg renew = { .hdr = { .type = UMC_SM_RENEW } };
 
 	if (c->attr.active && now > c->last_renewed + lease)
-		umc_sa_port_lost(c, now); /* nothing answered for a whole lease */
+		port_lost(c, now); /* nothing answered for a whole lease */
 	if (!c->attr.active) {
 		if (now >= c->next_register) {
 			if (!c->reg_ptid)
-				c->reg_ptid = new_ptid(c);
+				c->reg_ptid = umc_sa_ptid(c);
 			send_register(c);
 			c->next_register = now + UMC_SA_REGISTER_RESEND_MS;
 		}
@@ -417,14 +376,10 @@ fail:
 
 static void stop_thread(struct umc_sa_client *c)
 {
-	uint64_t one = 1;
-
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;
 	pthread_mutex_unlock(&c->lock);
-	if (write(c->wake_fd, &one, sizeof(one)) < 0) {
-		/* saturated: the thread wakes anyway */
-	}
+	umc_sa_wake(c);
 	pthread_join(c->thread, NULL);
 }
 

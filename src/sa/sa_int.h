@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sa_int.h - the SA client's state, shared by sa_client.c (registration,
- * lease, thread, LID resolution) and sa_txn.c (MAD transactions, RMPP
- * reassembly, callbacks).
+ * lease, thread, LID resolution), sa_txn.c (MAD transactions, RMPP
+ * reassembly, callbacks) and sa_io.c (the transport beneath both).
  *
  * One mutex (c->lock) guards everything below it; the client thread holds
  * it except while it sleeps in poll() and while a callback or an event
@@ -77,14 +77,21 @@ struct umc_sa_client {
 	unsigned lid_cache_next;
 };
 
-/* sa_client.c */
+/*
+ * sa_io.c, beneath both files below: the transport.
+ *
+ * umc_sa_now_ms - the client's clock: CLOCK_MONOTONIC in milliseconds.
+ * umc_sa_ptid - a new non-zero SM-protocol tid; lock held.
+ * umc_sa_xmit - send one message to the SM as this port: its LID, epoch
+ * and (if 0) tid are filled in; lock held, or the client not yet shared.
+ * umc_sa_wake - wake the client thread (a new timer, or stop).
+ */
 uint64_t umc_sa_now_ms(void);
-/* umc_sa_xmit - send one message to the SM with our LID and epoch; lock held. */
+uint32_t umc_sa_ptid(struct umc_sa_client *c);
 void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m);
-/* umc_sa_port_lost - the SM no longer has our port; lock held. */
-void umc_sa_port_lost(struct umc_sa_client *c, uint64_t now);
+void umc_sa_wake(struct umc_sa_client *c);
 
-/* sa_txn.c, all with c->lock held */
+/* sa_txn.c, which sa_client.c drives; all with c->lock held */
 void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now);
 uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now);
 void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now);

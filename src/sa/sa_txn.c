@@ -13,8 +13,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "sa/sa_int.h"
 #include "umc_int.h"
@@ -98,15 +96,6 @@ static void complete(struct umc_sa_client *c, struct umc_sa_txn *t, int err,
 	txn_free(t);
 }
 
-static void wake_thread(struct umc_sa_client *c)
-{
-	uint64_t one = 1;
-
-	if (c->wake_fd >= 0 && write(c->wake_fd, &one, sizeof(one)) < 0) {
-		/* the counter is saturated: the thread is awake anyway */
-	}
-}
-
 int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms,
 		unsigned retries, umc_sa_cb cb, void *ctx, uint64_t *id)
 {
@@ -138,7 +127,7 @@ int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 	txn_send(c, t);
 	if (t->resend_at < c->next_timer) {
 		c->next_timer = t->resend_at;
-		wake_thread(c);
+		umc_sa_wake(c);
 	}
 	if (id)
 		*id = t->tid;
