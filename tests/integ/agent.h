@@ -30,7 +30,7 @@ struct rdma_cm_event;
 struct rdma_event_channel;
 
 enum {
-	AGENT_CMD_MS = 30000, /* bound on any agent reply */
+	AGENT_CMD_MS = 15000, /* bound on any agent reply: above every command's own */
 };
 
 /* The orchestrator's handle of one agent. */

@@ -57,7 +57,7 @@ capture_wait() {
 # capture_stop : end the capture (SIGINT, so the file is complete).
 capture_stop() {
 	kill -INT "$CAP_PID" 2>/dev/null
-	timeout 10 tail --pid="$CAP_PID" -f /dev/null || fail "tshark did not stop"
+	wait_until 10 gone "$CAP_PID" || fail "tshark did not stop"
 	CAP_PID=
 	exec 3<&-
 }

@@ -58,6 +58,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "verbs/verbs_int.h" /* the parent's device: epoll fd, group sockets */
+#include "wait.h"
 
 enum {
 	NRECV = 256,
@@ -72,14 +73,6 @@ enum {
 };
 
 static int failures;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void fail(const char *fmt, ...)
 {
@@ -115,9 +108,7 @@ static struct sockaddr_in loopback(void)
 /* Wait up to @ms for @fd to be readable; then read one byte into *@b. */
 static bool wait_byte(int fd, int ms, char *b)
 {
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-
-	return poll(&p, 1, ms) == 1 && read(fd, b, 1) == 1;
+	return t_read_full(fd, b, 1, ms);
 }
 
 static bool put_byte(int fd, char b)
@@ -255,14 +246,14 @@ static bool ep_send(struct ep *e, uint32_t seq)
 		.wr.ud = {.ah = e->ah, .remote_qpn = e->rqpn, .remote_qkey = e->rqkey},
 	}, *bad;
 	uint32_t be = htonl(seq);
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 	struct ibv_wc wc;
 
 	memcpy(p, &be, 4);
 	memset(p + 4, (int)(seq & 0xff), MSG - 4);
 	if (ibv_post_send(e->id->qp, &wr, &bad))
 		return false;
-	while (now_ms() < deadline) {
+	while (t_now_ms() < deadline) {
 		int n = ibv_poll_cq(e->id->send_cq, 1, &wc);
 
 		if (n == 1)
@@ -295,12 +286,12 @@ static bool ep_take(struct ep *e, const struct ibv_wc *wc)
  */
 static unsigned ep_recv(struct ep *e, unsigned n, int ms, int stop)
 {
-	uint64_t deadline = now_ms() + (uint64_t)ms;
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
 	unsigned got = 0;
 	struct ibv_wc wc[16];
 	bool stopping = false;
 
-	while (got < n && now_ms() < deadline) {
+	while (got < n && t_now_ms() < deadline) {
 		int k = ibv_poll_cq(e->id->recv_cq, n - got < 16 ? (int)(n - got) : 16, wc);
 
 		if (k < 0)
@@ -406,32 +397,10 @@ static bool sender_do(char c)
 	return put_byte(snd.cmd, c) && wait_byte(snd.rep, WAIT_MS, &r) && r == 'k';
 }
 
-/* Wait for @pid for up to @ms; SIGKILL it then.  Returns its status, -1 if it hung. */
-static int reap(pid_t pid, int ms)
-{
-	uint64_t deadline = now_ms() + (uint64_t)ms;
-	int st;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return st;
-		if (r < 0)
-			return -2;
-		if (now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		poll(NULL, 0, 5);
-	}
-}
-
 static void sender_stop(void)
 {
 	put_byte(snd.cmd, 'q');
-	if (reap(snd.pid, WAIT_MS) != 0)
+	if (t_reap(snd.pid, WAIT_MS) != 0)
 		fail("the sender did not exit cleanly");
 }
 
@@ -477,14 +446,14 @@ static void chat_close(struct chat *c)
 /* The child's exit status must be 0, within CHILD_MS. */
 static bool child_ok(pid_t pid, const char *what)
 {
-	int st = reap(pid, CHILD_MS);
+	int st = t_reap(pid, CHILD_MS);
 
 	if (st == -1) {
 		fail("%s: child %d hung (killed after %d ms)", what, (int)pid, CHILD_MS);
 		return false;
 	}
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		fail("%s: child %d exited with status 0x%x", what, (int)pid, st);
+	if (st) {
+		fail("%s: child %d exited with status %d (128 + a signal)", what, (int)pid, st);
 		return false;
 	}
 	return true;
@@ -599,11 +568,11 @@ static void scenario_create(int n)
 	}
 	for (int i = 0; i < n; i++) {
 		pid_t pid = child(child_own_group, NULL);
-		int st = reap(pid, CHILD_MS);
+		int st = t_reap(pid, CHILD_MS);
 
 		if (st == -1)
 			hung++;
-		else if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		else if (st)
 			bad++;
 	}
 	if (!sender_do('x'))
@@ -795,10 +764,10 @@ static void scenario_epoll(void)
 		check_parent_epoll("after the child's join");
 		put_byte(t.down[1], 'g');
 		/* Poll (the epoll path: six groups) while the child's group has traffic. */
-		uint64_t deadline = now_ms() + WAIT_MS;
+		uint64_t deadline = t_now_ms() + WAIT_MS;
 		struct pollfd p = {.fd = t.up[0], .events = POLLIN};
 
-		while (now_ms() < deadline && poll(&p, 1, 0) == 0)
+		while (t_now_ms() < deadline && poll(&p, 1, 0) == 0)
 			if (ibv_poll_cq(par.id->recv_cq, 1, &wc) == 1)
 				fail("epoll: the parent received a completion, nothing was sent to it");
 		check_parent_epoll("while the child sent");
@@ -1130,11 +1099,11 @@ static bool parent_thread_warm(void)
 {
 	struct umc_device *dev = ctx_dev(par.id->verbs);
 	unsigned long base = atomic_load(&dev->cnt.rx_delivered);
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = t_now_ms() + WAIT_MS;
 
 	if (!sender_do('b'))
 		return false;
-	while (atomic_load(&dev->cnt.rx_delivered) - base < BURST && now_ms() < deadline)
+	while (atomic_load(&dev->cnt.rx_delivered) - base < BURST && t_now_ms() < deadline)
 		poll(NULL, 0, 5); /* not receiving: only the thread may deliver */
 	return atomic_load(&dev->cnt.rx_delivered) - base == BURST &&
 	       ep_recv(&par, BURST, WAIT_MS, -1) == BURST;

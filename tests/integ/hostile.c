@@ -43,6 +43,7 @@
 
 #include "link/roce/roce.h" /* the receiver's device counters and interface */
 #include "verbs/verbs_int.h"
+#include "wait.h"
 
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101
@@ -56,7 +57,8 @@ enum {
 	RBUF = UMC_GRH_LEN + 256, /* posted receive: every legitimate message fits */
 	LEGIT_MAX = 256,
 	OVER_SLOT = UMC_RX_SLOT + 100,
-	WAIT_MS = 30000,
+	WAIT_MS = 10000,
+	MAX_TRIES = 1000, /* datagrams drawn to find one the receive check refuses */
 };
 
 enum kind { K_RANDOM, K_TRUNCATED, K_OVERSIZED, K_BAD_ICRC, K_QKEY, K_PKEY, K_OPCODE, NKINDS };
@@ -87,14 +89,6 @@ static uint32_t rnd(void)
 	rng ^= rng << 25;
 	rng ^= rng >> 27;
 	return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Legitimate message i: length 8 + i % 200, byte j = (i * 7 + j) mod 251. */
@@ -224,10 +218,10 @@ static int recv_main(struct member *m, uint32_t n)
 
 	member_join(m, false);
 	dev = ctx_dev(m->id->verbs);
-	deadline = now_ms() + WAIT_MS;
+	deadline = t_now_ms() + WAIT_MS;
 	printf("joined\n");
 	fflush(stdout);
-	while ((got < n || atomic_load(&dev->cnt.rx_packets) < 2ul * n) && now_ms() < deadline) {
+	while ((got < n || atomic_load(&dev->cnt.rx_packets) < 2ul * n) && t_now_ms() < deadline) {
 		int k = ibv_poll_cq(m->id->recv_cq, 16, wc);
 
 		if (k < 0)
@@ -375,9 +369,11 @@ static int verdict(const struct hostile *h, const uint8_t *p, size_t len)
 	return umc_rocev2_rx_check(&ip, p, len, &uh, &off, &plen, &solved);
 }
 
-/* Count a dropped datagram under the counter its verdict names. */
-static void expect_dropped(struct hostile *h, int v)
+/* Count a dropped datagram of kind @k under the counter its verdict @v names. */
+static void expect_dropped(struct hostile *h, int v, enum kind k)
 {
+	if (!v)
+		die("the receive check takes %d %s datagrams in a row", MAX_TRIES, kind_name[k]);
 	if (v == -EILSEQ)
 		h->expect_bad_icrc++;
 	else
@@ -388,7 +384,7 @@ static void hostile_send(struct hostile *h, enum kind k)
 {
 	static uint8_t p[OVER_SLOT];
 	size_t len;
-	int fd = h->fd, v;
+	int fd = h->fd, v, tries = 0;
 
 	switch (k) {
 	case K_RANDOM: /* any bytes the check refuses (it accepts ~2^-16 of the decodable) */
@@ -398,16 +394,16 @@ static void hostile_send(struct hostile *h, enum kind k)
 				p[i] = (uint8_t)rnd();
 			if (rnd() & 1)
 				p[0] = (uint8_t)(UMC_OP_UD_SEND_ONLY + (rnd() & 1));
-		} while (!(v = verdict(h, p, len)));
-		expect_dropped(h, v);
+		} while (!(v = verdict(h, p, len)) && ++tries < MAX_TRIES);
+		expect_dropped(h, v, k);
 		break;
 	case K_TRUNCATED: /* a correct packet cut short anywhere */
 		do {
 			len = build(h, p, rnd() % 300, UMC_OP_UD_SEND_ONLY, UMC_DEFAULT_PKEY,
 				    RDMA_UDP_QKEY);
 			len = rnd() % len;
-		} while (!(v = verdict(h, p, len)));
-		expect_dropped(h, v);
+		} while (!(v = verdict(h, p, len)) && ++tries < MAX_TRIES);
+		expect_dropped(h, v, k);
 		break;
 	case K_OVERSIZED: /* correct, but above the receive slot (UMC_RX_SLOT) */
 		len = build(h, p, OVER_SLOT - 64, UMC_OP_UD_SEND_ONLY, UMC_DEFAULT_PKEY,
@@ -417,12 +413,14 @@ static void hostile_send(struct hostile *h, enum kind k)
 		break;
 	case K_BAD_ICRC: /* one payload bit flipped, so that no IPv4 ID explains it */
 		len = build(h, p, 64, UMC_OP_UD_SEND_ONLY, UMC_DEFAULT_PKEY, RDMA_UDP_QKEY);
-		for (uint32_t bit = rnd();; bit++) {
+		for (uint32_t bit = rnd(); tries < 64 * 8; bit++, tries++) {
 			p[20 + bit / 8 % 64] ^= (uint8_t)(1u << bit % 8);
 			if (verdict(h, p, len) == -EILSEQ)
 				break;
 			p[20 + bit / 8 % 64] ^= (uint8_t)(1u << bit % 8);
 		}
+		if (tries == 64 * 8)
+			die("the receive check takes every one-bit error of a 64-byte payload");
 		h->expect_bad_icrc++;
 		break;
 	case K_QKEY:
@@ -468,13 +466,13 @@ static int send_main(struct member *m, uint32_t n)
 			.imm_data = htonl(i + 1),
 			.wr.ud = {.ah = m->ah, .remote_qpn = m->rqpn, .remote_qkey = m->rqkey},
 		}, *bad;
-		uint64_t deadline = now_ms() + WAIT_MS;
+		uint64_t deadline = t_now_ms() + WAIT_MS;
 		int k;
 
 		legit_fill(msg, i);
 		if (ibv_post_send(m->id->qp, &wr, &bad))
 			die("ibv_post_send");
-		while (!(k = ibv_poll_cq(m->id->send_cq, 1, &wc)) && now_ms() < deadline)
+		while (!(k = ibv_poll_cq(m->id->send_cq, 1, &wc)) && t_now_ms() < deadline)
 			;
 		if (k != 1 || wc.status != IBV_WC_SUCCESS)
 			die("send completion %d status %d", k, k == 1 ? (int)wc.status : -1);

@@ -40,20 +40,13 @@
 #include "wire/be.h"
 #include "wire/ib_rmpp.h"
 #include "wire/sm_proto.h"
+#include "wait.h"
 
 enum {
-	WAIT_MS = 20000, /* upper bound of every wait */
+	WAIT_MS = 10000, /* upper bound of every wait */
 	NGROUPS = 10000,
 	PIPELINE = 64,
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* A pipe that the client's event callback writes one byte per event to. */
 struct events {
@@ -71,10 +64,9 @@ static void on_event(void *ctx, enum umc_sa_event ev)
 /* The next event, or -1 after WAIT_MS. */
 static int next_event(struct events *e)
 {
-	struct pollfd pfd = { .fd = e->fd[0], .events = POLLIN };
 	uint8_t b;
 
-	if (poll(&pfd, 1, WAIT_MS) != 1 || read(e->fd[0], &b, 1) != 1)
+	if (!t_read_full(e->fd[0], &b, 1, WAIT_MS))
 		return -1;
 	return b;
 }
@@ -562,12 +554,11 @@ static void test_sendonly(void **state)
 static void test_lease_expiry(void **state)
 {
 	const char *const lease[] = { "--lease", "300", NULL };
-	struct pollfd rp = { .events = POLLIN };
 	struct umc_sa_client *a;
 	uint8_t mgid[16], ok = 0;
 	struct test_sm sm;
 	uint64_t end;
-	int p[2], st = 0;
+	int p[2];
 	pid_t pid;
 
 	(void)state;
@@ -588,20 +579,15 @@ static void test_lease_expiry(void **state)
 		_exit(0);
 	}
 	close(p[1]);
-	rp.fd = p[0];
-	assert_int_equal(poll(&rp, 1, WAIT_MS), 1);
-	assert_int_equal(read(p[0], &ok, 1), 1); /* 0: the child exited without joining */
+	assert_true(t_read_full(p[0], &ok, 1, WAIT_MS)); /* 0: the child exited without joining */
 	close(p[0]);
 	a = client(&sm, 6001, NULL);
 	assert_int_equal(join(a, mgid, UMC_JOIN_NON), 0); /* the child's group exists */
 	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	end = now_ms() + WAIT_MS;
-	while (member_state(a, a, mgid) == UMC_JOIN_NON && now_ms() < end) {
-		struct pollfd none;
-
-		poll(&none, 0, 20); /* polls the SA state, bounded by WAIT_MS */
-	}
+	assert_int_equal(t_reap(pid, WAIT_MS), 128 + SIGKILL);
+	end = t_deadline(10 * 300); /* ten leases */
+	while (member_state(a, a, mgid) == UMC_JOIN_NON && t_now_ms() < end)
+		poll(NULL, 0, 20); /* polls the SA state, bounded by end */
 	/* the child was the only full member: the group, and our NonMember record, went */
 	assert_int_equal(member_state(a, a, mgid), -UMC_SA_STATUS_NO_RECORDS);
 	umc_sa_close(a);
@@ -669,6 +655,16 @@ static void set_done(void *ctx, int err, const struct umc_sa_reply *r)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* With p->lock held: the next completion comes within WAIT_MS (or a spurious wake-up). */
+static void pipeline_next(struct pipeline *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	assert_int_equal(pthread_cond_timedwait(&p->cond, &p->lock, &ts), 0);
+}
+
 /* 10 000 groups, created PIPELINE Sets at a time, come back whole through RMPP GetTable. */
 static void test_get_table_10000(void **state)
 {
@@ -686,11 +682,11 @@ static void test_get_table_10000(void **state)
 	start(&sm, NULL);
 	c = client(&sm, 6001, NULL);
 	umc_sa_query_port(c, &pa);
-	t0 = now_ms();
+	t0 = t_now_ms();
 	for (i = 0; i < NGROUPS; i++) {
 		pthread_mutex_lock(&p.lock);
 		while (p.inflight >= PIPELINE)
-			pthread_cond_wait(&p.cond, &p.lock);
+			pipeline_next(&p);
 		p.inflight++;
 		pthread_mutex_unlock(&p.lock);
 		mgid_n(mgid, 0x1000 + i);
@@ -701,14 +697,14 @@ static void test_get_table_10000(void **state)
 	}
 	pthread_mutex_lock(&p.lock);
 	while (p.done < NGROUPS)
-		pthread_cond_wait(&p.cond, &p.lock);
+		pipeline_next(&p);
 	pthread_mutex_unlock(&p.lock);
-	t1 = now_ms();
+	t1 = t_now_ms();
 	assert_int_equal(p.failed, 0);
 
 	sa_mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
 	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0);
-	t2 = now_ms();
+	t2 = t_now_ms();
 	assert_int_equal(res.status, 0);
 	assert_int_equal(res.data_len, (NGROUPS + 1) * UMC_MCMEMBER_STRIDE);
 	for (i = 0; i < NGROUPS + 1; i++) {
@@ -802,9 +798,7 @@ static int raw_socket(const struct test_sm *sm)
 
 static ssize_t raw_reply(int fd, uint8_t *buf, size_t cap)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	if (poll(&pfd, 1, WAIT_MS) != 1)
+	if (!t_wait_fd(fd, WAIT_MS))
 		return -1;
 	return recv(fd, buf, cap, 0);
 }

@@ -15,9 +15,11 @@ set -u
 HOSTILE=${UMC_BIN:?UMC_BIN is set by ctest}/hostile
 N=${N:-700}		# legitimate messages; as many hostile datagrams (at most 8192)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-hostile.XXXXXX")
+# shellcheck source=../lib/wait.sh
+. "$(dirname "$0")/../lib/wait.sh"
 NSA= NSB= RPID=
 cleanup() {
-	[ -n "$RPID" ] && kill "$RPID" 2>/dev/null
+	[ -n "$RPID" ] && stop_pids 10 "$RPID"
 	[ -n "$NSA" ] && ip netns del "$NSA" 2>/dev/null
 	[ -n "$NSB" ] && ip netns del "$NSB" 2>/dev/null
 	rm -rf "$WORK"
@@ -36,11 +38,7 @@ run() {
 	UMC_STATS=1 "${rpre[@]}" timeout 60 "$HOSTILE" recv "$bind_r" "$group" "$N" \
 		>"$WORK/$name.recv" 2>"$WORK/$name.recv.err" &
 	RPID=$!
-	for _ in $(seq 500); do
-		grep -q '^joined' "$WORK/$name.recv" && break
-		kill -0 $RPID 2>/dev/null || break
-		sleep 0.02	# polling the output file, bounded
-	done
+	wait_grep "$WORK/$name.recv" '^joined' 10 $RPID
 	if ! "${spre[@]}" timeout 60 "$HOSTILE" send "$bind_s" "$group" "$N" >"$WORK/$name.send" 2>&1; then
 		echo "FAIL: $name: sender:"; cat "$WORK/$name.send"; fails=$((fails + 1))
 	fi

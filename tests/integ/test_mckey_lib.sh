@@ -51,28 +51,36 @@ count_lines() {
 	echo "${n:-0}"
 }
 
+# lines_or_gone NAME REGEX N PID : NAME's stdout has N lines matching REGEX,
+# or PID is gone.
+lines_or_gone() {
+	[ "$(count_lines "$1" "$2")" -ge "$3" ] || gone "$4"
+}
+
 # wait_line NAME REGEX SECS [N] : wait until NAME's stdout has N (default 1)
 # lines matching REGEX.  Fails early if the process exits first.
 wait_line() {
 	local name=$1 re=$2 secs=$3 want=${4:-1} pidvar="PID_$1"
-	local pid=${!pidvar} end=$((SECONDS + secs))
-	while [ "$SECONDS" -le "$end" ]; do
-		[ "$(count_lines "$name" "$re")" -ge "$want" ] && return 0
-		if ! kill -0 "$pid" 2>/dev/null; then
-			[ "$(count_lines "$name" "$re")" -ge "$want" ] && return 0
-			fail "$name exited before printing $want line(s) /$re/"
-			return 1
-		fi
-		sleep 0.02	# polling the output file, bounded by $end
-	done
-	fail "$name did not print $want line(s) /$re/ within ${secs}s"
+	wait_until "$secs" lines_or_gone "$name" "$re" "$want" "${!pidvar}"
+	[ "$(count_lines "$name" "$re")" -ge "$want" ] && return 0
+	if gone "${!pidvar}"; then
+		fail "$name exited before printing $want line(s) /$re/"
+	else
+		fail "$name did not print $want line(s) /$re/ within ${secs}s"
+	fi
 	return 1
 }
 
-# finish NAME : wait for NAME and set RC_NAME to its exit status.
+# finish NAME [SECS] : wait for NAME, up to SECS seconds if given (then it
+# is stopped: status 124), else until its own bound (start's timeout), and
+# set RC_NAME to its exit status.
 finish() {
 	local pidvar="PID_$1" rc=0
-	wait "${!pidvar}" || rc=$?
+	if [ -n "${2:-}" ]; then
+		wait_pid "$2" "${!pidvar}" || rc=$?
+	else
+		wait "${!pidvar}" || rc=$?
+	fi
 	printf -v "RC_$1" '%s' "$rc"
 }
 

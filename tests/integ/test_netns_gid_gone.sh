@@ -9,6 +9,8 @@ BIN=${UMC_BIN:?UMC_BIN is set by ctest}/gid_gone
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
 NS=umc-gid-$$ X=$(($$ % 250 + 1))
 ADDR=10.97.$X.1
+# shellcheck source=../lib/wait.sh
+. "$(dirname "$0")/../lib/wait.sh"
 trap 'ip netns del $NS 2>/dev/null' EXIT
 ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a namespace"; exit 77; }
 ip -n "$NS" link set lo up
@@ -20,13 +22,17 @@ ip -n "$NS" link set d1 up
 run() {
 	ip -n "$NS" addr add "$ADDR/24" dev d0 2>/dev/null
 	coproc P { ip netns exec "$NS" timeout 20 "$BIN" "$ADDR" 239.97.$X.1; }
-	local line
+	local line pid=$P_PID
 	IFS= read -r -t 10 -u "${P[0]}" line
-	[ "$line" = bound ] || { echo "FAIL: no 'bound' line ($line)"; return 1; }
+	if [ "$line" != bound ]; then
+		echo "FAIL: no 'bound' line ($line)"
+		stop_pids 5 "$pid"
+		return 1
+	fi
 	[ "$1" = remove ] && ip -n "$NS" addr del "$ADDR/24" dev d0
 	echo go >&"${P[1]}"
 	IFS= read -r -t 10 -u "${P[0]}" line
-	wait "$P_PID"
+	wait_pid 10 "$pid"
 	echo "$line"
 }
 

@@ -34,17 +34,13 @@ ADDR_A=10.99.$X.1
 ADDR_B=10.99.$X.2
 GROUP=239.99.$X.$((RANDOM % 250 + 1))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-netns.XXXXXX")
+# shellcheck source=../lib/wait.sh
+. "$(dirname "$0")/../lib/wait.sh"
 PIDS=()
 FAILS=0
 
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null
-	done
-	for pid in "${PIDS[@]}"; do
-		timeout 5 tail --pid="$pid" -f /dev/null 2>/dev/null
-	done
+	stop_pids 5 "${PIDS[@]}"
 	ip netns del "$NSA" 2>/dev/null
 	ip netns del "$NSB" 2>/dev/null
 	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
@@ -121,12 +117,12 @@ wait_live() {
 
 # --- receiver in A (full member) -------------------------------------------
 : >"$WORK/recv.out"
-ip netns exec "$NSA" timeout -k 2 60 "$MCKEY" -m "$GROUP" -b "$ADDR_A" -C $N -t 30000 \
+ip netns exec "$NSA" timeout -k 2 30 "$MCKEY" -m "$GROUP" -b "$ADDR_A" -C $N -t 10000 \
 	>"$WORK/recv.out" 2>"$WORK/recv.err" &
 RPID=$!
 PIDS+=("$RPID")
 # Ready when it has joined, and its IGMP report has been seen on the link.
-end=$((SECONDS + 20))
+end=$((SECONDS + 10))
 until grep -q '^mckey: joined dgid:' "$WORK/recv.out"; do
 	if [ $SECONDS -gt $end ] || ! kill -0 $RPID 2>/dev/null; then
 		fail "receiver in A did not join"
@@ -139,15 +135,14 @@ wait_live "$ADDR_A .*IGMP.*Join group $GROUP" 1 10 ||
 	fail "no IGMP report from A after its full-member join"
 
 # --- send-only sender in B -------------------------------------------------
-ip netns exec "$NSB" timeout -k 2 60 "$MCKEY" -m "$GROUP" -b "$ADDR_B" -s -o -C $N -w 0 -t 30000 \
+ip netns exec "$NSB" timeout -k 2 30 "$MCKEY" -m "$GROUP" -b "$ADDR_B" -s -o -C $N -w 0 -t 10000 \
 	>"$WORK/send.out" 2>"$WORK/send.err"
 src=$?
 cat "$WORK/send.out"
 [ $src -eq 0 ] || { fail "sender exited $src"; cat "$WORK/send.err"; }
 grep -qx "mckey: sent $N messages" "$WORK/send.out" || fail "sender did not send $N messages"
 
-timeout 40 tail --pid=$RPID -f /dev/null
-wait $RPID
+wait_pid 15 $RPID
 rrc=$?
 cat "$WORK/recv.out"
 [ $rrc -eq 0 ] || { fail "receiver exited $rrc"; cat "$WORK/recv.err"; }
@@ -158,7 +153,7 @@ grep -qx "mckey: received $N messages" "$WORK/recv.out" || fail "receiver did no
 wait_live "$ADDR_B .*$GROUP .*RRoCE" $N 10 || fail "tshark did not show $N datagrams from B"
 wait_live "$ADDR_A .*IGMP.*Leave group $GROUP" 1 10 || fail "no IGMP report from A after its leave"
 kill -INT "$TPID" 2>/dev/null
-timeout 10 tail --pid="$TPID" -f /dev/null || fail "tshark did not stop"
+wait_until 10 gone "$TPID" || fail "tshark did not stop"
 exec 3<&-
 
 # --- what was on the link ----------------------------------------------------

@@ -13,7 +13,9 @@ command -v ip >/dev/null 2>&1 || { echo "SKIP: iproute2 not installed"; exit 77;
 NSA=umc-v6-a-$$ NSB=umc-v6-b-$$ X=$(printf %x $(($$ % 4000 + 1))) N=50
 GROUP=ff0e::99:$X
 WORK=$(mktemp -d)
-trap 'kill $RPID 2>/dev/null; ip netns del $NSA 2>/dev/null; ip netns del $NSB 2>/dev/null; rm -rf "$WORK"' EXIT
+# shellcheck source=../lib/wait.sh
+. "$(dirname "$0")/../lib/wait.sh"
+trap 'stop_pids 5 $RPID; ip netns del $NSA 2>/dev/null; ip netns del $NSB 2>/dev/null; rm -rf "$WORK"' EXIT
 RPID=
 # shellcheck source=netns_lib.sh
 . "$(dirname "$0")/netns_lib.sh"
@@ -31,15 +33,12 @@ esac
 ip netns exec "$NSA" timeout 30 "$MCKEY" -m "$GROUP" -b "fd99:$X::1" -C $N -t 10000 \
 	>"$WORK/recv.out" 2>&1 &
 RPID=$!
-for _ in $(seq 200); do
-	grep -q '^mckey: joined dgid:' "$WORK/recv.out" && break
-	sleep 0.05
-done
+wait_grep "$WORK/recv.out" '^mckey: joined dgid:' 10 $RPID
 grep -q "^mckey: joined dgid: $GROUP " "$WORK/recv.out" || {
 	echo "FAIL: receiver did not join:"; cat "$WORK/recv.out"; exit 1; }
 ip netns exec "$NSB" timeout 30 "$MCKEY" -m "$GROUP" -b "fd99:$X::2" -s -o -w 0 -C $N \
 	>"$WORK/send.out" 2>&1 || { echo "FAIL: sender:"; cat "$WORK/send.out"; fails=$((fails + 1)); }
-wait $RPID
+wait_pid 15 $RPID
 rc=$?
 RPID=
 if [ $rc -eq 0 ] && grep -qx "mckey: received $N messages" "$WORK/recv.out"; then

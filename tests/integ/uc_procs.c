@@ -97,7 +97,7 @@ enum {
 	NQP = 2,
 	NRECV = 256,
 	SLOT = 2048,
-	WAIT_MS = 20000, /* bound on any wait for datagrams */
+	WAIT_MS = 10000, /* bound on any wait for datagrams */
 	QKEY = 0x11111111,
 	MSG_MAGIC = 0x75637072,
 	MAX_AH = 32,

@@ -30,6 +30,29 @@ gone() {
 	done
 }
 
+# line_or_gone FILE ERE [PID] : FILE has a line matching ERE, or process PID
+# (when given) is gone.
+line_or_gone() {
+	grep -Eq -- "$2" "$1" 2>/dev/null || { [ -n "${3:-}" ] && gone "$3"; }
+}
+
+# wait_grep FILE ERE SECS [PID] : wait up to SECS seconds until FILE has a
+# line matching ERE; status 1 at the bound, or at once when PID exits first.
+wait_grep() {
+	wait_until "$3" line_or_gone "$1" "$2" "${4:-}" && grep -Eq -- "$2" "$1"
+}
+
+# wait_pid SECS PID : wait up to SECS seconds for child PID to exit: its exit
+# status, or 124 (as timeout(1)) when it had to be stopped at the bound.
+wait_pid() {
+	if wait_until "$1" gone "$2"; then
+		wait "$2"
+		return
+	fi
+	stop_pids 2 "$2"
+	return 124
+}
+
 # stop_pids SECS PID... : SIGTERM each PID, and the process group it leads if
 # it leads one (timeout(1) does, for its command); wait up to SECS seconds
 # for them to go, then SIGKILL what is left; the children of this shell
