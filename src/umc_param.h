@@ -106,7 +106,7 @@ enum umc_param {
  * The background receive thread takes over after the application has not
  * received for this long (microseconds); the period doubles up to the
  * maximum each time it sees the application receiving, and each time it
- * drains nothing for an armed CQ (progress.c).
+ * drains nothing for an armed CQ (rx_thread.c).
  */
 #ifndef UMC_RX_IDLE_US
 #define UMC_RX_IDLE_US 50
@@ -116,7 +116,7 @@ enum umc_param {
 #endif
 /*
  * ... unless the application thread is only waiting for a CPU: runnable,
- * with under a tenth of this long (microseconds) more on one (progress.c).
+ * with under a tenth of this long (microseconds) more on one (rx_sched.c).
  */
 #ifndef UMC_RX_PROBE_US
 #define UMC_RX_PROBE_US 1000
@@ -136,7 +136,7 @@ enum umc_param {
  * A group endpoint whose last datagram carried at least this many payload
  * bytes gets one receive more lent than its last burst brought, so that a
  * burst one longer lands in place too; below it the copy of that one
- * datagram costs less than the lend (progress.c umc_rx_lend).
+ * datagram costs less than the lend (rx_lend.c umc_rx_lend).
  */
 #ifndef UMC_RX_SPARE_LEND_MIN
 #define UMC_RX_SPARE_LEND_MIN 1024

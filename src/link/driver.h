@@ -134,7 +134,7 @@ struct umc_device {
 	unsigned rx_pass;	    /* busy-poll passes, under rx_lock: cold endpoints' turn */
 	bool rx_thread;		    /* the background receive thread is running */
 	atomic_bool rx_thread_in;   /* ... and holds rx_lock (progress.c umc_progress) */
-	struct umc_rx_lender *rx_lender; /* receives lent for the burst (progress.c), on first use */
+	struct umc_rx_lender *rx_lender; /* receives lent for the burst (rx_lend.c), on first use */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
 	struct ibv_context *cm_ctx;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * land.c - receiving a datagram straight into a posted receive the engine
- * lent (progress.c, "A payload is copied at most once"), for every link.
+ * lent (verbs/rx_lend.c), for every link.
  *
  * The kernel scatters one datagram over a recvmmsg() slot's iovecs: its
  * transport headers into the link's scratch slot, the rest (an ImmDt, the

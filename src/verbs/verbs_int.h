@@ -10,7 +10,7 @@
  * empty CQ, ibv_get_cq_event and attach/detach read the group sockets with
  * recvmmsg() and deliver to the attached QPs, so a busy-polling program
  * needs no other thread.  A background receive thread per device stands in
- * for the NIC only while no application thread is receiving (progress.c).
+ * for the NIC only while no application thread is receiving (rx_thread.c).
  * A completion channel's fd is readable when a CQ event is queued on it, as
  * with libibverbs, and also while datagrams wait for a device whose CQ on
  * it is armed, so that a program asleep on it is woken by the datagram

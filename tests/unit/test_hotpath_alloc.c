@@ -11,7 +11,7 @@
  * datagrams must not move the counter, on the loopback RoCEv2 device and on
  * the simulated InfiniBand link (against a umc-sm this program starts,
  * $UMC_BIN).  Group datagrams land straight in the posted buffers on both
- * (progress.c: the lent receives); the runs count rx_in_place, so they
+ * (verbs/rx_lend.c: the lent receives); the runs count rx_in_place, so they
  * prove the landing path itself allocates nothing.  RoCE unicast goes
  * through the host's demultiplexer (link/roce/ucast.c): steered by the
  * kernel straight to the QP's socket, or, with UMC_UC_STEER=0, passed on by

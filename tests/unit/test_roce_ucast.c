@@ -39,7 +39,7 @@ static bool steering(void)
 /*
  * This process's descriptors, but for files under /proc: the background
  * receive thread opens /proc/self/task/TID/stat for a moment now and then
- * (progress.c), and so does this count (its directory).
+ * (rx_sched.c), and so does this count (its directory).
  */
 static int count_fds(void)
 {

@@ -2,7 +2,7 @@
 /*
  * test_verbs_landing.c - a payload is copied at most once: the kernel
  * writes a datagram straight into the posted receive of the group's first
- * QP (progress.c, "lends"), and everything a receive completion promises
+ * QP (rx_lend.c), and everything a receive completion promises
  * still holds, on every link that lands datagrams.
  *
  *   - one QP: every datagram completes in place (rx_in_place), with its

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_verbs_rxthread.c - posted receives fill while the program is not
- * receiving, as on a NIC: the background receive thread (progress.c).
+ * receiving, as on a NIC: the background receive thread (rx_thread.c).
  *
  * The receiver posts 16000 receives, joins, and then sleeps - on purpose:
  * that is the scenario (rdma-core's mckey sleeps 3 s after joining).  A
@@ -18,7 +18,7 @@
  * instead of sleeping, so it is runnable and on a CPU all along).  The
  * thread stands in for both; it holds back only while the application
  * thread waits for a CPU without getting one, as busy receivers sharing a
- * CPU do (progress.c umc_app_waiting).
+ * CPU do (rx_sched.c umc_app_waiting).
  *
  * And a program asleep on a completion channel with a CQ armed and nothing
  * arriving is not woken for it: the thread, which then only drains what
@@ -365,7 +365,7 @@ static int look_then_away(uint32_t gip, int *tid, int *busy, int *away)
 /*
  * In a child: exit 0 if the thread looks at SCHED_BATCH while the program
  * busy-polls (its wake-ups preempt no receiver on its CPU) and is back at
- * SCHED_OTHER once the program sleeps and it stands in (progress.c
+ * SCHED_OTHER once the program sleeps and it stands in (rx_sched.c
  * umc_rx_policy).
  */
 static int policy_child(uint32_t gip)
