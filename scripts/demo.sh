@@ -39,7 +39,7 @@ if [ -n "${BIN:-}" ]; then
 	echo "using $mckey"
 else
 	mckey=$build/bin/umc-mckey
-	"$root/scripts/deps.sh" build
+	"$root/scripts/deps.sh" build || { echo "demo: the build's packages are not installed"; exit 1; }
 	t0=$SECONDS
 	echo "building libumcast and umc-mckey (only what the demo runs) in $build:"
 	echo "about a minute on 2 CPUs the first time, seconds after that ..."
