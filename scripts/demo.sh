@@ -42,7 +42,7 @@ else
 	"$root/scripts/deps.sh" build || { echo "demo: the build's packages are not installed"; exit 1; }
 	t0=$SECONDS
 	echo "building libumcast and umc-mckey (only what the demo runs) in $build:"
-	echo "about a minute on 2 CPUs the first time, seconds after that ..."
+	echo "about half a minute on 2 CPUs the first time, seconds after that ..."
 	if ! { cmake -S "$root" -B "$build" &&
 		cmake --build "$build" -j"$(nproc)" --target umc-mckey; } >"$work/build.log" 2>&1; then
 		tail -n 30 "$work/build.log"
