@@ -94,12 +94,12 @@ static bool proc_stat(pid_t pid, pid_t *ppid, char *state)
 }
 
 /*
- * The processes below this one that still run (zombies are not), in
- * @pids, at most @cap; returns how many.  A process is below this one if
- * the chain of its parents reaches it: what the test left is reparented
- * to the guard, so the chain never breaks at an exited process.
+ * The processes below this one that still run (zombies too, with
+ * @zombies), in @pids, at most @cap; returns how many.  A process is below
+ * this one if the chain of its parents reaches it: what the test left is
+ * reparented to the guard, so the chain never breaks at an exited process.
  */
-static int descendants(pid_t *pids, int cap)
+static int descendants(pid_t *pids, int cap, bool zombies)
 {
 	static pid_t all[MAX_PROCS], parent[MAX_PROCS];
 	static char state[MAX_PROCS];
@@ -130,7 +130,7 @@ static int descendants(pid_t *pids, int cap)
 					below[i] = grew = true;
 	}
 	for (int i = 0; i < n && found < cap; i++)
-		if (below[i] && state[i] != 'Z' && state[i] != 'X')
+		if (below[i] && (zombies || (state[i] != 'Z' && state[i] != 'X')))
 			pids[found++] = all[i];
 	return found;
 }
@@ -195,11 +195,25 @@ static int linger(pid_t *pids, int cap, int ms)
 	uint64_t end = now_ms() + (uint64_t)ms;
 	int n, st;
 
-	while ((n = descendants(pids, cap)) && now_ms() < end) {
+	while ((n = descendants(pids, cap, false)) && now_ms() < end) {
 		reap(0, &st);
 		usleep(10000); /* bounded by end */
 	}
 	return n;
+}
+
+/*
+ * Reap the zombies left below: a dead process is reparented to the guard
+ * only once its own parent is reaped.  None is left to the guard's parent.
+ */
+static void reap_all(void)
+{
+	static pid_t pids[MAX_PROCS];
+	uint64_t end = now_ms() + KILL_WAIT_MS;
+	int st;
+
+	while (reap(0, &st), descendants(pids, MAX_PROCS, true) && now_ms() < end)
+		usleep(10000); /* bounded by end */
 }
 
 /* SIGKILL every descendant (named on stderr) until none is left; returns how many. */
@@ -341,6 +355,7 @@ int main(int argc, char **argv)
 		kill_all("left running by the test, killed", false);
 		bad = true;
 	}
+	reap_all();
 	if (netns && netns_left())
 		bad = true;
 	if (sig)

@@ -20,12 +20,12 @@ guard() {
 	[ "$rc" -eq "$want" ] || { fail "test_guard $* exited $rc, expected $want"; cat "$W/err"; }
 }
 
-# gone PIDFILE : the process whose pid is in PIDFILE no longer runs.
-gone() {
+# killed PIDFILE : the process whose pid is in PIDFILE is gone, reaped too.
+killed() {
 	local pid
 	pid=$(cat "$1") || { fail "no pid in $1"; return; }
 	if kill -0 "$pid" 2>/dev/null; then
-		fail "pid $pid still runs"
+		fail "pid $pid is still there ($(cat "/proc/$pid/stat" 2>/dev/null))"
 		kill -KILL "$pid"
 	fi
 }
@@ -39,14 +39,14 @@ for rc in 0 77; do
 	guard 1 5 sh -c 'sleep 1000 & echo $! >"$1"; exit "$2"' sh "$W/pid" "$rc"
 	grep -q 'left running by the test' "$W/err" && grep -q "pid $(cat "$W/pid"): sleep 1000" "$W/err" ||
 		{ fail "the leftover is not named"; cat "$W/err"; }
-	gone "$W/pid"
+	killed "$W/pid"
 done
 # A test that failed keeps its status.
 guard 4 5 sh -c 'sleep 1000 & echo $! >"$1"; exit 4' sh "$W/pid"
-gone "$W/pid"
+killed "$W/pid"
 # A daemon in a session of its own, its parent gone: reparented to the guard.
 guard 1 5 sh -c 'setsid sh -c "sleep 1000 & echo \$! >$1" & wait' sh "$W/pid"
-gone "$W/pid"
+killed "$W/pid"
 # A process on its way out is let go.
 guard 0 5 sh -c '(sleep 0.2 &); exit 0'
 
@@ -56,7 +56,7 @@ guard 1 1 sh -c 'echo $$ >"$1"; exec sleep 1000' sh "$W/pid"
 [ $((SECONDS - start)) -le 4 ] || fail "the 1 s bound ended the test after $((SECONDS - start)) s"
 grep -q 'did not end within 1 s' "$W/err" && grep -q "pid $(cat "$W/pid") .*: sleep 1000" "$W/err" ||
 	{ fail "the hung process is not named"; cat "$W/err"; }
-gone "$W/pid"
+killed "$W/pid"
 
 if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null; then
 	ns=umc-guard-$$
