@@ -27,12 +27,9 @@
  *                      the CM, above the core, includes it too
  *   cm/cm_int.h, sa/sa_int.h, the link's own headers
  *
- * Conventions:
- *   - internal functions return 0 or a negative errno;
- *   - the public wrappers convert: int verbs return the positive errno,
- *     pointer verbs return NULL and set errno, rdma_* return -1 and set
- *     errno (librdmacm-behaviour.md section 2.1);
- *   - public symbols are marked UMC_EXPORT, everything else is hidden.
+ * Conventions: internal functions return 0 or a negative errno, and the
+ * public calls convert it in one place (umc_err.h); public symbols are
+ * marked UMC_EXPORT, everything else is hidden.
  */
 #ifndef UMC_INT_H
 #define UMC_INT_H
@@ -42,6 +39,7 @@
 #include <stddef.h>
 
 #include "umc_cc.h"
+#include "umc_err.h"
 #include "umc_param.h"
 #include "umc_sys.h"
 
@@ -49,11 +47,6 @@
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
-/* Linux-internal errno that rdma_cm leaks to user space (kernel-behaviour 7.21). */
-#ifndef ENOTSUPP
-#define ENOTSUPP 524
 #endif
 
 /* ------------------------------------------------------------------------- */

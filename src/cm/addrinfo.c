@@ -61,10 +61,8 @@ static int cm_copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct 
 			socklen_t len)
 {
 	*dst = malloc(len);
-	if (!*dst) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (!*dst)
+		return umc_minus1_errno(-ENOMEM);
 	memcpy(*dst, src, len);
 	*dst_len = len;
 	return 0;
@@ -100,8 +98,7 @@ static int cm_ai_to_rai(struct rdma_addrinfo *rai, const struct rdma_addrinfo *h
 		goto enomem;
 	return cm_copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
 enomem:
-	errno = ENOMEM;
-	return -1;
+	return umc_minus1_errno(-ENOMEM);
 }
 
 /**
@@ -124,19 +121,13 @@ UMC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *rai;
 	int ret = 0;
 
-	if ((!node && !service && !hints) || !res) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (hints && (hints->ai_flags & RAI_SA)) {
-		errno = EOPNOTSUPP;
-		return -1;
-	}
+	if ((!node && !service && !hints) || !res)
+		return umc_minus1_errno(-EINVAL);
+	if (hints && (hints->ai_flags & RAI_SA))
+		return umc_minus1_errno(-EOPNOTSUPP);
 	rai = calloc(1, sizeof(*rai));
-	if (!rai) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (!rai)
+		return umc_minus1_errno(-ENOMEM);
 	if (node || service) {
 		struct addrinfo ai_hints, *ai;
 

@@ -42,15 +42,12 @@ struct umc_cm_channel *umc_cm_chan_create(void)
 	struct umc_cm_channel *chan = calloc(1, sizeof(*chan));
 	int sv[2], ret;
 
-	if (!chan) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!chan)
+		return umc_null_errno(-ENOMEM);
 	ret = umc_fd_socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, sv, true);
 	if (ret) {
 		free(chan);
-		errno = -ret;
-		return NULL;
+		return umc_null_errno(ret);
 	}
 	/* Only our end is non-blocking: the user decides for channel->fd. */
 	if (fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
@@ -59,8 +56,7 @@ struct umc_cm_channel *umc_cm_chan_create(void)
 		umc_fd_close(sv[0]);
 		umc_fd_close(sv[1]);
 		free(chan);
-		errno = err;
-		return NULL;
+		return umc_null_errno(-err);
 	}
 	chan->ch.fd = sv[0];
 	chan->wfd = sv[1];
@@ -126,10 +122,8 @@ UMC_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	struct umc_device **devs;
 	struct umc_cm_channel *chan;
 
-	if (umc_devices(&devs) <= 0) {
-		errno = ENODEV;
-		return NULL;
-	}
+	if (umc_devices(&devs) <= 0)
+		return umc_null_errno(-ENODEV);
 	chan = umc_cm_chan_create();
 	return chan ? &chan->ch : NULL;
 }
@@ -407,23 +401,15 @@ UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 	struct umc_device **devs;
 	int ret, err;
 
-	if (umc_devices(&devs) <= 0) {
-		errno = ENODEV;
-		return -1;
-	}
-	if (!event || !channel) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (umc_forked(to_chan(channel)->gen)) {
-		errno = EIO;
-		return -1;
-	}
+	if (umc_devices(&devs) <= 0)
+		return umc_minus1_errno(-ENODEV);
+	if (!event || !channel)
+		return umc_minus1_errno(-EINVAL);
+	if (umc_forked(to_chan(channel)->gen))
+		return umc_minus1_errno(-EIO);
 	ret = umc_cm_get_event(to_chan(channel), &evt, &err);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
+	if (ret)
+		return umc_minus1_errno(ret);
 	*event = &evt->ev;
 	if (err)
 		errno = err;
@@ -447,12 +433,10 @@ UMC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	struct umc_cm_event *evt;
 	struct umc_cm_id *idp;
 
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!event)
+		return umc_minus1_errno(-EINVAL);
 	if (umc_cm_id_forked(event->id))
-		return -1;
+		return umc_minus1_errno(-EIO);
 	evt = container_of(event, struct umc_cm_event, ev);
 	idp = evt->idp;
 	__umc_cm_id_lock(idp);

@@ -191,16 +191,12 @@ static inline struct umc_cm_id *to_cmid(struct rdma_cm_id *id)
 }
 
 /*
- * umc_cm_id_forked - is @id the parent's, in a child of fork?  Then errno
- * is set to EIO and the rdma_* call returns -1 at once, taking no lock
- * (umcast(7), FORK).
+ * umc_cm_id_forked - is @id the parent's, in a child of fork?  Then the
+ * rdma_* call fails at once with EIO, taking no lock (umcast(7), FORK).
  */
 static inline bool umc_cm_id_forked(struct rdma_cm_id *id)
 {
-	if (!umc_forked(to_cmid(id)->gen))
-		return false;
-	errno = EIO;
-	return true;
+	return umc_forked(to_cmid(id)->gen);
 }
 
 /*
@@ -235,12 +231,10 @@ static inline void umc_cm_id_unlock(struct umc_cm_id *idp)
  */
 static inline struct umc_cm_id *umc_cm_id_lock(struct rdma_cm_id *id, bool args_ok)
 {
-	if (!id || !args_ok) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!id || !args_ok)
+		return umc_null_errno(-EINVAL);
 	if (umc_cm_id_forked(id))
-		return NULL;
+		return umc_null_errno(-EIO);
 	__umc_cm_id_lock(to_cmid(id));
 	return to_cmid(id);
 }

@@ -117,10 +117,8 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 	struct umc_cm_id *idp;
 	enum ibv_qp_type qp_type;
 
-	if (umc_devices(&devs) <= 0) {
-		errno = ENODEV;
-		return -1;
-	}
+	if (umc_devices(&devs) <= 0)
+		return umc_minus1_errno(-ENODEV);
 	switch (ps) {
 	case RDMA_PS_UDP:
 	case RDMA_PS_IPOIB:
@@ -131,22 +129,15 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 		qp_type = IBV_QPT_RC;
 		break;
 	default:
-		errno = EINVAL;
-		return -1;
+		return umc_minus1_errno(-EINVAL);
 	}
-	if (!id) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (channel && umc_forked(to_chan(channel)->gen)) {
-		errno = EIO;
-		return -1;
-	}
+	if (!id)
+		return umc_minus1_errno(-EINVAL);
+	if (channel && umc_forked(to_chan(channel)->gen))
+		return umc_minus1_errno(-EIO);
 	idp = calloc(1, sizeof(*idp));
-	if (!idp) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (!idp)
+		return umc_minus1_errno(-ENOMEM);
 	if (channel) {
 		idp->chan = to_chan(channel);
 		umc_cm_chan_get(idp->chan);
@@ -156,8 +147,7 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 			int err = errno;
 
 			free(idp);
-			errno = err;
-			return -1;
+			return umc_minus1_errno(-err);
 		}
 		idp->sync = true;
 	}
@@ -242,10 +232,8 @@ int umc_cm_complete(struct umc_cm_id *idp)
 		umc_cm_event_free(prev);
 
 	ret = umc_cm_get_event(idp->chan, &evt, &err);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
+	if (ret)
+		return umc_minus1_errno(ret);
 	__umc_cm_id_lock(idp);
 	idp->sync_event = evt;
 	idp->id.event = &evt->ev;
@@ -255,10 +243,8 @@ int umc_cm_complete(struct umc_cm_id *idp)
 	if (!status)
 		return 0;
 	if (evt->ev.event == RDMA_CM_EVENT_REJECTED)
-		errno = ECONNREFUSED;
-	else
-		errno = status < 0 ? -status : status;
-	return -1;
+		return umc_minus1_errno(-ECONNREFUSED);
+	return umc_minus1_errno(status < 0 ? status : -status);
 }
 
 /**
@@ -297,11 +283,7 @@ UMC_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		__cm_publish(idp);
 	}
 	umc_cm_id_unlock(idp);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return umc_minus1_errno(ret);
 }
 
 /*
@@ -399,18 +381,14 @@ UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	int ret, status;
 
 	(void)timeout_ms;
-	if (!id || !dlen || (src_addr && !umc_cm_addrlen(src_addr))) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !dlen || (src_addr && !umc_cm_addrlen(src_addr)))
+		return umc_minus1_errno(-EINVAL);
 	if (umc_cm_id_forked(id))
-		return -1;
+		return umc_minus1_errno(-EIO);
 	idp = to_cmid(id);
 	evt = umc_cm_event_new(idp, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	if (!evt) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (!evt)
+		return umc_minus1_errno(-ENOMEM);
 	__umc_cm_id_lock(idp);
 	ret = __cm_resolve(idp, src_addr, dst_addr, &type, &status);
 	if (!ret) {
@@ -424,8 +402,7 @@ UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	umc_cm_id_unlock(idp);
 	if (ret) {
 		umc_cm_event_free(evt);
-		errno = -ret;
-		return -1;
+		return umc_minus1_errno(ret);
 	}
 	return umc_cm_complete(idp);
 }
@@ -471,15 +448,11 @@ UMC_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 
 	if (num_devices)
 		*num_devices = 0;
-	if (n <= 0) {
-		errno = ENODEV;
-		return NULL;
-	}
+	if (n <= 0)
+		return umc_null_errno(-ENODEV);
 	list = calloc(n + 1, sizeof(*list));
-	if (!list) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!list)
+		return umc_null_errno(-ENOMEM);
 	for (int d = 0; d < n; d++) {
 		struct ibv_context *ctx;
 

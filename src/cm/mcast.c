@@ -144,12 +144,10 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 	int ret;
 
 	if (umc_cm_id_forked(id))
-		return -1;
+		return umc_minus1_errno(-EIO);
 	mc = calloc(1, sizeof(*mc));
-	if (!mc) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (!mc)
+		return umc_minus1_errno(-ENOMEM);
 	mc->idp = idp;
 	mc->context = context;
 	mc->join_flags = join_flags;
@@ -174,8 +172,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 	umc_cm_id_unlock(idp);
 	if (ret) {
 		free(mc);
-		errno = -ret;
-		return -1;
+		return umc_minus1_errno(ret);
 	}
 	return umc_cm_complete(idp);
 }
@@ -220,25 +217,17 @@ UMC_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 {
 	socklen_t addrlen;
 
-	if (!id || !mc_join_attr) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (mc_join_attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED) {
-		errno = EOPNOTSUPP;
-		return -1;
-	}
+	if (!id || !mc_join_attr)
+		return umc_minus1_errno(-EINVAL);
+	if (mc_join_attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
+		return umc_minus1_errno(-EOPNOTSUPP);
 	if (!(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
 	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
-	    mc_join_attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED) {
-		errno = EINVAL;
-		return -1;
-	}
+	    mc_join_attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
+		return umc_minus1_errno(-EINVAL);
 	addrlen = umc_cm_addrlen(mc_join_attr->addr);
-	if (!addrlen) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!addrlen)
+		return umc_minus1_errno(-EINVAL);
 	return cm_join(id, mc_join_attr->addr, addrlen, (uint16_t)mc_join_attr->join_flags,
 		       context);
 }
@@ -254,10 +243,8 @@ UMC_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
 {
 	socklen_t addrlen = umc_cm_addrlen(addr);
 
-	if (!id || !addrlen) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !addrlen)
+		return umc_minus1_errno(-EINVAL);
 	return cm_join(id, addr, addrlen, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
 }
 
@@ -292,8 +279,7 @@ UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
 			break;
 	if (!mc) {
 		umc_cm_id_unlock(idp);
-		errno = EADDRNOTAVAIL;
-		return -1;
+		return umc_minus1_errno(-EADDRNOTAVAIL);
 	}
 	*pp = mc->next;
 	__umc_cm_mc_leave(idp, mc, &discarded);

@@ -202,10 +202,8 @@ err:
 	cm_destroy_cqs(idp);
 out:
 	umc_cm_id_unlock(idp);
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
+	if (ret)
+		return umc_minus1_errno(-ret);
 	return 0;
 }
 
@@ -222,10 +220,8 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	struct ibv_qp_init_attr_ex attr_ex;
 	int ret;
 
-	if (!id || !qp_init_attr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !qp_init_attr)
+		return umc_minus1_errno(-EINVAL);
 	memset(&attr_ex, 0, sizeof(attr_ex));
 	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
 	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;

@@ -26,34 +26,33 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "umc_err.h"
+
 #define UMC_STUB __attribute__((weak, visibility("default")))
 
 /* int verbs: the errno value. */
 #define UMC_STUB_ERR(name)                                                                         \
 	UMC_STUB int name(void)                                                                    \
 	{                                                                                          \
-		return EOPNOTSUPP;                                                                 \
+		return umc_pos_errno(-EOPNOTSUPP);                                                 \
 	}
 /* int calls of the -1-and-errno convention. */
 #define UMC_STUB_NEG(name, err)                                                                    \
 	UMC_STUB int name(void)                                                                    \
 	{                                                                                          \
-		errno = err;                                                                       \
-		return -1;                                                                         \
+		return umc_minus1_errno(-(err));                                                   \
 	}
 /* ssize_t calls (rsocket data transfer). */
 #define UMC_STUB_SNEG(name, err)                                                                   \
 	UMC_STUB ssize_t name(void)                                                                \
 	{                                                                                          \
-		errno = err;                                                                       \
-		return -1;                                                                         \
+		return umc_minus1_errno(-(err));                                                   \
 	}
 /* Pointer results: NULL and errno. */
 #define UMC_STUB_NULL(name)                                                                        \
 	UMC_STUB void *name(void)                                                                  \
 	{                                                                                          \
-		errno = EOPNOTSUPP;                                                                \
-		return NULL;                                                                       \
+		return umc_null_errno(-EOPNOTSUPP);                                                \
 	}
 /* Calls with no result: nothing to do. */
 #define UMC_STUB_VOID(name)                                                                        \
@@ -222,11 +221,9 @@ UMC_STUB_NEG(rfcntl, ENOSYS)
 UMC_STUB_NEG(riounmap, ENOSYS)
 UMC_STUB off_t riomap(void)
 {
-	errno = ENOSYS;
-	return (off_t)-1;
+	return umc_minus1_errno(-ENOSYS);
 }
 UMC_STUB size_t riowrite(void)
 {
-	errno = ENOSYS;
-	return (size_t)-1;
+	return (size_t)umc_minus1_errno(-ENOSYS);
 }

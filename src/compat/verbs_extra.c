@@ -172,10 +172,8 @@ UMC_COMPAT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	ssize_t len;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		return umc_minus1_errno(-ENAMETOOLONG);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -188,8 +186,7 @@ UMC_COMPAT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	else if ((size_t)len < size)
 		buf[len] = '\0';
 	else {
-		errno = EOVERFLOW;
-		return -1;
+		return umc_minus1_errno(-EOVERFLOW);
 	}
 	return (int)len;
 }
@@ -265,7 +262,7 @@ UMC_COMPAT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 	int ret;
 
 	if (flags || entry_size < sizeof(e))
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	ret = umc_gid_entry(context, port_num, gid_index, &e);
 	if (ret)
 		return ret;
@@ -323,10 +320,8 @@ UMC_COMPAT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		*type = UMC_GID_TYPE_SYSFS_IB_ROCE_V1;
 		return 0;
 	}
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
+	if (ret)
+		return umc_minus1_errno(-ret);
 	*type = e.gid_type == UMC_GID_TYPE_ROCE_V2 ? UMC_GID_TYPE_SYSFS_ROCE_V2
 						   : UMC_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
@@ -377,10 +372,8 @@ UMC_COMPAT int ibv_dofork_range(void *base, size_t size)
 UMC_COMPAT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 					   uint64_t iova, unsigned int access)
 {
-	if (iova != (uintptr_t)addr) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (iova != (uintptr_t)addr)
+		return umc_null_errno(-EOPNOTSUPP);
 	return ibv_reg_mr(pd, addr, length, (int)(access & ~UMC_ACCESS_OPTIONAL_RANGE));
 }
 
@@ -400,8 +393,7 @@ UMC_COMPAT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t 
  */
 UMC_COMPAT void *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return umc_null_errno(-EOPNOTSUPP);
 }
 
 /*

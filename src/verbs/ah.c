@@ -23,24 +23,17 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	struct umc_ah *ah;
 	int ret;
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return NULL;
-	}
-	if (attr->port_num != UMC_PORT_NUM) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (umc_dev_forked(dev))
+		return umc_null_errno(-EIO);
+	if (attr->port_num != UMC_PORT_NUM)
+		return umc_null_errno(-EINVAL);
 	ah = calloc(1, dev->link->ah_size);
-	if (!ah) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!ah)
+		return umc_null_errno(-ENOMEM);
 	ret = dev->link->ah_init(dev, attr, ah);
 	if (ret) {
 		free(ah);
-		errno = -ret;
-		return NULL;
+		return umc_null_errno(ret);
 	}
 	ah->attr = *attr;
 	ah->ibah.context = pd->context;
@@ -52,7 +45,7 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	if (umc_ctx_forked(ah->context))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	umc_pd_put(ah->pd);
 	free(to_uah(ah));
 	return 0;
@@ -72,10 +65,8 @@ UMC_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 {
 	struct umc_device *dev = ctx_dev(context);
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return -1;
-	}
+	if (umc_dev_forked(dev))
+		return umc_minus1_errno(-EIO);
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->dlid = wc->slid;
 	ah_attr->sl = wc->sl;
@@ -90,9 +81,7 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc
 {
 	struct ibv_ah_attr attr;
 
-	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr)) {
-		errno = umc_ctx_forked(pd->context) ? EIO : EINVAL;
-		return NULL;
-	}
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return umc_null_errno(-(umc_ctx_forked(pd->context) ? EIO : EINVAL));
 	return ibv_create_ah(pd, &attr);
 }

@@ -22,13 +22,12 @@
 #define UMC_NO_INT(name, ...)                                                                      \
 	static int name(__VA_ARGS__)                                                               \
 	{                                                                                          \
-		return EOPNOTSUPP;                                                                 \
+		return umc_pos_errno(-EOPNOTSUPP);                                                 \
 	}
 #define UMC_NO_PTR(type, name, ...)                                                                \
 	static type *name(__VA_ARGS__)                                                             \
 	{                                                                                          \
-		errno = EOPNOTSUPP;                                                                \
-		return NULL;                                                                       \
+		return umc_null_errno(-EOPNOTSUPP);                                                \
 	}
 
 UMC_NO_PTR(struct ibv_mw, umc_no_alloc_mw, struct ibv_pd *pd, enum ibv_mw_type type)
@@ -87,14 +86,14 @@ static int umc_no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 				struct ibv_recv_wr **bad_wr)
 {
 	*bad_wr = wr;
-	return EOPNOTSUPP;
+	return umc_pos_errno(-EOPNOTSUPP);
 }
 
 static int umc_no_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
 			       struct ibv_ops_wr **bad_op)
 {
 	*bad_op = op;
-	return EOPNOTSUPP;
+	return umc_pos_errno(-EOPNOTSUPP);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -159,7 +158,7 @@ static int umc_vctx_query_device_ex(struct ibv_context *context,
 	int ret;
 
 	if ((input && input->comp_mask) || attr_size < sizeof(ex.orig_attr))
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	memset(&ex, 0, sizeof(ex));
 	ret = ibv_query_device(context, &ex.orig_attr);
 	if (ret)

@@ -57,30 +57,30 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	struct umc_comp_channel *ch;
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct umc_device *dev = ctx_dev(context);
-	int ret, saved;
+	int ret;
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return NULL;
-	}
+	if (umc_dev_forked(dev))
+		return umc_null_errno(-EIO);
 	ch = calloc(1, sizeof(*ch));
-	if (!ch) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!ch)
+		return umc_null_errno(-ENOMEM);
 	ch->notify[0] = ch->notify[1] = -1;
 	/* The user's fd; it blocks unless the user sets O_NONBLOCK on it. */
 	ch->epfd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), true);
-	if (ch->epfd < 0)
-		goto err;
-	ret = umc_fd_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, ch->notify, false);
-	if (ret) {
-		errno = -ret;
-		goto err;
-	}
+	ret = ch->epfd < 0 ? -errno : 0;
+	if (!ret)
+		ret = umc_fd_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+					ch->notify, false);
 	ev.data.fd = ch->notify[0];
-	if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
-		goto err;
+	if (!ret && epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->notify[0], &ev))
+		ret = -errno;
+	if (ret) {
+		umc_fd_close(ch->epfd);
+		umc_fd_close(ch->notify[0]);
+		umc_fd_close(ch->notify[1]);
+		free(ch);
+		return umc_null_errno(ret);
+	}
 	ch->ch.fd = ch->epfd;
 	ch->ch.context = context;
 	ch->dev = dev;
@@ -91,14 +91,6 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	dev->chans = ch;
 	pthread_mutex_unlock(&dev->watch_lock);
 	return &ch->ch;
-err:
-	saved = errno ? errno : ENOMEM;
-	umc_fd_close(ch->epfd);
-	umc_fd_close(ch->notify[0]);
-	umc_fd_close(ch->notify[1]);
-	free(ch);
-	errno = saved;
-	return NULL;
 }
 
 /* ibv_destroy_comp_channel(3): EBUSY while a CQ still uses the channel. */
@@ -107,9 +99,9 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	struct umc_comp_channel *ch = to_uchan(channel);
 
 	if (umc_dev_forked(ch->dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
-		return EBUSY;
+		return umc_pos_errno(-EBUSY);
 	pthread_mutex_lock(&ch->dev->watch_lock);
 	for (struct umc_comp_channel **p = &ch->dev->chans; *p; p = &(*p)->dev_next) {
 		if (*p == ch) {
@@ -325,10 +317,8 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	bool interrupted = false;
 	struct umc_cq *ucq;
 
-	if (umc_dev_forked(ch->dev)) {
-		errno = EIO;
-		return -1;
-	}
+	if (umc_dev_forked(ch->dev))
+		return umc_minus1_errno(-EIO);
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
 		ucq = __umc_chan_take(ch);
@@ -359,14 +349,10 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			return 0;
 		}
 		umc_chan_unwatch(ch);
-		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) { /* the user's flag */
-			errno = EAGAIN;
-			return -1;
-		}
-		if (interrupted) { /* as the kernel's wait, an event that came meanwhile first */
-			errno = EINTR;
-			return -1;
-		}
+		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) /* the user's flag */
+			return umc_minus1_errno(-EAGAIN);
+		if (interrupted) /* as the kernel's wait, an event that came meanwhile first */
+			return umc_minus1_errno(-EINTR);
 		if (poll(&pfd, 1, -1) < 0) {
 			if (errno != EINTR)
 				return -1;
@@ -448,15 +434,11 @@ UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 	struct umc_cq *cq;
 	uint32_t size = 1;
 
-	if (umc_ctx_forked(context) || (channel && umc_dev_forked(to_uchan(channel)->dev))) {
-		errno = EIO;
-		return NULL;
-	}
+	if (umc_ctx_forked(context) || (channel && umc_dev_forked(to_uchan(channel)->dev)))
+		return umc_null_errno(-EIO);
 	if (cqe < 1 || cqe > UMC_MAX_CQE || comp_vector < 0 ||
-	    comp_vector >= context->num_comp_vectors) {
-		errno = EINVAL;
-		return NULL;
-	}
+	    comp_vector >= context->num_comp_vectors)
+		return umc_null_errno(-EINVAL);
 	while (size < (uint32_t)cqe + 1)
 		size <<= 1;
 	cq = calloc(1, sizeof(*cq));
@@ -464,8 +446,7 @@ UMC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 		cq->ring = calloc(size, sizeof(*cq->ring));
 	if (!cq || !cq->ring) {
 		free(cq);
-		errno = ENOMEM;
-		return NULL;
+		return umc_null_errno(-ENOMEM);
 	}
 	cq->mask = size - 1;
 	cq->dev = ctx_dev(context);
@@ -492,12 +473,12 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	bool unacked;
 
 	if (umc_dev_forked(cq->dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	pthread_mutex_lock(&ibcq->mutex);
 	unacked = atomic_load(&cq->events) != ibcq->comp_events_completed;
 	pthread_mutex_unlock(&ibcq->mutex);
 	if (atomic_load(&cq->usecnt) || unacked)
-		return EBUSY;
+		return umc_pos_errno(-EBUSY);
 	if (ibcq->channel) {
 		struct umc_comp_channel *ch = to_uchan(ibcq->channel);
 
@@ -608,7 +589,7 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	bool first = false;
 
 	if (!ibcq->channel)
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	pthread_spin_lock(&cq->lock);
 	if (!cq->armed) {
 		first = true;

@@ -241,10 +241,8 @@ UMC_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	int n = umc_devices(&devs);
 	struct ibv_device **list = calloc(n + 1, sizeof(*list));
 
-	if (!list) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!list)
+		return umc_null_errno(-ENOMEM);
 	for (int i = 0; i < n; i++)
 		list[i] = &devs[i]->ibdev;
 	if (num_devices)
@@ -295,15 +293,11 @@ UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct umc_context *ctx;
 	int ret = dev ? umc_dev_rx_init(dev) : -ENODEV;
 
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		return umc_null_errno(ret);
 	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!ctx)
+		return umc_null_errno(-ENOMEM);
 	umc_context_init(ctx, dev);
 	pthread_mutex_lock(&umc_devs_lock);
 	ctx->next = umc_ctx_list;
@@ -320,10 +314,8 @@ UMC_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct umc_context *ctx = to_uctx(context);
 
-	if (umc_ctx_forked(context)) {
-		errno = EIO;
-		return -1;
-	}
+	if (umc_ctx_forked(context))
+		return umc_minus1_errno(-EIO);
 	pthread_mutex_lock(&umc_devs_lock);
 	*ctx->pprev = ctx->next;
 	if (ctx->next)
@@ -397,7 +389,7 @@ UMC_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_a
 	struct umc_device *dev = ctx_dev(context);
 
 	if (umc_dev_forked(dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "umcast 0.1");
 	attr->node_guid = htobe64(dev->guid);
@@ -433,9 +425,9 @@ int umc_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
 	struct umc_device *dev = ctx_dev(context);
 
 	if (umc_dev_forked(dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	if (port_num != UMC_PORT_NUM)
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	memset(attr, 0, sizeof(*attr));
 	dev->link->query_port(dev, attr);
 	return 0;
@@ -446,14 +438,10 @@ UMC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int 
 {
 	struct umc_device *dev = ctx_dev(context);
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return -1;
-	}
-	if (port_num != UMC_PORT_NUM || index < 0 || index >= dev->gid_tbl_len) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (umc_dev_forked(dev))
+		return umc_minus1_errno(-EIO);
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= dev->gid_tbl_len)
+		return umc_minus1_errno(-EINVAL);
 	if (index < __atomic_load_n(&dev->gid_count, __ATOMIC_ACQUIRE))
 		*gid = dev->gids[index];
 	else
@@ -467,14 +455,10 @@ UMC_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int
 {
 	struct umc_device *dev = ctx_dev(context);
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return -1;
-	}
-	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (umc_dev_forked(dev))
+		return umc_minus1_errno(-EIO);
+	if (port_num != UMC_PORT_NUM || index < 0 || index >= UMC_MAX_PKEYS)
+		return umc_minus1_errno(-EINVAL);
 	*pkey = index < dev->pkey_count ? htobe16(dev->pkeys[index]) : 0;
 	return 0;
 }
@@ -484,17 +468,12 @@ UMC_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 {
 	struct umc_device *dev = ctx_dev(context);
 
-	if (umc_dev_forked(dev)) {
-		errno = EIO;
-		return -1;
-	}
-	if (port_num != UMC_PORT_NUM) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (umc_dev_forked(dev))
+		return umc_minus1_errno(-EIO);
+	if (port_num != UMC_PORT_NUM)
+		return umc_minus1_errno(-EINVAL);
 	for (int i = 0; i < dev->pkey_count; i++)
 		if (dev->pkeys[i] == be16toh(pkey))
 			return i;
-	errno = ENOENT;
-	return -1;
+	return umc_minus1_errno(-ENOENT);
 }

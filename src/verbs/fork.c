@@ -224,21 +224,21 @@ static int umc_forked_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc 
 
 static int umc_forked_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	return EIO;
+	return umc_pos_errno(-EIO);
 }
 
 static int umc_forked_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 				struct ibv_send_wr **bad_wr)
 {
 	*bad_wr = wr;
-	return EIO;
+	return umc_pos_errno(-EIO);
 }
 
 static int umc_forked_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 				struct ibv_recv_wr **bad_wr)
 {
 	*bad_wr = wr;
-	return EIO;
+	return umc_pos_errno(-EIO);
 }
 
 void umc_ctx_forked_ops(struct ibv_context *ctx)

@@ -260,11 +260,11 @@ UMC_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	int ret = umc_mcast_chk(qp, gid, lid);
 
 	if (ret)
-		return -ret;
+		return umc_pos_errno(ret);
 	umc_dev_lock(qp->dev);
 	ret = __umc_attach(qp->dev, qp, gid, lid);
 	umc_dev_unlock(qp->dev);
-	return -ret;
+	return umc_pos_errno(ret);
 }
 
 /*
@@ -277,11 +277,11 @@ UMC_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	int ret = umc_mcast_chk(qp, gid, lid);
 
 	if (ret)
-		return -ret;
+		return umc_pos_errno(ret);
 	umc_dev_lock(qp->dev);
 	ret = __umc_detach(qp->dev, qp, gid, lid);
 	umc_dev_unlock(qp->dev);
-	return -ret;
+	return umc_pos_errno(ret);
 }
 
 /*

@@ -69,15 +69,11 @@ UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct umc_pd *pd;
 
-	if (umc_ctx_forked(context)) {
-		errno = EIO;
-		return NULL;
-	}
+	if (umc_ctx_forked(context))
+		return umc_null_errno(-EIO);
 	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!pd)
+		return umc_null_errno(-ENOMEM);
 	pd->ibpd.context = context;
 	return &pd->ibpd;
 }
@@ -86,9 +82,9 @@ UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 UMC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	if (umc_ctx_forked(pd->context))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	if (atomic_load_explicit(&to_upd(pd)->usecnt, memory_order_acquire))
-		return EBUSY;
+		return umc_pos_errno(-EBUSY);
 	free(to_upd(pd));
 	return 0;
 }
@@ -194,26 +190,18 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 	struct umc_mr *mr;
 	int ret;
 
-	if (pd && umc_ctx_forked(pd->context)) {
-		errno = EIO;
-		return NULL;
-	}
+	if (pd && umc_ctx_forked(pd->context))
+		return umc_null_errno(-EIO);
 	if (!pd || (access & ~umc_mr_access_known) ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	     !(access & IBV_ACCESS_LOCAL_WRITE)))
+		return umc_null_errno(-EINVAL);
 	ret = umc_mr_mem_check(addr, length, access);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		return umc_null_errno(ret);
 	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!mr)
+		return umc_null_errno(-ENOMEM);
 	mr->ibmr.context = pd->context;
 	mr->ibmr.pd = pd;
 	mr->ibmr.addr = addr;
@@ -247,8 +235,7 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 	}
 	pthread_mutex_unlock(&umc_mr_lock);
 	free(mr);
-	errno = ENOMEM;
-	return NULL;
+	return umc_null_errno(-ENOMEM);
 }
 
 /*
@@ -263,14 +250,14 @@ UMC_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct umc_mr_slot *s;
 
 	if (umc_ctx_forked(ibmr->context))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	if (slot >= UMC_MAX_MR)
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	s = &umc_mr_slots[slot];
 	pthread_mutex_lock(&umc_mr_lock);
 	if (s->mr != mr) {
 		pthread_mutex_unlock(&umc_mr_lock);
-		return EINVAL;
+		return umc_pos_errno(-EINVAL);
 	}
 	atomic_store_explicit(&s->tag, 0, memory_order_seq_cst);
 	while (atomic_load_explicit(&s->holds, memory_order_acquire))

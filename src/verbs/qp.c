@@ -149,15 +149,11 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	struct umc_qp *qp;
 	int ret = umc_dev_forked(dev) ? -EIO : umc_qp_chk_init(ctx, attr), cs;
 
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		return umc_null_errno(ret);
 	qp = calloc(1, dev->link->qp_size);
-	if (!qp) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!qp)
+		return umc_null_errno(-ENOMEM);
 	qp->dev = dev;
 	qp->cap = attr->cap;
 	if (!qp->cap.max_send_sge)
@@ -171,8 +167,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ret = umc_qp_rq_init(qp);
 	if (ret) {
 		free(qp);
-		errno = -ret;
-		return NULL;
+		return umc_null_errno(ret);
 	}
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&qp->sq_lock, NULL);
@@ -214,8 +209,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	umc_cancel_restore(cs);
 	if (ret) {
 		umc_qp_free(qp);
-		errno = -ret;
-		return NULL;
+		return umc_null_errno(ret);
 	}
 	attr->cap = qp->cap;
 	return ib;
@@ -236,10 +230,8 @@ UMC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	};
 	struct ibv_qp *qp;
 
-	if (!pd) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!pd)
+		return umc_null_errno(-EINVAL);
 	qp = umc_create_qp_ex(pd->context, &ex);
 	if (qp)
 		attr->cap = ex.cap;
@@ -257,13 +249,13 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct umc_device *dev = qp->dev;
 
 	if (umc_dev_forked(dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	pthread_mutex_lock(&dev->rx_lock);
 	pthread_mutex_lock(&dev->lock);
 	if (qp->attached) {
 		pthread_mutex_unlock(&dev->lock);
 		pthread_mutex_unlock(&dev->rx_lock);
-		return EBUSY;
+		return umc_pos_errno(-EBUSY);
 	}
 	for (struct umc_qp **p = &dev->qp_list; *p; p = &(*p)->next) {
 		if (*p == qp) {
@@ -439,7 +431,7 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	int ret;
 
 	if (umc_dev_forked(qp->dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	if (reset)
 		pthread_mutex_lock(&qp->dev->rx_lock);
 	pthread_mutex_lock(&qp->sq_lock);
@@ -469,7 +461,7 @@ out:
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (reset)
 		pthread_mutex_unlock(&qp->dev->rx_lock);
-	return -ret;
+	return umc_pos_errno(ret);
 }
 
 UMC_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
@@ -478,7 +470,7 @@ UMC_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 	struct umc_qp *qp = to_uqp(ibqp);
 
 	if (umc_dev_forked(qp->dev))
-		return EIO;
+		return umc_pos_errno(-EIO);
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = attr->cur_qp_state = umc_qp_state(qp);
 	attr->qkey = atomic_load_explicit(&qp->qkey, memory_order_relaxed);
