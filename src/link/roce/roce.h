@@ -177,6 +177,13 @@ struct roce_rxq {
 };
 
 /* port.c */
+/*
+ * roce_rx_sockopts - the options of a socket that receives RoCEv2 on
+ * @v4's family: a large receive buffer, TTL/TOS (hop limit, traffic
+ * class, flow label) as control messages, IP_PKTINFO when @pktinfo, and
+ * for IPv6 V6ONLY and UDP checksum 0 accepted.  Returns 0 or -errno.
+ */
+int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
 /* Point every slot of @q at its buffer, name and control space. */
 void roce_rxq_init(struct roce_rxq *q);
 /* Make slots [base, base + n) of @q ready for recvmmsg() again. */
@@ -208,13 +215,6 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more, const struct umc_rx_lend *lend);
-/*
- * roce_rx_sockopts - the options of a socket that receives RoCEv2 on
- * @v4's family: a large receive buffer, TTL/TOS (hop limit, traffic
- * class, flow label) as control messages, IP_PKTINFO when @pktinfo, and
- * for IPv6 V6ONLY and UDP checksum 0 accepted.  Returns 0 or -errno.
- */
-int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);

@@ -40,29 +40,6 @@
 #include "link/roce/roce.h"
 #include "wire/sg.h"
 
-#ifndef UDP_NO_CHECK6_RX
-#define UDP_NO_CHECK6_RX 102
-#endif
-
-int roce_rx_sockopts(int fd, bool v4, bool pktinfo)
-{
-	int ret;
-
-	umc_link_rcvbuf(fd);
-	if (v4) {
-		ret = pktinfo ? roce_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1) : 0;
-		ret = ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
-		return ret ?: roce_setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
-	}
-	ret = roce_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-	ret = ret ?: pktinfo ? roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) : 0;
-	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
-	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-	ret = ret ?: roce_setopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
-	/* rxe and NICs send UDP checksum 0, which IPv6 drops by default. */
-	return ret ?: roce_setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
-}
-
 static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 {
 	struct roce_port *rp = to_roce_port(dev);

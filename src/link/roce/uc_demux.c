@@ -437,28 +437,6 @@ void roce_uc_lead_forward(struct uc_leader *l)
 	}
 }
 
-/*
- * A socket bound to @d's addr:4791, with SO_REUSEPORT when @group: the
- * demultiplexer's own, and every member of its steering group (uc_steer.c).
- * Returns the fd or -errno.
- */
-int roce_uc_port_socket(const struct uc_dom *d, bool group)
-{
-	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
-
-	if (fd < 0)
-		return fd;
-	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
-	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
-	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
-		ret = -errno;
-	if (ret) {
-		umc_fd_close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 /* Try to take addr:4791; on failure try again later (a closing predecessor, or rxe). */
 void roce_uc_lead_bind(struct uc_leader *l)
 {

@@ -42,6 +42,28 @@
 
 #include "link/roce/ucast.h"
 
+/*
+ * A socket bound to @d's addr:4791, with SO_REUSEPORT when @group: the
+ * demultiplexer's own, and every member of its steering group.
+ * Returns the fd or -errno.
+ */
+int roce_uc_port_socket(const struct uc_dom *d, bool group)
+{
+	int fd = umc_link_socket(d->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = group ? roce_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1) : 0;
+	ret = ret ?: roce_rx_sockopts(fd, d->addr.ss_family == AF_INET, false);
+	if (!ret && bind(fd, (struct sockaddr *)&d->addr, d->addr_len))
+		ret = -errno;
+	if (ret) {
+		umc_fd_close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 /* UMC_UC_STEER=0: pass every datagram on instead.  Read once (getenv is not thread-safe). */
 bool roce_uc_steer_wanted(void)
 {

@@ -153,9 +153,9 @@ void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl);
 void roce_uc_lead_forward(struct uc_leader *l);
 void roce_uc_lead_bind(struct uc_leader *l);
 int roce_uc_lead_start(struct uc_dom *d);
-int roce_uc_port_socket(const struct uc_dom *d, bool group);
 
 /* uc_steer.c */
+int roce_uc_port_socket(const struct uc_dom *d, bool group);
 bool roce_uc_steer_wanted(void);
 void roce_uc_steer_reset(struct uc_leader *l);
 int roce_uc_steer_program(struct uc_leader *l);
