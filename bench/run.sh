@@ -33,8 +33,8 @@
 # rates, losses and latency percentiles), the busy-polling and event-driven
 # round-trip times of umcast, raw UDP and libfabric ($BUILD/bench-rtt/),
 # and, with bench/plot.py, pictures of them as SVG (rtt-cdf.svg,
-# rate-by-size.svg, fanout.svg).  It also writes $BUILD/bench-summary.txt, one line per
-# figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
+# rate-by-size.svg, fanout.svg).  It also writes $BUILD/bench-summary.txt,
+# one line per figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
 # p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
 # fanout4_loss_minus_udp_SIZE (percentage points), evlat_p50_vs_udp_64,
 # icrc_vs_crc32_4096, ib_rate_vs_roce_64 and sm_joins_vs_opensm.  Every
