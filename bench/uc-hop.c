@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * uc-hop - what the RoCE unicast demultiplexer (link/roce/ucast.c) costs: the
+ * uc-hop - what the RoCE unicast demultiplexer (link/roce/uc/) costs: the
  * round-trip time of a busy-polling UD ping-pong between two processes on
  * loopback, over
  *

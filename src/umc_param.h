@@ -65,14 +65,14 @@ enum umc_param {
 
 	/*
 	 * A link may find a QPN taken (RoCE: held by another process of the
-	 * network namespace, link/roce/qpn.c, or still the demultiplexer's for
+	 * network namespace, link/roce/uc/qpn.c, or still the demultiplexer's for
 	 * one that exited, uc_demux.c); QP creation then tries the next
 	 * numbers, this many in all, before failing with EADDRINUSE.
 	 */
 	UMC_QPN_TRIES = 64,
 
 	/*
-	 * RoCEv2 unicast demultiplexer (link/roce/ucast.c, uc_demux.c): one
+	 * RoCEv2 unicast demultiplexer (link/roce/uc/): one
 	 * process per host address owns UDP 4791 and forwards each datagram
 	 * to the process that owns its DestQP.
 	 */

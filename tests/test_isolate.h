@@ -3,7 +3,7 @@
  * test_isolate.h - give a test process a network namespace of its own.
  *
  * The RoCE unicast demultiplexer is per network namespace and every umcast
- * process in it takes part (link/roce/ucast.c), so a test that counts what
+ * process in it takes part (link/roce/uc/), so a test that counts what
  * its own processes forwarded or allocated must not share the namespace
  * with other tests.  As root unshare(CLONE_NEWNET) does it; otherwise a new
  * user namespace (mapping the caller's uid and gid to root in it) comes

@@ -45,7 +45,7 @@ UMC_ATFORK_MUTEX(umc_qpn_lock, UMC_GL_QPN, umc_qpn_forked)
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
  * processes on one host should not pick the same ones.  The link refuses a
- * number another process holds (RoCE: link/roce/qpn.c) and the next one is
+ * number another process holds (RoCE: link/roce/uc/qpn.c) and the next one is
  * tried; starting at a pid-derived base makes that rare (UMC_QPN_BASE from
  * the environment, e.g. 0x11, numbers QPs as rxe does).
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_ucast_unpriv.sh - unicast needs no privilege (link/roce/ucast.c):
+# test_ucast_unpriv.sh - unicast needs no privilege (link/roce/uc/):
 #   - the kill scenario (election, forwarding, hand-over after SIGKILL) run
 #     entirely as an unprivileged user;
 #   - the ping-pong scenario with the processes of two users on one host

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * uc_procs - UD unicast between umcast processes (IBA 10.2.4, 11.4.1.2;
- * link/roce/ucast.c), through the verbs API only: ibv_create_ah to a peer's
+ * link/roce/uc/), through the verbs API only: ibv_create_ah to a peer's
  * GID and QPN, replies built with ibv_create_ah_from_wc and
  * ibv_init_ah_from_wc from the request's GRH and completion.
  *
@@ -88,7 +88,7 @@
 #include <infiniband/verbs.h>
 
 #include "agent.h"
-#include "link/roce/roce.h" /* umc_roce_uc_sync, counters */
+#include "link/roce/uc/uc.h" /* umc_roce_uc_sync, counters */
 #include "test_isolate.h"
 #include "verbs/verbs_int.h"
 #include "wire/wire.h" /* the replay: ICRC */

@@ -13,7 +13,7 @@
  * $UMC_BIN).  Group datagrams land straight in the posted buffers on both
  * (verbs/rx_lend.c: the lent receives); the runs count rx_in_place, so they
  * prove the landing path itself allocates nothing.  RoCE unicast goes
- * through the host's demultiplexer (link/roce/ucast.c): steered by the
+ * through the host's demultiplexer (link/roce/uc/): steered by the
  * kernel straight to the QP's socket, or, with UMC_UC_STEER=0, passed on by
  * the demultiplexer's agent thread.
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_roce_ucast.c - the RoCE unicast demultiplexer (link/roce/ucast.c)
- * as another local process sees it: its control protocol (roce.h), what it
+ * test_roce_ucast.c - the RoCE unicast demultiplexer (link/roce/uc/)
+ * as another local process sees it: its control protocol (uc/uc_proto.h), what it
  * does with nonsense, and what it hands over.
  *
  * The test process takes a network namespace of its own (test_isolate.h);
@@ -23,6 +23,7 @@
 #include <sys/un.h>
 
 #include "link/roce/roce.h"
+#include "link/roce/uc/uc_proto.h"
 #include "test_isolate.h"
 
 enum { OTHER_QPN = 0xabcde, T_MS = 5000 };

@@ -10,7 +10,7 @@
  * another process is never "self".  QPNs are unique on the host, as on one
  * rxe device: two processes numbering their QPs from the same
  * UMC_QPN_BASE get different numbers, because a QP holds its number on
- * the host and another process skips it (link/roce/qpn.c).
+ * the host and another process skips it (link/roce/uc/qpn.c).
  *
  * The basic case (the sender's own QP blocked, another process's QP
  * receiving) is in test_verbs_delivery.c; these are the two edges:

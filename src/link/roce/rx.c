@@ -18,7 +18,7 @@
  * checked over those pieces; its payload is then completed in place.
  *
  * Unicast datagrams reach this process through the port's unicast input,
- * where the host's demultiplexer passes on those for its QPNs (uc_demux.c),
+ * where the host's demultiplexer passes on those for its QPNs (uc/uc_demux.c),
  * each behind the IP context the demultiplexer's socket saw; they get the
  * same checks.
  *
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "link/roce/roce.h"
+#include "link/roce/uc/uc.h"
 #include "wire/sg.h"
 
 static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
@@ -320,7 +320,7 @@ static bool roce_rx_uc_one(struct roce_port *rp, struct roce_ep *rm, struct mmsg
 	 * the wrong length, or a descriptor with anything else, is malformed:
 	 * counted, and the descriptor closed.  The family byte is read only
 	 * where the datagram has one (the slot keeps the last one's); the
-	 * message is as long as the slot's header (roce.h).
+	 * message is as long as the slot's header (uc/uc_proto.h).
 	 */
 	if (umc_unlikely(fd >= 0 || (m->msg_len >= 1 && f->family == ROCE_UC_FWD_CTL))) {
 		struct roce_uc_ctl c;

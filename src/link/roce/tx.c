@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "link/roce/roce.h"
+#include "link/roce/uc/uc.h"
 
 #ifndef IPV6_AUTOFLOWLABEL
 #define IPV6_AUTOFLOWLABEL 70
@@ -220,13 +220,13 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 int roce_qp_init(struct umc_qp *uqp)
 {
 	struct roce_qp *qp = to_roce_qp(uqp);
-	/* The number is this process's alone on the host (qpn.c) ... */
+	/* The number is this process's alone on the host (uc/qpn.c) ... */
 	int ret = roce_qpn_hold(qp);
 
 	if (ret)
 		return ret;
 	qp->sport = umc_roce_sport(uqp->ibqp.qp_num);
-	/* ... and unicast to it must reach this process (ucast.c). */
+	/* ... and unicast to it must reach this process (uc/). */
 	ret = roce_uc_qp_add(qp);
 	if (ret)
 		roce_qpn_release(qp);

@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <sys/socket.h>
 
-#include "link/roce/roce.h"
+#include "link/roce/uc/uc.h"
 
 int roce_qpn_hold(struct roce_qp *qp)
 {

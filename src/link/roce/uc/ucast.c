@@ -4,7 +4,7 @@
  * reaches the process that owns its DestQP.  This file: this process as a
  * client of each address's demultiplexer, the agent thread and the port's
  * calls; the demultiplexer is uc_demux.c, its steering uc_steer.c, the
- * objects they share ucast.h.
+ * objects they share uc_int.h.
  *
  * Every umcast process is an HCA of its own with its own QPNs, yet all of
  * them share the host's addresses and UDP port 4791, where RoCEv2 peers
@@ -71,7 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "link/roce/ucast.h"
+#include "link/roce/uc/uc_int.h"
 
 #define UMC_UC_THREAD_NAME "umc-ucast" /* the agent, as ps -L and gdb show it */
 

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "link/roce/ucast.h"
+#include "link/roce/uc/uc_int.h"
 
 /* ------------------------------------------------------------------------- */
 /* The demultiplexer's QPN table.                                            */

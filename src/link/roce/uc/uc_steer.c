@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "link/roce/ucast.h"
+#include "link/roce/uc/uc_int.h"
 
 /*
  * A socket bound to @d's addr:4791, with SO_REUSEPORT when @group: the

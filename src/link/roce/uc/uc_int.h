@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ucast.h - the RoCEv2 unicast objects, shared by ucast.c (this process as
+ * uc_int.h - the RoCEv2 unicast objects, shared by ucast.c (this process as
  * a client, the agent thread, the port's calls), uc_demux.c (this process
  * as the demultiplexer of an address) and uc_steer.c (its steering): a
  * port's unicast reception, the connection of each of its addresses to
  * their demultiplexer, the demultiplexer, and the agent.  The design,
  * threads and locks: ucast.c.
  */
-#ifndef UMC_LINK_ROCE_UCAST_H
-#define UMC_LINK_ROCE_UCAST_H
+#ifndef UMC_LINK_ROCE_UC_INT_H
+#define UMC_LINK_ROCE_UC_INT_H
 
 #include <sys/un.h>
 #include <time.h>
 
-#include "link/roce/roce.h"
+#include "link/roce/uc/uc.h"
 
 enum uc_kind { UC_T_WAKE, UC_T_CTL, UC_T_LISTEN, UC_T_UDP, UC_T_CLIENT };
 
@@ -168,4 +168,4 @@ bool roce_uc_dom_whole(struct uc_dom *d);
 int roce_uc_steer_adopt(struct uc_leader *l);
 void roce_uc_steer_adopted(struct uc_leader *l);
 
-#endif /* UMC_LINK_ROCE_UCAST_H */
+#endif /* UMC_LINK_ROCE_UC_INT_H */
