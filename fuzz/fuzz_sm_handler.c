@@ -9,13 +9,19 @@
  * epoch are written into the datagram's header (so that the fuzzer gets
  * past the UNKNOWN_PORT check without guessing them); bits 1-7: the clock
  * advances by that many times 50 ms and umc_sm_tick() runs (leases, RMPP
- * resends).  Three ports are registered before the script runs.
+ * resends and limits).  source bits 0-2: one of 8 endpoints, of 3 source
+ * hosts; bit 7: the requests that wait (new REGISTERs, scanning queries)
+ * are left waiting after this datagram, else they are all served.  Three
+ * ports are registered before the script runs; the caps are small enough
+ * to be reached, and umc-sm runs with --sm-key, so that proxy requests
+ * with the key get past that check.
  *
  * Properties, after every step: each datagram umc-sm sends decodes as a
  * reply of the protocol; every group's member and full-member counts
  * match its member list; every membership is on its port's list; the
- * MLID map agrees with the groups.  At the end the state is destroyed:
- * under ASan/LSan nothing may leak.
+ * MLID map agrees with the groups; each source host's ports, memberships
+ * and transfers are what its ports hold, within the caps.  At the end the
+ * state is destroyed: under ASan/LSan nothing may leak.
  */
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -40,6 +46,15 @@ static void check_out(void *ctx, const struct sockaddr_in *to, const uint8_t *bu
 	CHECK(umc_sm_msg_decode(buf, len, &m) == 0);
 	CHECK(m.hdr.type & UMC_SM_TYPE_REPLY);
 	CHECK(m.hdr.epoch == FUZZ_EPOCH);
+}
+
+/* Three source hosts: the endpoint's port number modulo 3 is its user. */
+static uint64_t host_of_source(void *ctx, const struct sockaddr_in *src,
+			       const struct sockaddr_in *dst)
+{
+	(void)ctx;
+	(void)dst;
+	return umc_sm_host_key_make(UMC_SM_HOST_USER, ntohs(src->sin_port) % 3);
 }
 
 static struct sockaddr_in source(unsigned i)
@@ -75,9 +90,36 @@ static void check_state(struct umc_sm *sm)
 	CHECK(groups == sm->groups.count);
 }
 
+/* Each host's counts are its ports' sums, and within the caps. */
+static void check_hosts(struct umc_sm *sm)
+{
+	const struct umc_sm_port *p, *q;
+
+	for (p = sm->ports.lease_head; p; p = p->lease_next) {
+		const struct umc_sm_host *h = p->host;
+		unsigned ports = 0, members = 0, txns = 0;
+
+		CHECK(umc_sm_host_find(sm, h->key) == h);
+		for (q = sm->ports.lease_head; q; q = q->lease_next) {
+			if (q->host != h)
+				continue;
+			ports++;
+			members += q->nmembers;
+			txns += q->ntxns;
+		}
+		CHECK(ports == h->ports && members == h->members && txns == h->txns);
+		CHECK(ports <= sm->cfg.max_ports_per_host && members <= sm->cfg.max_groups_per_host &&
+		      txns <= sm->cfg.max_rmpp_per_host);
+		CHECK(p->nmembers <= sm->cfg.max_groups_per_port &&
+		      p->ntxns <= sm->cfg.max_rmpp_per_port);
+		CHECK(h->queued <= UMC_SM_DEFER_QUERIES_PER_HOST);
+	}
+	CHECK(sm->hosts.count <= sm->ports.count);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct umc_sm_out out = { .send = check_out };
+	struct umc_sm_out out = { .send = check_out, .source = host_of_source };
 	struct umc_sm_config cfg;
 	struct umc_sm *sm;
 	uint64_t now = 1000;
@@ -88,6 +130,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.epoch = FUZZ_EPOCH;
 	cfg.lease_ms = 1000;
 	cfg.mlid_max = 0xC010; /* small enough to run out */
+	cfg.sm_key_set = true;
+	cfg.max_ports_per_host = 2;
+	cfg.max_groups_per_port = 6;
+	cfg.max_groups_per_host = 10;
+	cfg.max_rmpp_per_port = 2;
+	cfg.max_rmpp_per_host = 3;
 	sm = umc_sm_create(&cfg, &out);
 	CHECK(sm);
 	for (i = 0; i < 3; i++) {
@@ -95,10 +143,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct sockaddr_in src = source(i);
 		struct umc_sm_port *port;
 
-		CHECK(umc_sm_port_register(sm, now, &src, &reg, &port) == UMC_SM_OK);
+		CHECK(umc_sm_port_register(sm, now, &src, umc_sm_host_key(sm, &src, NULL), &reg,
+					   &port) == UMC_SM_OK);
 	}
 	while (off + 4 <= size) {
-		uint8_t op = data[off], buf[UMC_SM_MAX_MSG + 64];
+		uint8_t op = data[off], keep = data[off + 1] & 0x80, buf[UMC_SM_MAX_MSG + 64];
 		struct sockaddr_in src = source(data[off + 1] % SOURCES);
 		size_t len = get_be16(data + off + 2);
 		struct umc_sm_port *port;
@@ -115,12 +164,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			put_be64(buf + 8, sm->epoch);
 			put_be16(buf + 16, port->lid);
 		}
-		umc_sm_handle(sm, now, &src, buf, len);
+		umc_sm_handle(sm, now, &src, NULL, buf, len);
+		while (!keep && umc_sm_work(sm, now))
+			;
 		if (op >> 1) {
 			now += (uint64_t)(op >> 1) * 50;
-			umc_sm_tick(sm, now);
+			umc_sm_tick(sm, now, now);
 		}
 		check_state(sm);
+		check_hosts(sm);
 	}
 	umc_sm_destroy(sm);
 	return 0;

@@ -89,6 +89,7 @@ static void member_free(struct umc_sm *sm, struct umc_sm_member *m)
 		grp->full_members--;
 	grp->nmembers--;
 	port->nmembers--;
+	port->host->members--;
 	free(m);
 }
 
@@ -256,6 +257,7 @@ struct umc_sm_member *umc_sm_member_join(struct umc_sm *sm, struct umc_sm_group 
 		port->members = m;
 		grp->nmembers++;
 		port->nmembers++;
+		port->host->members++;
 	}
 	if (!proxy)
 		m->proxy = false;

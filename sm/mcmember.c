@@ -400,12 +400,19 @@ static void mcmr_set(struct req *r)
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "JoinState is 0");
 	if (!umc_sm_port_has_pkey(port, g->pkey))
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "the port is not in the group's partition");
-	if (grp) {
-		m = umc_sm_member_find(sm, grp, port);
-		if (m && !modify_allowed(r, m))
-			return reject(r, UMC_SA_STATUS_REQ_INVALID,
-				      "only the member's own port may change a non-proxy membership");
-	} else {
+	m = grp ? umc_sm_member_find(sm, grp, port) : NULL;
+	if (m && !modify_allowed(r, m))
+		return reject(r, UMC_SA_STATUS_REQ_INVALID,
+			      "only the member's own port may change a non-proxy membership");
+	if (!m && (port->nmembers >= sm->cfg.max_groups_per_port ||
+		   port->host->members >= sm->cfg.max_groups_per_host)) {
+		sm->cnt.cap_groups++;
+		return reject(r, UMC_SA_STATUS_NO_RESOURCES,
+			      port->nmembers >= sm->cfg.max_groups_per_port
+				      ? "the port is in --max-groups-per-port groups"
+				      : "the port's host is in --max-groups-per-host groups");
+	}
+	if (!grp) {
 		grp = umc_sm_group_create(sm, &cand, false);
 		if (!grp)
 			return reject(r, UMC_SA_STATUS_NO_RESOURCES, "out of memory");
@@ -562,6 +569,49 @@ static int record_cmp(const void *a, const void *b)
 	return memcmp(a, b, 32); /* MGID, then PortGID */
 }
 
+/*
+ * At most how many records a query can match, from counts alone: one per
+ * member (trusted, without a PortGID) or one per group, of the one group
+ * an MGID or MLID names or of them all.
+ */
+static size_t query_bound(struct umc_sm *sm, const struct umc_sa_hdr *h,
+			  const struct umc_mcmember *rec)
+{
+	bool per_member = h->sm_key && !(h->comp_mask & UMC_MCM_COMP_PORT_GID);
+	const struct umc_sm_group *grp;
+
+	if (h->comp_mask & (UMC_MCM_COMP_MGID | UMC_MCM_COMP_MLID)) {
+		grp = h->comp_mask & UMC_MCM_COMP_MGID ? umc_sm_group_by_mgid(sm, rec->mgid)
+						       : umc_sm_group_by_mlid(sm, rec->mlid);
+		return !grp ? 0 : per_member ? grp->nmembers : 1;
+	}
+	return per_member ? sm->groups.members.count : sm->groups.count;
+}
+
+/**
+ * umc_sm_sa_mcmember_fits - could @port get the transfer a GetTable needs?
+ * @sm:   the state
+ * @port: the requester
+ * @h:    the GetTable's header
+ * @rec:  its record
+ *
+ * Judged from counts, before any table is built (umc_sm_rmpp_room() with
+ * the most records the query can match), so that a GetTable that would be
+ * refused BUSY costs nothing.
+ *
+ * Returns: true if it may go ahead; false counts cap_rmpp.
+ */
+bool umc_sm_sa_mcmember_fits(struct umc_sm *sm, struct umc_sm_port *port,
+			     const struct umc_sa_hdr *h, const struct umc_mcmember *rec)
+{
+	size_t len = query_bound(sm, h, rec) * UMC_MCMEMBER_STRIDE;
+
+	if (umc_sm_rmpp_room(sm, port, h->mad.tid, len))
+		return true;
+	sm->cnt.cap_rmpp++;
+	return false;
+}
+
 static void mcmr_query(struct req *r)
 {
 	struct umc_sm *sm = r->sm;
@@ -576,6 +626,9 @@ static void mcmr_query(struct req *r)
 
 	if (!rate_mtu_valid(r))
 		return reject(r, UMC_SA_STATUS_REQ_INVALID, "invalid Rate or MTU code");
+	if (r->h->mad.method == UMC_SA_METHOD_GET_TABLE &&
+	    !umc_sm_sa_mcmember_fits(sm, r->requester, r->h, &r->rec))
+		return reject(r, UMC_MAD_STATUS_BUSY, "no room for another GetTable transfer");
 	if (r->comp & UMC_MCM_COMP_MGID) {
 		grp = umc_sm_group_by_mgid(sm, r->rec.mgid);
 		if (grp)
@@ -624,6 +677,8 @@ static void mcmr_query(struct req *r)
  *                assign [1B23]; 0x0200 invalid MGID [1B01, 1B24, 1B28,
  *                1B1B, 1B1C] or MTU/rate not realisable [1B26];
  *                0x0100 no free MLID [1B19]
+ *     new member: 0x0100 the port or its source host at its membership
+ *                cap (--max-groups-per-port, --max-groups-per-host)
  *     existing:  0x0200 Q_Key, P_Key, TClass, SL, FlowLabel or HopLimit
  *                differs [1B30..1B36]
  *     both:      0x0200 selector not met, port MTU/rate below the group's,
@@ -633,6 +688,8 @@ static void mcmr_query(struct req *r)
  *                bit or has extra bits; proxy rules [1B25]; 0x0700 another
  *                port's membership without the SM key given to umc-sm
  *   Get:         0x0300 no record, 0x0400 more than one [4C05]
+ *   GetTable:    0x0001 (BUSY) when the records it may match would need a
+ *                transfer the port cannot have (umc_sm_rmpp_room())
  *
  * Context: pure; the state changes only on success.
  */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,23 +16,29 @@
 
 static const char usage_text[] =
 	"usage: umc-sm [options]\n"
-	"  -l, --listen ADDR:PORT  UDP address to serve (default 127.0.0.1:4795; port 0: any)\n"
-	"      --no-sendonly       no SendOnlyFullMember support: ClassPortInfo\n"
-	"                          CapabilityMask2 bit 12 clear, JoinState 0x8 Sets refused\n"
-	"      --prefix PREFIX     subnet prefix, IPv6 notation (default fe80::)\n"
-	"      --lease MS          port lease in ms (default 10000; 100..3600000)\n"
-	"      --rmpp-time-limit MS  total time of a GetTable transfer (default 10000;\n"
-	"                          1000..3600000); then it is aborted (RMPP status T2L)\n"
-	"      --sm-key KEY        SM_Key of trusted SA requests (default 1); given, it also\n"
-	"                          lets requests that carry it change other ports' memberships\n"
-	"      --mcast-base ADDR   IPv4 group of MLID 0xC000 (default 239.255.192.0)\n"
-	"      --data-port PORT    UDP port of IB packets to MLID groups (default 4796; not 4791)\n"
-	"      --max-mlid MLID     highest MLID to assign (default 0xFFFE)\n"
-	"      --mtu BYTES         active MTU of every port: 256..4096 (default 2048)\n"
-	"      --ready-fd FD       also write the ready line to FD, then close it\n"
-	"  -v, --verbose           log registrations, groups, rejections; twice: every request\n"
-	"  -h, --help              this text\n"
-	"      --version           umcast's version\n";
+	"  -l, --listen ADDR:PORT      UDP address to serve (default 127.0.0.1:4795; port 0: any)\n"
+	"      --no-sendonly           no SendOnlyFullMember support: ClassPortInfo\n"
+	"                              CapabilityMask2 bit 12 clear, JoinState 0x8 Sets refused\n"
+	"      --prefix PREFIX         subnet prefix, IPv6 notation (default fe80::)\n"
+	"      --lease MS              port lease in ms (default 10000; 100..3600000)\n"
+	"      --sm-key KEY            SM_Key of trusted SA requests (default 1); given, it\n"
+	"                              lets requests with it change other ports' memberships\n"
+	"      --mcast-base ADDR       IPv4 group of MLID 0xC000 (default 239.255.192.0)\n"
+	"      --data-port PORT        UDP port of IB packets to MLID groups (default 4796)\n"
+	"      --max-mlid MLID         highest MLID to assign (default 0xFFFE)\n"
+	"      --mtu BYTES             active MTU of every port: 256..4096 (default 2048)\n"
+	"      --max-ports-per-host N  ports one source host may register (default 1024)\n"
+	"      --max-groups-per-port N groups one port may be a member of (default 8192)\n"
+	"      --max-groups-per-host N memberships of one source host's ports (default 16384)\n"
+	"      --max-rmpp-per-port N   GetTable transfers open to one port (default 4)\n"
+	"      --max-rmpp-per-host N   ... to one source host's ports (default 16)\n"
+	"      --rmpp-time-limit MS    total time of a GetTable transfer, then it is aborted\n"
+	"                              (default 10000; 1000..3600000)\n"
+	"      --ready-fd FD           also write the ready line to FD, then close it\n"
+	"  -v, --verbose               log registrations, groups, rejections; twice: every\n"
+	"                              request\n"
+	"  -h, --help                  this text\n"
+	"      --version               umcast's version\n";
 
 enum {
 	OPT_NO_SENDONLY = 256,
@@ -45,7 +52,24 @@ enum {
 	OPT_MTU,
 	OPT_READY_FD,
 	OPT_VERSION,
+	OPT_CAP = 512, /* + the index in caps[] */
 };
+
+/* The caps (umc-sm(8) CAPS): a number from 1 to hi into a field of the config. */
+static const struct {
+	const char *name;
+	size_t field; /* offsetof(struct umc_sm_config, ...), an unsigned */
+	unsigned hi;
+} caps[] = {
+	{ "max-ports-per-host", offsetof(struct umc_sm_config, max_ports_per_host), UMC_SM_MAX_PORTS },
+	{ "max-groups-per-port", offsetof(struct umc_sm_config, max_groups_per_port),
+	  UMC_SM_MLID_SPACE },
+	{ "max-groups-per-host", offsetof(struct umc_sm_config, max_groups_per_host), 1u << 24 },
+	{ "max-rmpp-per-port", offsetof(struct umc_sm_config, max_rmpp_per_port), 1024 },
+	{ "max-rmpp-per-host", offsetof(struct umc_sm_config, max_rmpp_per_host), 1u << 16 },
+};
+
+#define NCAPS (sizeof(caps) / sizeof(caps[0]))
 
 static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, 'l' },
@@ -62,6 +86,11 @@ static const struct option long_opts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "max-ports-per-host", required_argument, NULL, OPT_CAP + 0 },
+	{ "max-groups-per-port", required_argument, NULL, OPT_CAP + 1 },
+	{ "max-groups-per-host", required_argument, NULL, OPT_CAP + 2 },
+	{ "max-rmpp-per-port", required_argument, NULL, OPT_CAP + 3 },
+	{ "max-rmpp-per-host", required_argument, NULL, OPT_CAP + 4 },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -214,6 +243,15 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			printf("umc-sm (umcast) %s\n", UMC_VERSION);
 			return UMC_SM_OPT_EXIT;
 		default:
+			if (c >= OPT_CAP && c < OPT_CAP + (int)NCAPS) {
+				char opt[32];
+
+				snprintf(opt, sizeof(opt), "--%s", caps[c - OPT_CAP].name);
+				if (number(opt, optarg, 1, caps[c - OPT_CAP].hi, &v))
+					return UMC_SM_OPT_ERROR;
+				*(unsigned *)((char *)cfg + caps[c - OPT_CAP].field) = (unsigned)v;
+				break;
+			}
 			fputs(usage_text, stderr);
 			return UMC_SM_OPT_ERROR;
 		}

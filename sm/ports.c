@@ -12,7 +12,13 @@
  *
  * Leases all have the same length, so renewing a port moves it to the
  * tail of one list and the head is always the next to expire: renewal and
- * expiry are O(1).
+ * expiry are O(1).  A lease starts when the datagram that renews it
+ * arrived, not when umc-sm got round to it (a new port's, when its REGISTER
+ * is answered: its client counts from then); the list stays in order
+ * because a renewal never ends a lease before the tail's.
+ *
+ * Each port counts against its source host (hosts.c): at most
+ * cfg.max_ports_per_host ports per host.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -124,8 +130,11 @@ static void lease_unlink(struct umc_sm_ports *p, struct umc_sm_port *port)
 	port->lease_prev = port->lease_next = NULL;
 }
 
+/* Last on the list; a lease ending before the tail's is made to end with it. */
 static void lease_append(struct umc_sm_ports *p, struct umc_sm_port *port)
 {
+	if (p->lease_tail && p->lease_tail->expires > port->expires)
+		port->expires = p->lease_tail->expires;
 	port->lease_prev = p->lease_tail;
 	port->lease_next = NULL;
 	if (p->lease_tail)
@@ -141,15 +150,15 @@ static void lease_append(struct umc_sm_ports *p, struct umc_sm_port *port)
  * @port: a registered port
  * @now:  ms on the SM's clock
  *
- * Context: O(1): all leases have one length, so the list stays in order.
+ * Context: O(1): all leases have one length, so the list stays in order
+ * (a lease never ends before the tail's: arrival times handed in out of
+ * order lengthen a lease by the difference, never shorten one).
  */
 void umc_sm_port_renew(struct umc_sm *sm, struct umc_sm_port *port, uint64_t now)
 {
+	lease_unlink(&sm->ports, port);
 	port->expires = now + sm->cfg.lease_ms;
-	if (sm->ports.lease_tail != port) {
-		lease_unlink(&sm->ports, port);
-		lease_append(&sm->ports, port);
-	}
+	lease_append(&sm->ports, port);
 }
 
 static uint16_t lid_alloc(struct umc_sm_ports *p)
@@ -210,8 +219,9 @@ static bool guid_reserved(const struct umc_sm *sm, uint64_t guid)
 }
 
 static int port_new(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *ctrl,
-		    const struct umc_sm_register *reg, struct umc_sm_port **out)
+		    uint64_t host_key, const struct umc_sm_register *reg, struct umc_sm_port **out)
 {
+	const struct umc_sm_host *h = umc_sm_host_find(sm, host_key);
 	struct umc_sm_ports *p = &sm->ports;
 	struct umc_sm_port *port;
 	uint16_t lid;
@@ -220,12 +230,21 @@ static int port_new(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *c
 		return UMC_SM_INVALID;
 	if (reg->port_guid && umc_sm_port_by_guid(sm, reg->port_guid))
 		return UMC_SM_GUID_IN_USE;
+	if (h && h->ports >= sm->cfg.max_ports_per_host) {
+		sm->cnt.cap_ports++;
+		return UMC_SM_NO_RESOURCES;
+	}
 	lid = lid_alloc(p);
 	if (!lid || lid_room(p, lid))
 		return UMC_SM_NO_RESOURCES;
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return UMC_SM_NO_RESOURCES;
+	port->host = umc_sm_host_get(sm, host_key);
+	if (!port->host) {
+		free(port);
+		return UMC_SM_NO_RESOURCES;
+	}
 	port->lid = lid;
 	port->guid = reg->port_guid ? reg->port_guid : guid_alloc(sm);
 	port->nonce = reg->nonce;
@@ -248,22 +267,25 @@ static int port_new(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *c
 
 /**
  * umc_sm_port_register - handle a REGISTER from control endpoint @ctrl.
- * @sm:   the state
- * @now:  ms on the SM's clock
- * @ctrl: the datagram's source
- * @reg:  the request
- * @port: the registered port, on success
+ * @sm:       the state
+ * @now:      ms on the SM's clock
+ * @ctrl:     the datagram's source
+ * @host_key: its source host (umc_sm_host_key())
+ * @reg:      the request
+ * @port:     the registered port, on success
  *
  * A REGISTER from an endpoint that holds a port with the same nonce is a
  * retransmission: the same port is returned and its lease renewed.  With
  * another nonce the old port is removed first (its client restarted).  A
  * requested GUID must be free and not reserved.
  *
- * Returns: UMC_SM_OK, UMC_SM_GUID_IN_USE, UMC_SM_NO_RESOURCES (no LID or
- * no memory) or UMC_SM_INVALID (a reserved GUID).
+ * Returns: UMC_SM_OK, UMC_SM_GUID_IN_USE, UMC_SM_NO_RESOURCES (no LID, the
+ * host's cfg.max_ports_per_host reached, or no memory) or UMC_SM_INVALID
+ * (a reserved GUID).
  */
 int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *ctrl,
-			 const struct umc_sm_register *reg, struct umc_sm_port **port)
+			 uint64_t host_key, const struct umc_sm_register *reg,
+			 struct umc_sm_port **port)
 {
 	struct umc_sm_port *old = umc_sm_port_by_ep(sm, ctrl);
 	char addr[INET_ADDRSTRLEN];
@@ -277,14 +299,22 @@ int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_
 	}
 	if (old)
 		umc_sm_port_remove(sm, old, "re-registered with a new nonce");
-	st = port_new(sm, now, ctrl, reg, port);
-	inet_ntop(AF_INET, &ctrl->sin_addr, addr, sizeof(addr));
+	st = port_new(sm, now, ctrl, host_key, reg, port);
 	if (st != UMC_SM_OK) {
+		/* no LID or a cap: a flood's refusals would flood the log */
+		int level = st == UMC_SM_NO_RESOURCES ? UMC_SM_LOG_DEBUG : UMC_SM_LOG_INFO;
+		char host[32];
+
 		sm->cnt.reg_refused++;
-		umc_sm_log(sm, UMC_SM_LOG_INFO, "REGISTER from %s:%u refused: %s", addr,
-			   ntohs(ctrl->sin_port), umc_sm_status_str((uint16_t)st));
+		if (umc_sm_log_on(sm, level)) {
+			inet_ntop(AF_INET, &ctrl->sin_addr, addr, sizeof(addr));
+			umc_sm_log(sm, level, "REGISTER from %s:%u (%s) refused: %s", addr,
+				   ntohs(ctrl->sin_port), umc_sm_host_str(host_key, host),
+				   umc_sm_status_str((uint16_t)st));
+		}
 		return st;
 	}
+	inet_ntop(AF_INET, &ctrl->sin_addr, addr, sizeof(addr));
 	sm->cnt.reg_new++;
 	umc_sm_log(sm, UMC_SM_LOG_INFO, "port LID %u GUID 0x%016llx registered from %s:%u",
 		   (*port)->lid, (unsigned long long)(*port)->guid, addr, ntohs(ctrl->sin_port));
@@ -299,7 +329,8 @@ int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_
  *
  * Every membership is deleted as by an SA Delete with JoinState 0xF
  * (OpenSM osm_mgrp_delete_port), so groups left without a full member are
- * deleted; GetTable transfers to the port are dropped.
+ * deleted; GetTable transfers to the port and its waiting queries are
+ * dropped.
  */
 void umc_sm_port_remove(struct umc_sm *sm, struct umc_sm_port *port, const char *why)
 {
@@ -311,6 +342,8 @@ void umc_sm_port_remove(struct umc_sm *sm, struct umc_sm_port *port, const char 
 	while (port->members)
 		umc_sm_member_leave(sm, port->members, 0xF);
 	umc_sm_rmpp_port_gone(sm, port);
+	umc_sm_defer_port_gone(sm, port);
+	umc_sm_host_put(sm, port->host);
 	lease_unlink(p, port);
 	umc_hash_remove(&p->by_ep, &port->ep_node);
 	umc_hash_remove(&p->by_guid, &port->guid_node);
@@ -322,7 +355,8 @@ void umc_sm_port_remove(struct umc_sm *sm, struct umc_sm_port *port, const char 
 /**
  * umc_sm_ports_expire - remove every port whose lease has passed.
  * @sm:  the state
- * @now: ms on the SM's clock
+ * @now: ms on the SM's clock before which every datagram that arrived has
+ *       been handled (a later one cannot renew a lease that ended before)
  *
  * Returns: when the next lease passes, or UMC_SM_NO_DEADLINE.
  */

@@ -16,8 +16,9 @@
  * transfer still open after cfg.rmpp_time_ms is aborted too (ABORT,
  * status T2L, total time too long): a receiver that ACKs one segment at
  * a time cannot hold it, and its share of UMC_SM_RMPP_MAX_BYTES, for
- * minutes.  The final ACK, a STOP or an ABORT ends a transfer.  A GetTable that repeats the TID of a
- * transfer in progress (the client lost segment 1) starts it over.
+ * minutes.  The final ACK, a STOP or an ABORT ends a transfer.  A
+ * GetTable that repeats the TID of a transfer in progress (the client lost
+ * segment 1) starts it over.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ static void txn_free(struct umc_sm *sm, struct umc_sm_rmpp_txn *t)
 		pp = &(*pp)->next;
 	*pp = t->next;
 	t->port->ntxns--;
+	t->port->host->txns--;
 	if (t->all_prev)
 		t->all_prev->all_next = t->all_next;
 	else
@@ -81,6 +83,38 @@ static void abort_txn(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, uint8_t stat
 }
 
 /**
+ * umc_sm_rmpp_room - may @port start a transfer?
+ * @sm:   the state
+ * @port: the requester
+ * @tid:  the GetTable's TransactionID
+ * @len:  the response's records, in bytes (an upper bound will do)
+ *
+ * Returns: true if @len fits one MAD (no transfer), or if, without
+ * @port's transfer of @tid (which starts over), @port has fewer than
+ * cfg.max_rmpp_per_port transfers, its host fewer than
+ * cfg.max_rmpp_per_host, and all transfers with this one hold at most
+ * UMC_SM_RMPP_MAX_BYTES.
+ */
+bool umc_sm_rmpp_room(const struct umc_sm *sm, const struct umc_sm_port *port, uint64_t tid,
+		      size_t len)
+{
+	unsigned mine = port->ntxns, host = port->host->txns;
+	size_t held = sm->txn_bytes;
+	const struct umc_sm_rmpp_txn *t;
+
+	if (umc_rmpp_seg_count(len) <= 1)
+		return true;
+	for (t = port->txns; t; t = t->next)
+		if (t->hdr.mad.tid == tid) { /* it starts over: its share is free */
+			mine--, host--;
+			held -= t->len;
+			break;
+		}
+	return mine < sm->cfg.max_rmpp_per_port && host < sm->cfg.max_rmpp_per_host &&
+	       held + len <= UMC_SM_RMPP_MAX_BYTES;
+}
+
+/**
  * umc_sm_rmpp_send - send a GetTable response.
  * @sm:        the state
  * @port:      the requester
@@ -88,9 +122,8 @@ static void abort_txn(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, uint8_t stat
  * @r:         the response: r->mad's header and r->table
  * @now:       ms on the SM's clock
  *
- * Returns: 0, or -EBUSY when the port already has UMC_SM_RMPP_MAX_PER_PORT
- * transfers or all transfers together would hold more than
- * UMC_SM_RMPP_MAX_BYTES (the caller answers BUSY), or -ENOMEM.
+ * Returns: 0, or -EBUSY when umc_sm_rmpp_room() says no (the caller
+ * answers BUSY), or -ENOMEM.
  */
 int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto_tid,
 		     const struct umc_sm_sa_reply *r, uint64_t now)
@@ -106,12 +139,11 @@ int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto
 		sm->cnt.rmpp_segments++;
 		return 0;
 	}
+	if (!umc_sm_rmpp_room(sm, port, h.mad.tid, r->table_len))
+		return -EBUSY;
 	t = txn_find(port, h.mad.tid);
 	if (t)
 		txn_free(sm, t);
-	if (port->ntxns >= UMC_SM_RMPP_MAX_PER_PORT ||
-	    sm->txn_bytes + r->table_len > UMC_SM_RMPP_MAX_BYTES)
-		return -EBUSY;
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->data = malloc(r->table_len))) {
 		free(t);
@@ -129,6 +161,7 @@ int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto
 	t->next = port->txns;
 	port->txns = t;
 	port->ntxns++;
+	port->host->txns++;
 	t->all_next = sm->txns;
 	if (sm->txns)
 		sm->txns->all_prev = t;

@@ -80,6 +80,44 @@ static bool rmpp_filter(struct umc_sm *sm, struct umc_sm_port *port, const struc
 }
 
 /**
+ * umc_sm_sa_classify - how soon to serve an SA MAD, judged cheaply.
+ * @sm:   the state
+ * @port: the registered port it came from
+ * @mad:  the MAD, UMC_MAD_SIZE bytes
+ * @busy: filled with the BUSY reply when the answer is UMC_SM_SA_BUSY
+ *
+ * An MCMemberRecord Get or GetTable that names neither an MGID nor an MLID
+ * scans every group and sorts what it finds: it waits (UMC_SM_SA_LATER)
+ * behind what keeps ports alive and in their groups.  Such a GetTable
+ * whose answer could need a transfer the port cannot have is refused
+ * BUSY at once, before any work.  Everything else is served at once:
+ * RMPP control, Set, Delete, a query of one group, ClassPortInfo, and
+ * whatever umc_sm_sa_process() drops or refuses on its header alone.
+ */
+enum umc_sm_sa_class umc_sm_sa_classify(struct umc_sm *sm, struct umc_sm_port *port,
+					const uint8_t *mad, struct umc_sm_sa_reply *busy)
+{
+	struct umc_mcmember rec;
+	struct umc_sa_hdr h;
+
+	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || h.mad.mgmt_class != UMC_MGMT_CLASS_SUBN_ADM ||
+	    h.mad.base_version != UMC_MAD_BASE_VERSION ||
+	    h.mad.class_version != UMC_SA_CLASS_VERSION || (h.sm_key && h.sm_key != sm->cfg.sm_key) ||
+	    h.mad.attr_id != UMC_SA_ATTR_MCMEMBER_RECORD ||
+	    (h.mad.method != UMC_MAD_METHOD_GET && h.mad.method != UMC_SA_METHOD_GET_TABLE) ||
+	    (h.comp_mask & (UMC_MCM_COMP_MGID | UMC_MCM_COMP_MLID)) ||
+	    ((h.rmpp.flags & UMC_RMPP_FLAG_ACTIVE) && h.rmpp.type != UMC_RMPP_TYPE_DATA))
+		return UMC_SM_SA_NOW;
+	umc_mcmember_decode(mad + UMC_SA_HDR_LEN, &rec);
+	if (h.mad.method == UMC_SA_METHOD_GET_TABLE && !umc_sm_sa_mcmember_fits(sm, port, &h, &rec)) {
+		umc_sm_sa_error(sm, port, mad, &h, UMC_MAD_STATUS_BUSY,
+				"no room for another GetTable transfer", busy);
+		return UMC_SM_SA_BUSY;
+	}
+	return UMC_SM_SA_LATER;
+}
+
+/**
  * umc_sm_sa_process - the SA's answer to one MAD.
  * @sm:    the state
  * @port:  the registered port the MAD came from (the requester)

@@ -90,9 +90,10 @@ void umc_sm_sa_error(struct umc_sm *sm, const struct umc_sm_port *port, const ui
 		sm->cnt.sa_busy++;
 	else
 		sm->cnt.sa_rejected++;
-	umc_sm_log(sm, UMC_SM_LOG_INFO, "SA %s 0x%04x from LID %u: status 0x%04x %s: %s",
-		   method_str(h->mad.method), h->mad.attr_id, port->lid, status,
-		   umc_sa_status_str(status), why);
+	/* BUSY is load being shed: one line each would flood the log under a flood. */
+	umc_sm_log(sm, status == UMC_MAD_STATUS_BUSY ? UMC_SM_LOG_DEBUG : UMC_SM_LOG_INFO,
+		   "SA %s 0x%04x from LID %u: status 0x%04x %s: %s", method_str(h->mad.method),
+		   h->mad.attr_id, port->lid, status, umc_sa_status_str(status), why);
 }
 
 /**

@@ -4,14 +4,17 @@
  *
  * umc-sm is the subnet manager and SA of umcast's simulated InfiniBand
  * subnet (umc-sm(8)).  It is single-threaded: main.c reads datagrams and
- * the clock and calls umc_sm_handle() and umc_sm_tick(); everything else
- * is a pure function of the state below, the time it is given and the
- * datagram, so unit tests and fuzzers drive it without sockets.
+ * the clock and calls umc_sm_handle(), umc_sm_work() and umc_sm_tick();
+ * everything else is a pure function of the state below, the time it is
+ * given and the datagram (who sent it comes through struct umc_sm_out),
+ * so unit tests and fuzzers drive it without sockets.
  *
  *   state.c        struct umc_sm: create (the IPoIB broadcast group), destroy, epoch;
  *                  every datagram out (umc_sm_send_msg, umc_sm_send_sa)
  *   handler.c      one datagram of the SM protocol (wire/sm_proto.h) -> replies
  *   ports.c        port registry: LIDs, GUIDs, control endpoints, leases
+ *   hosts.c        source hosts (a remote address, a local user) and their caps
+ *   defer.c        requests that wait behind the registered ports' (fair queues)
  *   sa.c           SA MAD dispatch: versions, SM_Key, RMPP control, method/attribute
  *   sa_response.c  SA responses and error replies, beneath the record handlers
  *   mcmember.c     MCMemberRecord Set/Delete/Get/GetTable (OpenSM 3.3.23's rules)
@@ -20,7 +23,7 @@
  *   cpi.c          ClassPortInfo
  *   control.c      faults on demand (umc-ctl): failover, silence, rejected joins
  *   log.c          logging and counters
- *   main.c, options.c: the daemon around it
+ *   main.c, options.c, peer.c: the daemon around it
  *
  * Indexes (all O(1) per request): ports by LID (array), by control
  * endpoint and by GUID (hash.h); groups by MGID (hash) and by MLID
@@ -50,6 +53,8 @@ struct umc_sm;
 struct umc_sm_port;
 struct umc_sm_group;
 struct umc_sm_rmpp_txn;
+struct umc_sm_host;
+struct umc_sm_deferred;
 
 /* ------------------------------------------------------------------------- */
 /* Configuration (options.c fills it; umc_sm_config_default()).              */
@@ -61,6 +66,12 @@ struct umc_sm_config {
 	bool sm_key_set;     /* --sm-key given: SM_Key sm_key may change other ports' memberships */
 	uint32_t lease_ms;
 	uint32_t rmpp_time_ms; /* total time limit of a GetTable transfer */
+	/* Caps (0 is never a valid value; umc-sm(8) says what each protects). */
+	unsigned max_ports_per_host;  /* registered ports of one source host */
+	unsigned max_groups_per_port; /* memberships of one port */
+	unsigned max_groups_per_host; /* memberships of one source host's ports */
+	unsigned max_rmpp_per_port;   /* GetTable transfers open to one port */
+	unsigned max_rmpp_per_host;   /* ... to one source host's ports */
 	uint32_t mcast_base; /* IPv4, host order */
 	uint16_t data_port;
 	uint16_t mlid_max;
@@ -82,9 +93,16 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(rx_malformed)	    /* short, bad magic, unknown type or wrong body length: dropped */     \
 	X(rx_bad_version)   /* other protocol version: answered BAD_VERSION */                     \
 	X(rx_unknown_port)  /* request from an unregistered endpoint, old epoch or LID */          \
+	X(deferred)	    /* requests queued behind the registered ports' (REGISTER, scans) */   \
+	X(shed_register)    /* new REGISTERs dropped: the registration queue was full */          \
+	X(shed_query)	    /* scanning queries answered BUSY: their host's queue was full */     \
+	X(shed_busy)	    /* queries dropped unread: their port was told BUSY just before */    \
 	X(reg_new)	    /* ports registered */                                                 \
 	X(reg_repeat)	    /* REGISTER retransmissions answered again */                          \
-	X(reg_refused)	    /* REGISTER refused (GUID in use, no LID, invalid) */                  \
+	X(reg_refused)	    /* REGISTER refused (GUID in use, no LID, invalid, a cap) */           \
+	X(cap_ports)	    /* ... of those, at --max-ports-per-host */                            \
+	X(cap_groups)	    /* Sets refused at --max-groups-per-port or --max-groups-per-host */   \
+	X(cap_rmpp)	    /* GetTables answered BUSY at a transfer cap, before the table is built */ \
 	X(renew)	    /* leases renewed by RENEW */                                          \
 	X(unregister)	    /* ports removed by UNREGISTER */                                      \
 	X(lease_expired)    /* ports removed because their lease passed */                         \
@@ -139,6 +157,8 @@ struct umc_sm_port {
 	uint8_t npkeys;
 	uint16_t pkeys[UMC_SM_PKEY_TABLE_MAX];
 	uint64_t expires; /* ms on the SM's clock */
+	struct umc_sm_host *host; /* where it registered from */
+	uint64_t quiet_until;	  /* told BUSY: its queries are dropped until then */
 	struct umc_sm_port *lease_prev, *lease_next;
 	struct umc_hnode ep_node, guid_node;
 	struct umc_sm_member *members; /* this port's memberships */
@@ -161,11 +181,13 @@ int umc_sm_ports_init(struct umc_sm_ports *p);
 void umc_sm_ports_fini(struct umc_sm *sm);
 
 /*
- * umc_sm_port_register - REGISTER from @ctrl.  Returns an enum umc_sm_status;
- * *@port is the (new or repeated) port on UMC_SM_OK.
+ * umc_sm_port_register - REGISTER from @ctrl, of source host @host_key
+ * (umc_sm_host_key()).  Returns an enum umc_sm_status; *@port is the (new
+ * or repeated) port on UMC_SM_OK.
  */
 int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *ctrl,
-			 const struct umc_sm_register *reg, struct umc_sm_port **port);
+			 uint64_t host_key, const struct umc_sm_register *reg,
+			 struct umc_sm_port **port);
 struct umc_sm_port *umc_sm_port_by_ep(struct umc_sm *sm, const struct sockaddr_in *ctrl);
 struct umc_sm_port *umc_sm_port_by_lid(struct umc_sm *sm, uint16_t lid);
 struct umc_sm_port *umc_sm_port_by_guid(struct umc_sm *sm, uint64_t guid);
@@ -180,6 +202,55 @@ bool umc_sm_port_has_pkey(const struct umc_sm_port *port, uint16_t pkey);
 bool umc_sm_ports_share_pkey(const struct umc_sm_port *a, const struct umc_sm_port *b);
 /* umc_sm_port_gid - GID 0 of @port: subnet prefix + GUID, wire order. */
 void umc_sm_port_gid(const struct umc_sm *sm, const struct umc_sm_port *port, uint8_t gid[16]);
+
+/* ------------------------------------------------------------------------- */
+/* Source hosts (hosts.c).                                                   */
+
+/*
+ * Who a request comes from, as far as the caps go: a remote IPv4 address,
+ * or on this host a user (the owner of the sending socket, which main.c
+ * asks the kernel for: every local process can send from any 127/8
+ * address, so a local address says nothing), or, when the owner cannot be
+ * found, "this host".  A key is the kind << 32 | the address or UID.
+ */
+enum umc_sm_host_kind {
+	UMC_SM_HOST_ADDR = 1,  /* a remote IPv4 address (host order) */
+	UMC_SM_HOST_USER = 2,  /* a local socket's owner (UID) */
+	UMC_SM_HOST_LOCAL = 3, /* a local socket whose owner is unknown */
+};
+
+static inline uint64_t umc_sm_host_key_make(enum umc_sm_host_kind kind, uint32_t id)
+{
+	return (uint64_t)kind << 32 | id;
+}
+
+struct umc_sm_host {
+	uint64_t key;
+	unsigned ports;	  /* registered ports; the host goes with the last */
+	unsigned members; /* memberships of those ports */
+	unsigned txns;	  /* GetTable transfers open to those ports */
+	struct umc_sm_deferred *queue, **queue_tail; /* scanning queries waiting */
+	unsigned queued;
+	struct umc_sm_host *ring_next; /* on the ring of hosts with queries waiting */
+	bool on_ring;
+	struct umc_hnode node;
+};
+
+/*
+ * umc_sm_host_key - the source host of a datagram from @src to our @dst
+ * (NULL: unknown): sm->out.source's answer, or without one the address,
+ * with every 127/8 address one UMC_SM_HOST_LOCAL.
+ */
+uint64_t umc_sm_host_key(struct umc_sm *sm, const struct sockaddr_in *src,
+			 const struct sockaddr_in *dst);
+/* umc_sm_host_get - the host of @key, made if new (NULL: ENOMEM); counts a port in. */
+struct umc_sm_host *umc_sm_host_get(struct umc_sm *sm, uint64_t key);
+/* umc_sm_host_find - the host of @key, or NULL. */
+struct umc_sm_host *umc_sm_host_find(struct umc_sm *sm, uint64_t key);
+/* umc_sm_host_put - counts a port out; the host is freed with its last port. */
+void umc_sm_host_put(struct umc_sm *sm, struct umc_sm_host *host);
+/* umc_sm_host_str - "10.0.0.1", "user 1000" or "this host" (buf: 32 bytes). */
+const char *umc_sm_host_str(uint64_t key, char *buf);
 
 /* ------------------------------------------------------------------------- */
 /* Groups and memberships (groups.c).                                        */
@@ -212,7 +283,7 @@ struct umc_sm_group {
 
 struct umc_sm_groups {
 	struct umc_hash by_mgid;
-	struct umc_hash members;
+	struct umc_hash members; /* its count: every membership */
 	struct umc_sm_group **by_mlid; /* one per MLID of 0xC000..cfg.mlid_max */
 	uint64_t mlid_used[UMC_SM_MLID_SPACE / 64];
 	struct umc_sm_group *list;
@@ -286,6 +357,27 @@ void umc_sm_sa_respond_table(const struct umc_sa_hdr *h, const uint8_t *table, u
 
 void umc_sm_sa_mcmember(struct umc_sm *sm, struct umc_sm_port *port, const uint8_t *mad,
 			const struct umc_sa_hdr *h, struct umc_sm_sa_reply *reply);
+
+/* How soon an SA MAD is served (umc_sm_sa_classify). */
+enum umc_sm_sa_class {
+	UMC_SM_SA_NOW,	 /* at once: everything but the scans below */
+	UMC_SM_SA_LATER, /* an MCMemberRecord Get or GetTable that scans every group */
+	UMC_SM_SA_BUSY,	 /* a GetTable that could not get its transfer: BUSY (in @busy) */
+};
+
+/*
+ * umc_sm_sa_classify - which class @mad from @port is in; cheap (no table
+ * is built).  For UMC_SM_SA_BUSY, @busy holds the BUSY reply.
+ */
+enum umc_sm_sa_class umc_sm_sa_classify(struct umc_sm *sm, struct umc_sm_port *port,
+					const uint8_t *mad, struct umc_sm_sa_reply *busy);
+/*
+ * umc_sm_sa_mcmember_fits - can @port get the transfer that a GetTable
+ * with header @h and record @rec may need?  Judged from counts, before the
+ * table is built; false counts cap_rmpp.
+ */
+bool umc_sm_sa_mcmember_fits(struct umc_sm *sm, struct umc_sm_port *port,
+			     const struct umc_sa_hdr *h, const struct umc_mcmember *rec);
 void umc_sm_sa_cpi(struct umc_sm *sm, const uint8_t *mad, const struct umc_sa_hdr *h,
 		   struct umc_sm_sa_reply *reply);
 
@@ -321,15 +413,65 @@ void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const stru
 			 uint64_t now);
 /* umc_sm_rmpp_tick - resend or give up; returns the next deadline. */
 uint64_t umc_sm_rmpp_tick(struct umc_sm *sm, uint64_t now);
+/*
+ * umc_sm_rmpp_room - may @port start a transfer of @len bytes for TID
+ * @tid?  True when it fits one MAD or replaces @port's transfer of @tid;
+ * else the per-port, per-host and UMC_SM_RMPP_MAX_BYTES caps decide.
+ */
+bool umc_sm_rmpp_room(const struct umc_sm *sm, const struct umc_sm_port *port, uint64_t tid,
+		      size_t len);
 /* umc_sm_rmpp_port_gone - drop @port's transfers. */
 void umc_sm_rmpp_port_gone(struct umc_sm *sm, struct umc_sm_port *port);
 
 /* ------------------------------------------------------------------------- */
+/* Requests that wait (defer.c).                                             */
+
+/*
+ * A request that waits until the registered ports' requests waiting on
+ * the socket have been served: a REGISTER of a new port, or a query that
+ * scans every group.  Queries wait on their source host's queue and the
+ * hosts take turns; REGISTERs wait on one queue, taking turns with the
+ * hosts.  A full queue refuses (UMC_SM_DEFER_* in umc_param.h).
+ */
+struct umc_sm_deferred {
+	struct umc_sm_deferred *next;
+	struct umc_sm_port *port; /* a query's port; NULL for a REGISTER */
+	struct sockaddr_in src, dst; /* a REGISTER's endpoints */
+	uint32_t tid;
+	union {
+		struct umc_sm_register reg;
+		uint8_t mad[UMC_MAD_SIZE];
+	};
+};
+
+struct umc_sm_defer {
+	struct umc_sm_deferred *reg, **reg_tail; /* REGISTERs, in order */
+	unsigned nreg;
+	struct umc_sm_host *ring; /* the last host of the circular ring of hosts with queries */
+	unsigned nqueries;
+	bool reg_next; /* a REGISTER's turn next */
+};
+
+/* umc_sm_defer - queue a copy of @d.  Returns 0, or -ENOBUFS (full) or -ENOMEM. */
+int umc_sm_defer(struct umc_sm *sm, const struct umc_sm_deferred *d);
+/* umc_sm_defer_next - the next request to serve (the caller frees it), or NULL. */
+struct umc_sm_deferred *umc_sm_defer_next(struct umc_sm *sm);
+/* umc_sm_defer_port_gone - drop @port's waiting queries. */
+void umc_sm_defer_port_gone(struct umc_sm *sm, struct umc_sm_port *port);
+/* umc_sm_defer_fini - drop everything waiting. */
+void umc_sm_defer_fini(struct umc_sm *sm);
+
+/* ------------------------------------------------------------------------- */
 /* The state (state.c) and the datagram handler (handler.c).                  */
 
-/* Where the handler's datagrams go: main.c sends them, tests capture them. */
+/*
+ * The state's way out: where the handler's datagrams go (main.c sends them,
+ * tests capture them), and, optionally, who sent a datagram from @src to
+ * our address @dst (a umc_sm_host_key_make() key; main.c asks the kernel).
+ */
 struct umc_sm_out {
 	void (*send)(void *ctx, const struct sockaddr_in *to, const uint8_t *buf, size_t len);
+	uint64_t (*source)(void *ctx, const struct sockaddr_in *src, const struct sockaddr_in *dst);
 	void *ctx;
 };
 
@@ -348,7 +490,9 @@ struct umc_sm {
 	struct umc_sm_out out;
 	struct umc_sm_counters cnt;
 	struct umc_sm_ports ports;
+	struct umc_hash hosts; /* struct umc_sm_host by key */
 	struct umc_sm_groups groups;
+	struct umc_sm_defer defer;
 	struct umc_sm_rmpp_txn *txns; /* every transfer, for the timer */
 	unsigned ntxns;
 	size_t txn_bytes;
@@ -391,15 +535,27 @@ bool umc_sm_silent(struct umc_sm *sm, uint64_t now);
 uint16_t umc_sm_reject_status(const struct umc_sm *sm, const uint8_t mgid[16]);
 
 /**
- * umc_sm_handle - one datagram from @src received at @now (ms, monotonic).
- * Replies go through sm->out.  Never fails: what cannot be answered is
- * counted and dropped.
+ * umc_sm_handle - one datagram from @src to our address @dst (NULL if not
+ * known) that arrived at @now (ms, monotonic).  Replies go through
+ * sm->out.  Never fails: what cannot be answered is counted and dropped.
+ * A REGISTER of a new port or a scanning query waits (umc_sm_work()).
  */
 void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *src,
-		   const uint8_t *buf, size_t len);
+		   const struct sockaddr_in *dst, const uint8_t *buf, size_t len);
 
-/** umc_sm_tick - leases and RMPP resends due at @now; returns the next deadline. */
-uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now);
+/**
+ * umc_sm_work - serve one request that waits, at @now.
+ * Returns: true if more wait.
+ */
+bool umc_sm_work(struct umc_sm *sm, uint64_t now);
+
+/**
+ * umc_sm_tick - what is due: RMPP resends and limits at @now, and the
+ * leases that passed before @seen, the time before which every datagram
+ * that arrived has been handled (so a renewal still waiting to be read
+ * never lets its port expire).  Returns the next deadline.
+ */
+uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now, uint64_t seen);
 
 /* umc_sm_send_msg - encode @m and hand it to sm->out. */
 void umc_sm_send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const struct umc_sm_msg *m);

@@ -34,6 +34,11 @@ void umc_sm_config_default(struct umc_sm_config *cfg)
 	cfg->sm_key = UMC_SM_DEFAULT_SM_KEY;
 	cfg->lease_ms = UMC_SM_LEASE_MS;
 	cfg->rmpp_time_ms = UMC_SM_RMPP_TIME_MS;
+	cfg->max_ports_per_host = UMC_SM_MAX_PORTS_PER_HOST;
+	cfg->max_groups_per_port = UMC_SM_MAX_GROUPS_PER_PORT;
+	cfg->max_groups_per_host = UMC_SM_MAX_GROUPS_PER_HOST;
+	cfg->max_rmpp_per_port = UMC_SM_RMPP_MAX_PER_PORT;
+	cfg->max_rmpp_per_host = UMC_SM_RMPP_MAX_PER_HOST;
 	cfg->mcast_base = UMC_SM_MCAST_BASE;
 	cfg->data_port = UMC_IB_DATA_PORT;
 	cfg->mlid_max = UMC_SM_MLID_MAX;
@@ -98,8 +103,8 @@ struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_s
 	sm->cfg = *cfg;
 	sm->out = *out;
 	sm->epoch = cfg->epoch ? cfg->epoch : new_epoch();
-	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups, cfg->mlid_max) ||
-	    add_broadcast_group(sm)) {
+	if (umc_sm_ports_init(&sm->ports) || umc_hash_init(&sm->hosts, 64) ||
+	    umc_sm_groups_init(&sm->groups, cfg->mlid_max) || add_broadcast_group(sm)) {
 		umc_sm_destroy(sm);
 		return NULL;
 	}
@@ -131,7 +136,9 @@ void umc_sm_destroy(struct umc_sm *sm)
 {
 	if (!sm)
 		return;
-	umc_sm_ports_fini(sm); /* first: the ports' memberships go with them */
+	umc_sm_ports_fini(sm); /* first: the ports' memberships, queries, hosts go with them */
+	umc_sm_defer_fini(sm);
+	umc_hash_fini(&sm->hosts);
 	umc_sm_groups_fini(sm);
 	free(sm->table);
 	free(sm);

@@ -209,9 +209,21 @@ enum umc_sm_param {
 	UMC_SM_RMPP_RESEND_MS = 200,
 	UMC_SM_RMPP_RETRIES = 5,
 	UMC_SM_RMPP_MAX_WINDOW = 128,	  /* segments beyond the last ACK, whatever the receiver asks */
-	UMC_SM_RMPP_MAX_PER_PORT = 4,	  /* concurrent GetTable transfers per port; more: BUSY */
+	UMC_SM_RMPP_MAX_PER_PORT = 4,	  /* --max-rmpp-per-port: open transfers; more: BUSY */
+	UMC_SM_RMPP_MAX_PER_HOST = 16,	  /* --max-rmpp-per-host */
 	UMC_SM_RMPP_MAX_BYTES = 64 << 20, /* all transfers together; more: BUSY */
 	UMC_SM_RMPP_TIME_MS = 10000,	  /* total time limit of a transfer: ABORT T2L */
+
+	/* umc-sm's caps per source host and per port (umc-sm(8) CAPS). */
+	UMC_SM_MAX_PORTS_PER_HOST = 1024,
+	UMC_SM_MAX_GROUPS_PER_PORT = UMC_MAX_MCAST_GRP, /* what a device can attach anyway */
+	UMC_SM_MAX_GROUPS_PER_HOST = 16384,
+	/* A port told BUSY by umc-sm has its queries dropped for this long. */
+	UMC_SM_BUSY_QUIET_MS = 100,
+	/* Requests that wait (umc-sm's defer.c): more are refused. */
+	UMC_SM_DEFER_REGISTER = 256,	     /* REGISTERs of new ports */
+	UMC_SM_DEFER_QUERIES_PER_HOST = 16, /* scanning queries of one source host */
+	UMC_SM_DEFER_QUERIES = 1024,	     /* ... of all hosts */
 
 	/* SA client (library): kernel-like MAD transactions (kernel-behaviour 7.16). */
 	UMC_SA_TIMEOUT_MS = 3000, /* whole transaction, split over the retries */

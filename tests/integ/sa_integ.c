@@ -668,6 +668,7 @@ static void pipeline_next(struct pipeline *p)
 /* 10 000 groups, created PIPELINE Sets at a time, come back whole through RMPP GetTable. */
 static void test_get_table_10000(void **state)
 {
+	const char *const per_port[] = { "--max-groups-per-port", "10000", NULL };
 	struct pipeline p = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
 	struct umc_sa_port_attr pa;
 	struct umc_sa_result res;
@@ -679,7 +680,7 @@ static void test_get_table_10000(void **state)
 	unsigned i, seen_bcast = 0;
 
 	(void)state;
-	start(&sm, NULL);
+	start(&sm, per_port); /* one port joins them all: above the default 8192 */
 	c = client(&sm, 6001, NULL);
 	umc_sa_query_port(c, &pa);
 	t0 = t_now_ms();

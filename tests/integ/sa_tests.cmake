@@ -18,6 +18,15 @@ if(UMC_VALGRIND AND NOT UMC_SANITIZE)
   endforeach()
 endif()
 
+# umc-sm while another local process floods it (sm_flood.c).
+add_executable(sm_flood sm_flood.c)
+target_compile_definitions(sm_flood PRIVATE _GNU_SOURCE)
+target_link_libraries(sm_flood umc_testlib umcast_static PkgConfig::CMOCKA)
+add_dependencies(sm_flood umc-sm)
+foreach(t gettable_flood register_flood rmpp_hold)
+  umc_test(integ/sm_${t} sm_flood test_${t})
+endforeach()
+
 # CM joins over the simulated InfiniBand link, several processes against
 # umc-sm (ib_procs.c).
 add_executable(ib_procs ib_procs.c agent.c)

@@ -57,7 +57,7 @@ static uint16_t renew(struct fx *f, unsigned i, uint16_t lid, uint64_t epoch)
 	m.hdr.lid = lid;
 	m.hdr.epoch = epoch;
 	n = umc_sm_msg_encode(buf, &m);
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	umc_sm_handle(f->sm, f->now, &src, NULL, buf, n);
 	if (f->nout == before)
 		return 0xffff; /* no answer */
 	assert_int_equal(umc_sm_msg_decode(f->out[f->nout - 1].buf, f->out[f->nout - 1].len, &r), 0);
@@ -91,7 +91,9 @@ static void test_failover(void **state)
 	struct umc_sm_register reg = {.data_addr = 0x7f000001, .data_port = 5000, .nonce = 7};
 	struct sockaddr_in ep = fx_ep(0);
 
-	assert_int_equal(umc_sm_port_register(f->sm, f->now, &ep, &reg, &f->port[0]), UMC_SM_OK);
+	assert_int_equal(umc_sm_port_register(f->sm, f->now, &ep, umc_sm_host_key(f->sm, &ep, NULL),
+					      &reg, &f->port[0]),
+			 UMC_SM_OK);
 	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::f01:101", UMC_JOIN_FULL), 0);
 	assert_int_equal(f->sm->groups.count, 2);
 	f->port[1] = f->port[2] = f->port[3] = NULL;

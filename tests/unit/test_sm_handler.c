@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_sm_handler.c - umc-sm's datagram handler and timers (sm/handler.c,
- * ports.c, rmpp.c) through umc_sm_handle() and umc_sm_tick() on a fake
+ * ports.c, rmpp.c) through umc_sm_handle(), umc_sm_work() and umc_sm_tick() on a fake
  * clock: registration (retransmission, nonce, GUIDs), UNKNOWN_PORT for
  * stale ports and epochs, leases, UNREGISTER, RESOLVE, and GetTable over
  * RMPP with loss, timeouts, BUSY and bad ACKs.
@@ -32,6 +32,14 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Hand a datagram to the state and serve whatever it made wait. */
+static void deliver(struct fx *f, const struct sockaddr_in *src, const uint8_t *buf, size_t len)
+{
+	umc_sm_handle(f->sm, f->now, src, NULL, buf, len);
+	while (umc_sm_work(f->sm, f->now))
+		;
+}
+
 /* Send @m from endpoint @ep; fixture ports (ep < TEST_PORTS) get their LID and the epoch. */
 static void send_from(struct fx *f, unsigned ep, struct umc_sm_msg *m)
 {
@@ -45,7 +53,7 @@ static void send_from(struct fx *f, unsigned ep, struct umc_sm_msg *m)
 	}
 	n = umc_sm_msg_encode(buf, m);
 	assert_true(n > 0);
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	deliver(f, &src, buf, n);
 }
 
 static struct umc_sm_msg request(uint8_t type)
@@ -175,12 +183,12 @@ static void test_lease(void **state)
 	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::1", UMC_JOIN_FULL), 0);
 	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::1", UMC_JOIN_NON), 0);
 	f->now += UMC_SM_LEASE_MS - 1;
-	next = umc_sm_tick(f->sm, f->now);
+	next = umc_sm_tick(f->sm, f->now, f->now);
 	assert_true(next == 1000 + UMC_SM_LEASE_MS);
 	assert_int_equal(f->sm->ports.count, TEST_PORTS);
 	send_from(f, 0, &m); /* port 0 renews; the others do not */
 	f->now += 2;
-	next = umc_sm_tick(f->sm, f->now);
+	next = umc_sm_tick(f->sm, f->now, f->now);
 	assert_int_equal(f->sm->ports.count, 1);
 	assert_int_equal(f->sm->cnt.lease_expired, 3);
 	assert_true(next == f->now - 2 + UMC_SM_LEASE_MS);
@@ -193,7 +201,7 @@ static void test_lease(void **state)
 	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::2", UMC_JOIN_FULL), 0);
 	umc_sm_port_renew(f->sm, f->port[0], f->now); /* what the handler does for it */
 	f->now += 2;
-	umc_sm_tick(f->sm, f->now);
+	umc_sm_tick(f->sm, f->now, f->now);
 	assert_int_equal(f->sm->ports.count, 1);
 }
 
@@ -255,21 +263,21 @@ static void test_malformed(void **state)
 	m.hdr.epoch = TEST_EPOCH;
 	n = umc_sm_msg_encode(buf, &m);
 	buf[4] = 7; /* version 7: answered BAD_VERSION */
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	deliver(f, &src, buf, n);
 	assert_int_equal(f->nout, 1);
 	assert_int_equal(f->out[0].buf[4], 1);
 	assert_int_equal(get_be16(f->out[0].buf + 6), UMC_SM_BAD_VERSION);
 	before = f->nout;
 	buf[4] = 1;
-	umc_sm_handle(f->sm, f->now, &src, buf, n + 1); /* a byte too many */
-	umc_sm_handle(f->sm, f->now, &src, buf, 3);
+	deliver(f, &src, buf, n + 1); /* a byte too many */
+	deliver(f, &src, buf, 3);
 	buf[5] = UMC_SM_RENEW_REPLY; /* replies are not requests */
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	deliver(f, &src, buf, n);
 	buf[5] = 0x7f;
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	deliver(f, &src, buf, n);
 	buf[4] = 7; /* another version of a reply: not answered */
 	buf[5] = UMC_SM_RENEW_REPLY;
-	umc_sm_handle(f->sm, f->now, &src, buf, n);
+	deliver(f, &src, buf, n);
 	assert_int_equal(f->nout, before);
 	assert_int_equal(f->sm->cnt.rx_malformed, 5);
 	assert_int_equal(f->sm->cnt.rx_bad_version, 1);
@@ -392,7 +400,7 @@ static void test_rmpp_loss(void **state)
 	get_table(f, 2);
 	for (unsigned i = 0; i <= UMC_SM_RMPP_RETRIES; i++) {
 		f->now += UMC_SM_RMPP_RESEND_MS;
-		umc_sm_tick(f->sm, f->now);
+		umc_sm_tick(f->sm, f->now, f->now);
 	}
 	assert_int_equal(f->sm->ntxns, 0);
 	assert_int_equal(f->sm->cnt.rmpp_timeouts, 1);
@@ -423,7 +431,8 @@ static void test_rmpp_busy_and_restart(void **state)
 	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
 	assert_int_equal(h.mad.method, UMC_SA_METHOD_GET_TABLE_RESP);
 	assert_int_equal(f->sm->cnt.sa_busy, 1);
-	/* the same TID again: that transfer starts over */
+	/* the same TID again, once the port is heard again: that transfer starts over */
+	f->now += UMC_SM_BUSY_QUIET_MS;
 	before = f->nout;
 	get_table(f, 2);
 	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
@@ -487,7 +496,7 @@ static void test_rmpp_stalled_acks(void **state)
 	for (i = 0; i < 4 * (UMC_SM_RMPP_RETRIES + 1); i++) {
 		f->now += UMC_SM_RMPP_RESEND_MS / 2;
 		ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 1);
-		umc_sm_tick(f->sm, f->now);
+		umc_sm_tick(f->sm, f->now, f->now);
 	}
 	assert_int_equal(f->sm->ntxns, 0);
 	assert_int_equal(f->sm->txn_bytes, 0);
@@ -514,7 +523,7 @@ static void test_rmpp_total_time(void **state)
 	for (seg = 1; f->sm->ntxns && seg < 113; seg++) {
 		ack(f, &h, UMC_RMPP_TYPE_ACK, seg, seg + 1);
 		f->now += UMC_SM_RMPP_RESEND_MS * 3 / 4;
-		umc_sm_tick(f->sm, f->now);
+		umc_sm_tick(f->sm, f->now, f->now);
 	}
 	assert_int_equal(f->sm->ntxns, 0);
 	assert_int_equal(f->sm->txn_bytes, 0);
@@ -525,6 +534,277 @@ static void test_rmpp_total_time(void **state)
 	assert_int_equal(h.rmpp.status, UMC_RMPP_STATUS_T2L);
 	assert_int_equal(f->sm->cnt.rmpp_too_long, 1);
 	assert_int_equal(f->sm->cnt.rmpp_timeouts, 0);
+}
+
+/* An SA MAD from @port at endpoint @ep, handed in only. */
+static void sa_only(struct fx *f, unsigned ep, const struct umc_sm_port *port, const uint8_t *mad)
+{
+	struct umc_sm_msg m = request(UMC_SM_SA);
+	struct sockaddr_in src = fx_ep(ep);
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	m.mad = mad;
+	m.hdr.lid = port->lid;
+	m.hdr.epoch = f->sm->epoch;
+	umc_sm_handle(f->sm, f->now, &src, NULL, buf, umc_sm_msg_encode(buf, &m));
+}
+
+/* A scanning GetTable (no MGID, no MLID) from @port at endpoint @ep, handed in only. */
+static void scan_only(struct fx *f, unsigned ep, const struct umc_sm_port *port, uint64_t tid)
+{
+	uint8_t mad[UMC_MAD_SIZE];
+
+	mad_build(mad, UMC_SA_METHOD_GET_TABLE, UMC_SA_ATTR_MCMEMBER_RECORD, 0, 0, NULL);
+	put_be64(mad + 8, tid);
+	sa_only(f, ep, port, mad);
+}
+
+/* A Set of @mgid as full member by fixture port @i, through the handler (no waiting). */
+static void set_only(struct fx *f, unsigned i, const char *mgid)
+{
+	struct umc_mcmember r = fx_rec(f, i, mgid, UMC_JOIN_FULL);
+	uint8_t mad[UMC_MAD_SIZE];
+
+	mad_build(mad, UMC_MAD_METHOD_SET, UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_CREATE_MASK, 0, &r);
+	sa_only(f, i, f->port[i], mad);
+}
+
+/* A REGISTER from endpoint @ep, handed in only (umc_sm_work() not run). */
+static void register_only(struct fx *f, unsigned ep, uint64_t nonce)
+{
+	struct umc_sm_msg m = request(UMC_SM_REGISTER);
+	struct sockaddr_in src = fx_ep(ep);
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	m.reg.nonce = nonce;
+	umc_sm_handle(f->sm, f->now, &src, NULL, buf, umc_sm_msg_encode(buf, &m));
+}
+
+/*
+ * What keeps registered ports alive and in their groups is answered as it
+ * arrives; a REGISTER of a new port and a scanning query wait for
+ * umc_sm_work(), REGISTERs and the source hosts taking turns, and a full
+ * REGISTER queue drops what comes (the client sends again).
+ */
+static void test_what_waits(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m;
+	size_t before = f->nout;
+	unsigned i;
+
+	register_only(f, 10, 1);
+	scan_only(f, 0, f->port[0], 1);
+	assert_int_equal(f->nout, before); /* neither answered yet */
+	assert_int_equal(f->sm->cnt.deferred, 2);
+	m = request(UMC_SM_RENEW);
+	send_from(f, 1, &m); /* answered at once; then send_from serves what waits */
+	assert_int_equal(f->nout, before + 3);
+	assert_int_equal(sent(f, before).hdr.type, UMC_SM_RENEW_REPLY);
+	assert_int_equal(sent(f, before + 1).hdr.type ^ sent(f, before + 2).hdr.type,
+			 UMC_SM_REGISTER_REPLY ^ UMC_SM_SA_REPLY); /* one of each */
+	/* a Set does not wait */
+	before = f->nout;
+	set_only(f, 0, "ff12:4001:ffff::1");
+	assert_int_equal(f->nout, before + 1);
+	before = f->nout;
+	/* the REGISTER queue holds UMC_SM_DEFER_REGISTER; the next is dropped, unanswered */
+	for (i = 0; i < UMC_SM_DEFER_REGISTER + 1; i++)
+		register_only(f, 200 + i, 1);
+	assert_int_equal(f->sm->cnt.shed_register, 1);
+	assert_int_equal(f->nout, before);
+	while (umc_sm_work(f->sm, f->now))
+		;
+	assert_int_equal(f->nout, before + UMC_SM_DEFER_REGISTER);
+	assert_int_equal(f->sm->cnt.reg_new, TEST_PORTS + 1 + UMC_SM_DEFER_REGISTER);
+}
+
+/*
+ * Scanning queries wait on their source host's queue (UMC_SM_DEFER_QUERIES_PER_HOST;
+ * more are answered BUSY at once) and the hosts take turns: a query of
+ * another host is served second, however many of the first host's wait.
+ */
+static void test_hosts_take_turns(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg r = do_register(f, 100, 7, 0); /* a port of user 1 */
+	struct umc_sm_port *other = umc_sm_port_by_lid(f->sm, r.port.lid);
+	struct umc_sa_hdr h;
+	size_t before;
+	unsigned i;
+
+	assert_true(other->host != f->port[0]->host);
+	for (i = 0; i < UMC_SM_DEFER_QUERIES_PER_HOST; i++)
+		scan_only(f, i % 3, f->port[i % 3], 10 + i);
+	before = f->nout;
+	scan_only(f, 0, f->port[0], 99); /* user 0's queue is full: BUSY now */
+	assert_int_equal(f->nout, before + 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
+	assert_int_equal(f->sm->cnt.shed_query, 1);
+	f->now += UMC_SM_BUSY_QUIET_MS; /* port 0 told BUSY: no longer muted */
+	scan_only(f, 100, other, 77);
+	before = f->nout;
+	assert_true(umc_sm_work(f->sm, f->now));
+	assert_true(umc_sm_work(f->sm, f->now));
+	assert_int_equal(f->nout, before + 2);
+	assert_int_equal(f->out[before + 1].to.sin_port, fx_ep(100).sin_port); /* its turn: second */
+	umc_sa_hdr_decode(sent(f, before + 1).mad, UMC_MAD_SIZE, &h);
+	assert_true(h.mad.tid == 77);
+	/* a port that goes away takes its waiting queries with it */
+	umc_sm_port_remove(f->sm, f->port[1], "test");
+	f->port[1] = NULL;
+	before = f->nout;
+	while (umc_sm_work(f->sm, f->now))
+		;
+	assert_int_equal(f->nout, before + UMC_SM_DEFER_QUERIES_PER_HOST - 1 - 5);
+}
+
+/*
+ * A GetTable that could need a transfer the port may not have is answered
+ * BUSY at once, before any table is built; for UMC_SM_BUSY_QUIET_MS the
+ * port's queries are then dropped unread, its other requests served.
+ */
+static void test_busy_before_building(void **state)
+{
+	struct fx *f = *state;
+	unsigned long deferred;
+	struct umc_sa_hdr h;
+	size_t before;
+	uint64_t t;
+
+	make_groups(f, 10);
+	for (t = 1; t <= UMC_SM_RMPP_MAX_PER_PORT; t++)
+		get_table(f, t);
+	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
+	free(f->sm->table); /* the scratch table: built again only when a table is */
+	f->sm->table = NULL;
+	f->sm->table_cap = 0;
+	deferred = f->sm->cnt.deferred;
+	before = f->nout;
+	scan_only(f, 0, f->port[0], 50); /* answered during the hand-in, not later */
+	assert_int_equal(f->nout, before + 1);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
+	assert_null(f->sm->table);
+	assert_int_equal(f->sm->cnt.cap_rmpp, 1);
+	assert_int_equal(f->sm->cnt.deferred, deferred); /* it did not wait */
+	scan_only(f, 0, f->port[0], 51); /* muted: dropped unread */
+	assert_int_equal(f->nout, before + 1);
+	assert_int_equal(f->sm->cnt.shed_busy, 1);
+	set_only(f, 0, "ff12:4001:ffff::1:1"); /* its Sets are not muted */
+	assert_int_equal(f->nout, before + 2);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, 0);
+	f->now += UMC_SM_BUSY_QUIET_MS;
+	scan_only(f, 0, f->port[0], 52); /* heard again: BUSY again */
+	assert_int_equal(f->nout, before + 3);
+	assert_int_equal(f->sm->cnt.cap_rmpp, 2);
+}
+
+/*
+ * Leases are expired only up to the time before which every datagram has
+ * been read: a RENEW that arrived before the lease ended renews it, however
+ * late it is handled; and a lease never ends before one renewed earlier.
+ */
+static void test_expiry_by_arrival(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sm_msg m = request(UMC_SM_RENEW);
+	uint64_t arrived = f->now + UMC_SM_LEASE_MS - 1;
+
+	f->now += UMC_SM_LEASE_MS + 500; /* umc-sm got round to it only now */
+	umc_sm_tick(f->sm, f->now, arrived); /* read up to the RENEW's arrival: nobody expired */
+	assert_int_equal(f->sm->ports.count, TEST_PORTS);
+	{
+		struct sockaddr_in src = fx_ep(0);
+		uint8_t buf[UMC_SM_MAX_MSG];
+
+		m.hdr.lid = f->port[0]->lid;
+		m.hdr.epoch = f->sm->epoch;
+		umc_sm_handle(f->sm, arrived, &src, NULL, buf, umc_sm_msg_encode(buf, &m));
+	}
+	umc_sm_tick(f->sm, f->now, f->now); /* all read: the other three expire */
+	assert_int_equal(f->sm->ports.count, 1);
+	assert_true(f->port[0]->expires == arrived + UMC_SM_LEASE_MS);
+	f->port[1] = f->port[2] = f->port[3] = NULL;
+	/* a later port renewed with an earlier arrival time ends its lease with the tail's */
+	{
+		struct umc_sm_msg r = do_register(f, 20, 9, 0);
+		struct umc_sm_port *p = umc_sm_port_by_lid(f->sm, r.port.lid);
+
+		umc_sm_port_renew(f->sm, f->port[0], f->now);
+		umc_sm_port_renew(f->sm, p, f->now - 300);
+		assert_true(p->expires == f->port[0]->expires);
+		assert_true(f->sm->ports.lease_tail == p);
+	}
+}
+
+/*
+ * The caps of a source host and of a port: ports of a host
+ * (--max-ports-per-host), memberships of a port and of a host
+ * (--max-groups-per-port, --max-groups-per-host), GetTable transfers of a
+ * host (--max-rmpp-per-host).  Another host is not affected; what is
+ * freed can be taken again.
+ */
+static void test_caps(void **state)
+{
+	struct umc_sm_config cfg;
+	struct fx *f;
+	struct umc_sm_msg r;
+	struct umc_sa_hdr h;
+	unsigned i;
+
+	(void)state;
+	umc_sm_config_default(&cfg);
+	cfg.max_ports_per_host = TEST_PORTS + 1;
+	cfg.max_groups_per_port = 3;
+	cfg.max_groups_per_host = 5;
+	cfg.max_rmpp_per_host = 2;
+	f = fx_new(&cfg); /* its ports: user 0 */
+	assert_int_equal(do_register(f, 10, 1, 0).hdr.status, UMC_SM_OK);
+	assert_int_equal(do_register(f, 11, 1, 0).hdr.status, UMC_SM_NO_RESOURCES);
+	assert_int_equal(f->sm->cnt.cap_ports, 1);
+	assert_int_equal(do_register(f, 100, 1, 0).hdr.status, UMC_SM_OK); /* user 1 */
+	/* memberships: port 0 three, the fourth refused; then the host's fifth and sixth */
+	for (i = 0; i < 3; i++) {
+		char mgid[64];
+
+		snprintf(mgid, sizeof(mgid), "ff12:4001:ffff::%x", 0x200 + i);
+		assert_int_equal(fx_join(f, 0, mgid, UMC_JOIN_FULL), 0);
+	}
+	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::2ff", UMC_JOIN_FULL),
+			 UMC_SA_STATUS_NO_RESOURCES);
+	assert_int_equal(fx_join(f, 0, "ff12:4001:ffff::200", UMC_JOIN_NON), 0); /* OR: no new one */
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::200", UMC_JOIN_NON), 0);
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::201", UMC_JOIN_NON), 0);
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::202", UMC_JOIN_NON),
+			 UMC_SA_STATUS_NO_RESOURCES);
+	assert_int_equal(f->sm->cnt.cap_groups, 2);
+	assert_int_equal(f->port[0]->host->members, 5);
+	assert_int_equal(fx_leave(f, 1, "ff12:4001:ffff::201", UMC_JOIN_NON), 0);
+	assert_int_equal(fx_join(f, 1, "ff12:4001:ffff::202", UMC_JOIN_NON), 0);
+	fx_free(f);
+	/* transfers: user 0's two, of any of its ports, then BUSY; user 1's still go */
+	umc_sm_config_default(&cfg);
+	cfg.max_rmpp_per_host = 2;
+	f = fx_new(&cfg);
+	make_groups(f, 100); /* 101 records: a transfer each */
+	r = do_register(f, 100, 1, 0);
+	scan_only(f, 0, f->port[0], 1);
+	scan_only(f, 2, f->port[2], 2);
+	while (umc_sm_work(f->sm, f->now))
+		;
+	assert_int_equal(f->sm->ntxns, 2);
+	scan_only(f, 3, f->port[3], 3);
+	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
+	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
+	assert_int_equal(f->sm->cnt.cap_rmpp, 1);
+	scan_only(f, 100, umc_sm_port_by_lid(f->sm, r.port.lid), 4);
+	while (umc_sm_work(f->sm, f->now))
+		;
+	assert_int_equal(f->sm->ntxns, 3);
+	fx_free(f);
 }
 
 /*
@@ -581,7 +861,9 @@ int main(void)
 		T(test_unregister),	T(test_resolve),      T(test_malformed),
 		T(test_rmpp_transfer),	T(test_rmpp_loss),    T(test_rmpp_busy_and_restart),
 		T(test_rmpp_bad_acks), T(test_small_table),  T(test_many_ports),
-		T(test_rmpp_stalled_acks), T(test_rmpp_total_time),
+		T(test_rmpp_stalled_acks), T(test_rmpp_total_time), T(test_what_waits),
+		T(test_hosts_take_turns), T(test_busy_before_building), T(test_expiry_by_arrival),
+		T(test_caps),
 #undef T
 	};
 

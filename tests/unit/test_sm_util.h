@@ -55,12 +55,24 @@ static inline struct sockaddr_in fx_ep(unsigned i)
 	return a;
 }
 
+/*
+ * The source host of endpoint 127.0.0.1:40000 + i (fx_ep(i)): user i / 100,
+ * so the fixture's ports are all of user 0 and fx_ep(100..199) of user 1.
+ */
+static inline uint64_t fx_source(void *ctx, const struct sockaddr_in *src,
+				 const struct sockaddr_in *dst)
+{
+	(void)ctx;
+	(void)dst;
+	return umc_sm_host_key_make(UMC_SM_HOST_USER, (ntohs(src->sin_port) - 40000u) / 100);
+}
+
 /* A state from @cfg (NULL: defaults) with TEST_PORTS registered ports. */
 static inline struct fx *fx_new(const struct umc_sm_config *cfg)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct umc_sm_config c;
-	struct umc_sm_out out = { .send = fx_capture, .ctx = f };
+	struct umc_sm_out out = { .send = fx_capture, .source = fx_source, .ctx = f };
 	unsigned i;
 
 	assert_non_null(f);
@@ -77,7 +89,10 @@ static inline struct fx *fx_new(const struct umc_sm_config *cfg)
 					       .nonce = 100 + i };
 		struct sockaddr_in ep = fx_ep(i);
 
-		assert_int_equal(umc_sm_port_register(f->sm, f->now, &ep, &reg, &f->port[i]), UMC_SM_OK);
+		assert_int_equal(umc_sm_port_register(f->sm, f->now, &ep,
+						      umc_sm_host_key(f->sm, &ep, NULL), &reg,
+						      &f->port[i]),
+				 UMC_SM_OK);
 		assert_int_equal(f->port[i]->lid, 2 + i);
 	}
 	return f;
