@@ -19,6 +19,8 @@ Input formats:
   rx_check   a 42-byte context (fuzz_rx_check.c: flags, source, destination,
              source port, assumed IPv4 ID, TOS, TTL, flow label), then the
              UDP payload
+  sm_handler a script of datagrams (fuzz_sm_handler.c): the ones written
+             here drive the requests that wait, the caps and the proxy rules
 """
 import os
 import struct
@@ -135,6 +137,79 @@ def seeds():
     for name, pl2 in edge.items():
         yield "ud_decode", name, pl2
         yield "rx_check", name, ctx + pl2
+
+    for name, script in sm_handler_seeds():
+        yield "sm_handler", name, script
+
+
+# --- umc-sm's handler (fuzz_sm_handler.c) -----------------------------------
+# A script is ops: op (1) | source (1) | length (2) | datagram.  op bit 0
+# writes the port's LID and the epoch into the header; op >> 1 advances the
+# clock by that many 50 ms.  source & 7 is the endpoint (port 50000 + n,
+# source host n % 3 in the target), source bit 7 leaves waiting requests
+# waiting.  Endpoints 0, 1, 2 are registered first: LIDs 2, 3, 4, GUIDs
+# 0x0200000000000002.. (umc-sm's own), GIDs fe80:: + GUID.
+SM_REGISTER, SM_RENEW, SM_UNREGISTER, SM_SA = 1, 2, 3, 4
+SM_KEY = 1  # the fuzz target runs umc-sm with --sm-key 1 given
+CREATE_MASK, JOIN_MASK = 0x130C7, 0x10003
+
+
+def sm_msg(mtype, body=b"", tid=1):
+    return struct.pack(">IBBHQHHI", 0x554D4353, 1, mtype, 0, 0, 0, 0, tid) + body
+
+
+def sm_op(src, msg, fix=True, clock=0, keep=False):
+    return bytes([clock << 1 | int(fix), src | (0x80 if keep else 0)]) + \
+        struct.pack(">H", len(msg)) + msg
+
+
+def sm_port_gid(n):
+    return bytes.fromhex("fe80000000000000") + struct.pack(">Q", 0x0200000000000002 + n)
+
+
+def sa_mad(method, comp=0, sm_key=0, tid=1, mgid=b"\0" * 16, port_gid=b"\0" * 16, join=0):
+    hdr = struct.pack(">BBBBHHQHHI", 1, 3, 2, method, 0, 0, tid, 0x0038, 0, 0)
+    hdr += bytes(12) + struct.pack(">QHHQ", sm_key, 0, 0, comp)
+    rec = mgid + port_gid + struct.pack(">IHBBHBBIBB", 0x01234567, 0, 0, 0, 0xFFFF, 0, 0, 0,
+                                        join, 0)
+    return hdr + rec + bytes(256 - len(hdr) - len(rec))
+
+
+def mgid(n):
+    return bytes.fromhex("ff124001ffff00000000000000000000")[:12] + struct.pack(">I", n)
+
+
+def sm_handler_seeds():
+    """Scripts for the requests that wait, the caps and the proxy rules."""
+    def sa(src, mad, **kw):
+        return sm_op(src, sm_msg(SM_SA, mad), **kw)
+
+    def register(src, nonce, **kw):
+        return sm_op(src, sm_msg(SM_REGISTER, struct.pack(">IHHQQ", 0x7F000001, 6000, 0, 0,
+                                                          nonce)), fix=False, **kw)
+
+    scan = sa_mad(0x12)  # GetTable of every group
+    # new ports and scans wait; a RENEW goes first; a port leaves with its scans waiting
+    yield "defer_turns", b"".join([
+        register(3, 31, keep=True), register(4, 41, keep=True),
+        sa(0, scan, keep=True), sa(1, scan, keep=True), sa(1, scan, keep=True),
+        sa(2, scan, keep=True), sm_op(0, sm_msg(SM_RENEW), keep=True),
+        sm_op(1, sm_msg(SM_UNREGISTER), keep=True), sa(0, scan)])
+    # caps (the target's: 2 ports and 10 memberships a host, 6 a port, 2 and 3 transfers),
+    # BUSY, the port muted, heard again 100 ms later
+    ops = [register(n, 100 + n) for n in (3, 4, 5, 6, 7)]
+    ops += [sa(0, sa_mad(0x02, CREATE_MASK, mgid=mgid(n), port_gid=sm_port_gid(0), join=1))
+            for n in range(8)]
+    ops += [sa(0, sa_mad(0x12, tid=t), clock=2 if t == 4 else 0) for t in range(1, 6)]
+    yield "caps_busy", b"".join(ops)
+    # proxy joins: refused without the key, taken with it; the port's own join takes over
+    proxy = sa_mad(0x02, JOIN_MASK, mgid=mgid(1), port_gid=sm_port_gid(1), join=2)
+    yield "proxy_key", b"".join([
+        sa(0, sa_mad(0x02, CREATE_MASK, mgid=mgid(1), port_gid=sm_port_gid(0), join=1)),
+        sa(0, proxy), sa(0, proxy[:36] + struct.pack(">Q", SM_KEY) + proxy[44:]),
+        sa(1, sa_mad(0x02, JOIN_MASK, mgid=mgid(1), port_gid=sm_port_gid(1), join=1)),
+        sa(0, sa_mad(0x15, JOIN_MASK, SM_KEY, mgid=mgid(1), port_gid=sm_port_gid(1), join=1)),
+        sa(2, sa_mad(0x15, JOIN_MASK, mgid=mgid(1), port_gid=sm_port_gid(1), join=1))])
 
 
 def main():
