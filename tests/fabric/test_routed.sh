@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# test_routed.sh 4|6 - the routed variant: segments 0 (a, b) and 1 (c, d)
+# joined by a router that forwards unicast and no multicast.
+#
+#   1. RoCEv2: full-member receivers on a (segment 0) and c (segment 1), a
+#      send-only sender on b (segment 0), TTL 64: a gets every message, c
+#      none.  The capture: every datagram reaches the router's segment-0
+#      port (a multicast router port of the bridge), none enters segment 1
+#      from the router; c's reports never reach segment 0.
+#   2. (4 only) The InfiniBand link with umc-sm on c: unicast crosses (a
+#      and b on segment 0 register and join through the router; umc-sa on a
+#      reads the SA), multicast does not: with a send-only sender on b and
+#      full members on a and d (segment 1), a gets every message, d none.
+#      umc-sm --forwarding unicast (issue 34) is to make d get them too.
+set -u
+FAM=${1:?usage: test_routed.sh 4|6}
+# shellcheck source=fabric_lib.sh
+. "$(dirname "$0")/fabric_lib.sh"
+fab_test_init
+N=300
+fab_up -r a:0 b:0 c:1 d:1 || exit 1
+if [ "$FAM" = 6 ]; then G=ff0e::7b:$(printf %x $((RANDOM % 4000 + 1))); else G=239.77.6.$((RANDOM % 250 + 1)); fi
+A=$(fab_addr a "$FAM") B=$(fab_addr b "$FAM") C=$(fab_addr c "$FAM")
+fab_log "group $G; a=$A b=$B (segment 0), c=$C (segment 1), router rt"
+
+fab_cap_start a "igmp or ip6 or udp" || exit 1
+fab_member a a "$A" "$G" && fab_cmd a 10 join full || exit 1
+fab_member c c "$C" "$G" && fab_cmd c 10 join full || exit 1
+fab_member b b "$B" "$G" && fab_cmd b 10 join sendonly || exit 1
+fab_expect_mdb "$G" "as0 cs1" 2
+fab_cmd b 30 send 0 $N 200 0 0
+fab_expect_got a $N "$B" 64
+fab_expect_got c 0 - 0 # segment 1
+for h in a b c; do fab_quit $h || fab_fail "$h exited $?"; done
+fab_cap_stop a
+fab_expect_count "datagrams leaving at the router's segment-0 port" "$(fab_q rts0 out data "$G")" eq $N
+fab_expect_count "datagrams entering segment 1 from the router" "$(fab_q rts1 in data)" eq 0
+fab_expect_count "datagrams leaving at c's port" "$(fab_q cs1 out data)" eq 0
+fab_expect_count "c's reports for $G on segment 1" "$(fab_q cs1 in report "$G")" ge 1
+fab_expect_count "reports for $G entering segment 0 from the router" "$(fab_q rts0 in report "$G")" eq 0
+[ "$FAM" = 4 ] || exit 0
+
+# 2. the InfiniBand link across the router
+SM=$(fab_addr c):4795
+IB=127.0.0.2
+fab_bg sm c "$UMC_BIN/umc-sm" --listen "$SM"
+wait_until 10 grep -qs '^umc-sm: ready on ' "$FAB_WORK/sm.out" || fab_fail "umc-sm did not start"
+fab_bg sa a UMC_SM="$SM" "$UMC_BIN/umc-sa" -c
+fab_wait sa 10
+fab_expect_eq "umc-sa -c on a, to umc-sm on c through the router" "$(grep -c 'send_only_full_member yes' "$FAB_WORK/sa.out")" 1
+for h in a b d; do fab_member i$h $h $IB "$G" 1 UMC_SM="$SM" || exit 1; done
+fab_cmd ia 20 join full && fab_cmd id 20 join full && fab_cmd ib 20 join sendonly || exit 1
+fab_cmd ib 30 send 0 $N 200 0 0
+fab_expect_got ia $N "$(sed -n '1s/.* gid //p' "$FAB_WORK/ib.out")" 0
+fab_expect_got id 0 - 0 # segment 1
+for h in ia ib id; do fab_quit $h || fab_fail "$h exited $?"; done
