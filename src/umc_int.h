@@ -134,7 +134,7 @@ void umc_cancel_restore(int old);
  * holds one and wants another.
  */
 enum umc_global_lock {
-	UMC_GL_UC_AGENT, /* starting the unicast agent (link/roce/uc/ucast.c); taken alone */
+	UMC_GL_UC_AGENT, /* starting the unicast agent (link/roce/uc/uc_agent.c); taken alone */
 	UMC_GL_DEVS,	 /* the device list and its probes (verbs/device.c) */
 	UMC_GL_QPN,	 /* the next QPN (verbs/qp.c); taken alone */
 	UMC_GL_MR,	 /* memory registrations (verbs/pd_mr.c); taken alone */

@@ -4,7 +4,7 @@
  * a QP's number held on the host and claimed at the demultiplexer of each
  * address of its port (tx.c, as the QP is made and destroyed), what a
  * demultiplexer sends the port's input (rx.c), and a barrier for tests
- * and diagnostics.  The design, threads and locks: ucast.c.
+ * and diagnostics.  The design, threads and locks: uc_int.h.
  */
 #ifndef UMC_LINK_ROCE_UC_H
 #define UMC_LINK_ROCE_UC_H
@@ -23,8 +23,7 @@ int roce_qpn_hold(struct roce_qp *qp);
 /* roce_qpn_release - let the QPN go; safe if roce_qpn_hold failed or never ran. */
 void roce_qpn_release(struct roce_qp *qp);
 
-
-/* ucast.c */
+/* uc_client.c */
 /*
  * roce_uc_qp_add - claim @qp's QPN at the demultiplexer of every address
  * of its port (connecting to it, or becoming it, first), so that unicast
@@ -39,6 +38,29 @@ void roce_qpn_release(struct roce_qp *qp);
 int roce_uc_qp_add(struct roce_qp *qp);
 /* roce_uc_qp_del - release the QPN claimed by roce_uc_qp_add.  Context: no lock held. */
 void roce_uc_qp_del(struct roce_qp *qp);
+/* The state of a port's unicast reception (umc_roce_uc_sync), for tests and diagnostics. */
+struct umc_roce_uc_info {
+	int addrs;	  /* addresses (GIDs) of the port with a demultiplexer */
+	int connected;	  /* ... to which this process is connected and registered */
+	int leading;	  /* ... whose demultiplexer is this process */
+	pid_t leader_pid; /* the demultiplexer of GID index 0, or 0 */
+	bool port_held;	  /* ... and it holds addr:4791 */
+	bool steering;	  /* ... steers by DestQP (this process leading it: else unknown) */
+	int clients;	  /* ... the processes registered with it (this process leading it) */
+};
+
+/*
+ * umc_roce_uc_sync - a barrier with the demultiplexer of every address of
+ * @dev's port: (re)connect where needed, then wait until each has handled
+ * every claim this process sent it so far (at most @timeout_ms in all).
+ * Fills @info.  Returns 0 when every address answered, -EAGAIN otherwise,
+ * -ENODEV when the port has no unicast reception (no QP yet).
+ */
+int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms);
+
+
+
+/* uc_steer.c */
 /*
  * roce_uc_ctl_input - act on control message @c from a demultiplexer,
  * read on the port's input with descriptor @fd (-1 if none, else
@@ -60,26 +82,5 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
  * Context: dev->rx_lock held.
  */
 void roce_uc_reap(struct roce_port *rp);
-
-/* The state of a port's unicast reception (umc_roce_uc_sync), for tests and diagnostics. */
-struct umc_roce_uc_info {
-	int addrs;	  /* addresses (GIDs) of the port with a demultiplexer */
-	int connected;	  /* ... to which this process is connected and registered */
-	int leading;	  /* ... whose demultiplexer is this process */
-	pid_t leader_pid; /* the demultiplexer of GID index 0, or 0 */
-	bool port_held;	  /* ... and it holds addr:4791 */
-	bool steering;	  /* ... steers by DestQP (this process leading it: else unknown) */
-	int clients;	  /* ... the processes registered with it (this process leading it) */
-};
-
-/*
- * umc_roce_uc_sync - a barrier with the demultiplexer of every address of
- * @dev's port: (re)connect where needed, then wait until each has handled
- * every claim this process sent it so far (at most @timeout_ms in all).
- * Fills @info.  Returns 0 when every address answered, -EAGAIN otherwise,
- * -ENODEV when the port has no unicast reception (no QP yet).
- */
-int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int timeout_ms);
-
 
 #endif /* UMC_LINK_ROCE_UC_H */

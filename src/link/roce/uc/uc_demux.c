@@ -4,7 +4,7 @@
  * address, which owns addr:4791 and brings each datagram to the process
  * that claimed its DestQP: its QPN table, its clients, the datagrams it
  * passes on, taking addr:4791.  Its steering is uc_steer.c; the design,
- * threads and locks: ucast.c.
+ * threads and locks: uc_int.h.
  *
  * Data, passed on: what reaches index 0, the demultiplexer's own socket (a
  * DestQP missing from the program, a race with its update, everything

@@ -1,11 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uc_int.h - the RoCEv2 unicast objects, shared by ucast.c (this process as
- * a client, the agent thread, the port's calls), uc_demux.c (this process
- * as the demultiplexer of an address) and uc_steer.c (its steering): a
- * port's unicast reception, the connection of each of its addresses to
- * their demultiplexer, the demultiplexer, and the agent.  The design,
- * threads and locks: ucast.c.
+ * uc_int.h - RoCEv2 unicast (link/roce/uc/): a datagram sent to one of the
+ * host's addresses reaches the process that owns its DestQP.  The objects
+ * the files of unicast share: a port's unicast reception, the connection
+ * of each of its addresses to their demultiplexer, the demultiplexer, and
+ * the agent.  Files:
+ *
+ *   uc_agent.c   the agent thread: one epoll loop, which hands each event
+ *                to the file below that owns what it names
+ *   uc_client.c  this process as a client of each address's demultiplexer,
+ *                and the port's calls (a QP's claim and release, a barrier)
+ *   uc_demux.c   this process as the demultiplexer of an address
+ *   uc_steer.c   its steering of DestQP (SO_REUSEPORT, classic BPF), and a
+ *                port's hold on the steering group
+ *   qpn.c        a QPN held by one process of the host at a time
+ *   uc.h         the calls of the rest of the link and of the tests
+ *   uc_proto.h   the messages between the processes
+ *
+ * Every umcast process is an HCA of its own with its own QPNs, yet all of
+ * them share the host's addresses and UDP port 4791, where RoCEv2 peers
+ * send.  A unicast datagram is given to one socket only, so per address one
+ * process, the demultiplexer, owns addr:4791 and brings each datagram to
+ * the process that claimed its DestQP:
+ *
+ *   - Rendezvous: an abstract AF_UNIX SOCK_SEQPACKET name made of the
+ *     address (ROCE_UC_NAME_FMT).  Abstract names belong to the network
+ *     namespace, as the UDP port does, need no file system and vanish with
+ *     their process, even one killed by SIGKILL.  The process that binds
+ *     the name is the demultiplexer; every process (the demultiplexer too,
+ *     through its own listener) connects to it.
+ *   - Registration: HELLO hands over, with SCM_RIGHTS, the sending end of a
+ *     SOCK_DGRAM socketpair whose other end is the port's unicast input in
+ *     the process's receive engine (rx.c); then CLAIM names its QPNs.  Each
+ *     QPN is already this process's alone on the host (qpn.c); one that
+ *     another client still has in the table (it exited, its hang-up not yet
+ *     read) is refused (-EADDRINUSE), and QP creation takes the next number.
+ *   - Data, steered: the demultiplexer makes every socket of addr:4791's
+ *     SO_REUSEPORT group itself, in a known order, hands one to each
+ *     process, and attaches a classic BPF program mapping DestQP to the
+ *     index of the owner's socket, so the kernel delivers each datagram
+ *     straight to its owner (uc_steer.c says why the order can be
+ *     trusted).  No privilege is needed.
+ *   - Data, passed on: what reaches index 0, the demultiplexer's own
+ *     socket, its agent thread sends on to the owner's input (uc_demux.c).
+ *     Nothing is allocated per datagram on either path.
+ *   - Exit: a process that exits or is killed closes its connection; the
+ *     demultiplexer forgets its QPNs and keeps its socket for the next one.
+ *     When the demultiplexer itself goes, every connection to it hangs up;
+ *     steered datagrams keep reaching their owners (each process holds the
+ *     whole group, so none of its sockets left it); each process's agent
+ *     thread connects or binds the name anew (one wins, a holder of the
+ *     whole group first), the winner takes the group over, and every
+ *     process registers again.  Datagrams passed on meanwhile are lost (UD
+ *     is unreliable); no process needs a restart.
+ *
+ * Claims at QP creation and releases at its destruction wait for the
+ * answer (UMC_UC_REPLY_MS at most); registrations after a hand-over are not
+ * waited for.
+ * docs/design.md "Unicast" weighs the alternatives and gives the costs.
+ *
+ * Threads and locks: one agent thread per process (for every port and
+ * address) does the demultiplexer's work and the reconnects; it never takes
+ * a device lock and never waits for an answer.  Per address, ctl_lock
+ * serialises the use of the connection to the demultiplexer and
+ * steer_lock guards the port's hold on the reuseport group (its own socket,
+ * the others, the group's size); per port, qset_lock guards the list of the
+ * port's QPNs.  Order: dev->rx_lock, dev->lock, ctl_lock, steer_lock,
+ * qset_lock; the agent thread only try-locks ctl_lock.  uc_ag_lock
+ * (process-wide, fork-safe, uc_agent.c) is taken alone.  Every descriptor
+ * is recorded as it is made (UMC_FD_NEW), so a child of fork closes them.
  */
 #ifndef UMC_LINK_ROCE_UC_INT_H
 #define UMC_LINK_ROCE_UC_INT_H
@@ -123,7 +186,7 @@ struct roce_uc {
 	struct uc_dom *dom[UMC_MAX_GIDS];
 };
 
-/* The process's agent (ucast.c). */
+/* The process's agent (uc_agent.c). */
 struct uc_agent {
 	int epfd, wake;
 	bool running;
@@ -142,10 +205,21 @@ static inline uint64_t uc_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* ucast.c */
+/* uc_agent.c */
+/* Wake the agent, to run its tick (a reconnect or a bind waits). */
 void roce_uc_agent_wake(void);
+/* Take @fd out of the agent's epoll set. */
 void roce_uc_ep_del(int fd);
+/* Add @fd to the agent's epoll set for @events; its events carry @tag.  Returns 0 or -errno. */
 int roce_uc_ep_add(int fd, uint32_t events, struct uc_tag *tag);
+/* Start the agent thread, once per process.  Returns 0 or -errno. */
+int roce_uc_agent_start(void);
+/* Put @d on the agent's list of addresses, which only grows.  Takes uc_ag_lock. */
+void roce_uc_agent_add_dom(struct uc_dom *d);
+
+/* uc_client.c, for the agent */
+void roce_uc_dom_retry(struct uc_dom *d);
+void roce_uc_dom_hup(struct uc_dom *d);
 
 /* uc_demux.c */
 void roce_uc_lead_accept(struct uc_leader *l);

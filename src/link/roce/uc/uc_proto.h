@@ -3,7 +3,7 @@
  * uc_proto.h - RoCEv2 unicast: what the umcast processes of one host (one
  * network namespace) say to each other.  The names they meet at; the
  * control messages between a process and the demultiplexer of an address
- * (ucast.c, uc_demux.c); and what the demultiplexer puts on a port's input
+ * (uc_client.c, uc_demux.c); and what the demultiplexer puts on a port's input
  * (uc_demux.c, uc_steer.c; rx.c reads it): a datagram's IP context, or a
  * socket of the steering group.  Layouts only; both ends are processes of
  * this host, in host byte order except where a field says otherwise.

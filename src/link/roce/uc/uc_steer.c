@@ -2,7 +2,9 @@
 /*
  * uc_steer.c - RoCEv2 unicast: the demultiplexer steering DestQP with
  * SO_REUSEPORT and classic BPF, so that the kernel delivers each datagram
- * straight to its owner.  The design, threads and locks: ucast.c.
+ * straight to its owner, and a port's hold on the steering group (the
+ * sockets the demultiplexer hands its input).  The design, threads and
+ * locks: uc_int.h.
  *
  * The demultiplexer makes every socket of addr:4791's reuseport group
  * itself, binding the first (index 0, its own, the catch-all) only when
@@ -425,4 +427,164 @@ void roce_uc_steer_adopted(struct uc_leader *l)
 		}
 	}
 	roce_uc_steer_program(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The port's hold on the group: what the demultiplexer hands its input.    */
+
+/* The domain of @uc whose address is @dst (of @family 4 or 6), or NULL. */
+static struct uc_dom *uc_dom_by_addr(struct roce_uc *uc, int family, const uint8_t *dst)
+{
+	for (int i = 0; i < uc->ndom; i++) {
+		const struct sockaddr_storage *a = &uc->dom[i]->addr;
+
+		if (family == 4 && a->ss_family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)a)->sin_addr, dst, 4))
+			return uc->dom[i];
+		if (family == 6 && a->ss_family == AF_INET6 &&
+		    !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, dst, 16))
+			return uc->dom[i];
+	}
+	return NULL;
+}
+
+/* Is @fd a datagram socket bound to @d's addr:4791? */
+static bool uc_fd_is_group_socket(const struct uc_dom *d, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss), tl = sizeof(int);
+	int type = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_DGRAM ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) || ss.ss_family != d->addr.ss_family)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return !memcmp(&ss, &d->addr, sizeof(struct sockaddr_in));
+	return ((struct sockaddr_in6 *)&ss)->sin6_port == ((struct sockaddr_in6 *)&d->addr)->sin6_port &&
+	       !memcmp(&((struct sockaddr_in6 *)&ss)->sin6_addr,
+		       &((struct sockaddr_in6 *)&d->addr)->sin6_addr, 16);
+}
+
+/*
+ * Retire steered endpoint @ep: its socket leaves the set, then closes.
+ * Closing alone would not take it out: the demultiplexer and the other
+ * processes of the group hold the same socket, and epoll drops an item
+ * only when the last descriptor of its file closes (epoll(7)), so its
+ * datagrams would go on naming @ep.  (After a hang-up the descriptor is
+ * a placeholder that roce_uc_dom_steer_drop() took out already.)
+ * Retiring happens in the engine, while it reads the input
+ * (roce_uc_ctl_input), and an event of the same epoll_wait may still name
+ * @ep, or an endpoint retired before it in the same batch of control
+ * messages: each reads fd -1 (EBADF) until the set's next burst frees
+ * them all (roce_uc_reap).
+ */
+static void uc_ep_retire(struct roce_uc *uc, struct roce_ep *ep)
+{
+	(void)epoll_ctl(uc->set.ep.fd, EPOLL_CTL_DEL, ep->ep.fd, NULL);
+	umc_fd_close(ep->ep.fd);
+	ep->ep.fd = -1;
+	ep->retired_next = uc->retired;
+	uc->retired = ep;
+}
+
+UMC_HOT
+void roce_uc_reap(struct roce_port *rp)
+{
+	struct roce_uc *uc = rp->uc;
+
+	while (uc && uc->retired) {
+		struct roce_ep *ep = uc->retired;
+
+		uc->retired = ep->retired_next;
+		free(ep);
+	}
+}
+
+/* Read @fd, our socket of @d's group at @idx, in place of the one we had.  steer_lock held. */
+static void uc_dom_own(struct roce_uc *uc, struct uc_dom *d, int fd, uint32_t idx)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct roce_ep *ep = calloc(1, sizeof(*ep)), *old = d->steer_ep;
+
+	if (!ep) {
+		umc_fd_close(fd);
+		return;
+	}
+	ep->ep.fd = fd;
+	ep->kind = ROCE_EP_UC_SOCK;
+	umc_gid_from_sockaddr(&ep->dst, (struct sockaddr *)&d->addr);
+	ev.data.ptr = ep;
+	if (epoll_ctl(uc->set.ep.fd, EPOLL_CTL_ADD, fd, &ev)) {
+		umc_fd_close(fd);
+		free(ep);
+		return;
+	}
+	d->steer_ep = ep;
+	d->own_idx = (int)idx;
+	if (old)
+		uc_ep_retire(uc, old);
+}
+
+/* Hold @fd, another socket of @d's group, at @idx.  steer_lock held. */
+static void uc_dom_hold(struct uc_dom *d, int fd, uint32_t idx)
+{
+	if (idx >= d->grpcap) {
+		uint32_t cap = d->grpcap ? d->grpcap : 8;
+		int *grown;
+
+		while (cap <= idx)
+			cap *= 2;
+		grown = idx < UMC_UC_GROUP_MAX ? realloc(d->grp, cap * sizeof(*grown)) : NULL;
+		if (!grown) {
+			umc_fd_close(fd);
+			return;
+		}
+		for (uint32_t i = d->grpcap; i < cap; i++)
+			grown[i] = -1;
+		d->grp = grown;
+		d->grpcap = cap;
+	}
+	umc_fd_close(d->grp[idx]);
+	d->grp[idx] = fd;
+}
+
+void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd)
+{
+	struct roce_uc *uc = rp->uc;
+	struct uc_dom *d = uc ? uc_dom_by_addr(uc, c->addr_family, c->dst) : NULL;
+	/* A socket of the group it describes; index 0 is the demultiplexer's own. */
+	bool in_group = c->size <= UMC_UC_GROUP_MAX && c->index < c->size &&
+			(c->index > 0 || !(c->flags & ROCE_UC_CTL_OWN));
+
+	if (!d || (c->op == ROCE_UC_CTL_SOCK &&
+		   (fd < 0 || !in_group || !uc_fd_is_group_socket(d, fd)))) {
+		CNT(&rp->dev, rx_malformed);
+		umc_fd_close(fd);
+		return;
+	}
+	pthread_mutex_lock(&d->steer_lock);
+	if (c->op == ROCE_UC_CTL_SOCK) {
+		if (c->size > d->gsize)
+			d->gsize = c->size;
+		if (c->flags & ROCE_UC_CTL_OWN)
+			uc_dom_own(uc, d, fd, c->index);
+		else
+			uc_dom_hold(d, fd, c->index);
+	} else if (c->op == ROCE_UC_CTL_FRESH) {
+		/* Close ours outright (we are the engine): the placeholder is for the agent. */
+		if (d->steer_ep)
+			uc_ep_retire(uc, d->steer_ep);
+		d->steer_ep = NULL;
+		for (uint32_t i = 0; i < d->grpcap; i++) {
+			umc_fd_close(d->grp[i]);
+			d->grp[i] = -1;
+		}
+		d->own_idx = -1;
+		d->gsize = 0;
+		umc_fd_close(fd);
+	} else {
+		CNT(&rp->dev, rx_malformed); /* no such operation */
+		umc_fd_close(fd);
+	}
+	pthread_mutex_unlock(&d->steer_lock);
 }
