@@ -2,7 +2,8 @@
 # test.sh - install what is missing, build, and run the whole test suite.
 #   scripts/test.sh              the suite (build/)
 #   scripts/test.sh --sanitize   the suite under AddressSanitizer and
-#                                UndefinedBehaviorSanitizer (build-asan/)
+#                                UndefinedBehaviorSanitizer, with the lock
+#                                order checked (UMC_LOCKDEP; build-asan/)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -12,7 +13,7 @@ build=build
 flags=
 if [ "${1:-}" = --sanitize ]; then
 	build=build-asan
-	flags="-DUMC_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
+	flags="-DUMC_SANITIZE=address,undefined -DUMC_LOCKDEP=ON -DCMAKE_BUILD_TYPE=Debug"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi

@@ -40,6 +40,7 @@
 
 #include "umc_cc.h"
 #include "umc_err.h"
+#include "umc_lock.h"
 #include "umc_param.h"
 #include "umc_sys.h"
 
@@ -65,7 +66,7 @@ static inline bool umc_forked(unsigned gen)
 /*
  * The library's descriptors are recorded as they are made, so that a child
  * of fork closes them (fork.c).  Making and recording are one step under
- * the registry's lock, which fork(2) takes too (UMC_GL_FD), so no fork in
+ * the registry's lock, which fork(2) takes too (UMC_LOCK_FD), so no fork in
  * another thread falls between them and leaves the child a copy unrecorded.
  *
  * UMC_FD_NEW(call, user_visible) - evaluate @call, one call that makes one
@@ -77,7 +78,7 @@ static inline bool umc_forked(unsigned gen)
  * stays valid and never names another descriptor.  Cancellation is off
  * meanwhile.  @call must take none of the library's locks.  Best effort: a
  * descriptor that cannot be recorded (no memory) stays open, unused, in a
- * child.  Context: any thread, no process-wide lock but UMC_GL_DEVS held.
+ * child.  Context: any thread, no process-wide lock but UMC_LOCK_DEVS held.
  *
  * umc_fd_begin(), umc_fd_end(@fd, @user_visible) - the same around a
  * stretch that makes its descriptor some other way (one received with
@@ -126,34 +127,19 @@ int umc_cancel_off(void);
 void umc_cancel_restore(int old);
 
 /*
- * The library's process-wide mutexes, outermost first: a thread that holds
- * one may take only those after it.  fork(2) takes every one of them, in
- * this order, and releases them after it on both sides (the usual
- * pthread_atfork(3) discipline), so a child never finds one held by a
- * thread it does not have and a fork never waits against a thread that
- * holds one and wants another.
- */
-enum umc_global_lock {
-	UMC_GL_UC_AGENT, /* starting the unicast agent (link/roce/uc/uc_agent.c); taken alone */
-	UMC_GL_DEVS,	 /* the device list and its probes (verbs/device.c) */
-	UMC_GL_QPN,	 /* the next QPN (verbs/qp.c); taken alone */
-	UMC_GL_MR,	 /* memory registrations (verbs/pd_mr.c); taken alone */
-	UMC_GL_FD,	 /* the descriptor registry (verbs/fork.c); also under DEVS (a probe)
-			    and a device's rx_lock (the engine, reading the unicast input) */
-	UMC_GL_COUNT
-};
-
-/*
- * UMC_ATFORK_MUTEX - put the process-wide mutex @m at place @rank (enum
- * umc_global_lock) of fork(2)'s order.  @child (a void (*)(void), or NULL)
- * runs in the child while every such mutex is still held, to reset what
- * @m protects.
+ * UMC_ATFORK_MUTEX - the process-wide mutex @m, of rank @rank (enum
+ * umc_lock_rank), is taken by fork(2): every such mutex, in rank order,
+ * released after it on both sides (the usual pthread_atfork(3)
+ * discipline), so a child never finds one held by a thread it does not
+ * have, and a fork never waits against a thread that holds one and wants
+ * another.  @child (a void (*)(void), or NULL) runs in the child while
+ * every such mutex is still held, to reset what @m protects.
  */
 #define UMC_ATFORK_MUTEX(m, rank, child)                                                           \
 	__attribute__((constructor)) static void m##_atfork_register(void)                         \
 	{                                                                                          \
 		umc_atfork_register(rank, &m, child);                                              \
 	}
-void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*child)(void));
+void umc_atfork_register(enum umc_lock_rank rank, pthread_mutex_t *m, void (*child)(void));
 
 #endif /* UMC_INT_H */

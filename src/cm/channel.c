@@ -146,12 +146,12 @@ UMC_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (!channel || umc_forked(to_chan(channel)->gen))
 		return;
 	chan = to_chan(channel);
-	pthread_mutex_lock(&chan->lock);
+	umc_mutex_lock(&chan->lock, UMC_LOCK_CM_CHANNEL);
 	chan->closed = true;
 	list = chan->head;
 	chan->head = NULL;
 	chan->tail = &chan->head;
-	pthread_mutex_unlock(&chan->lock);
+	umc_mutex_unlock(&chan->lock);
 	umc_cm_event_free_list(list);
 	umc_cm_chan_put(chan);
 }
@@ -199,9 +199,9 @@ void umc_cm_event_queue(struct umc_cm_event *evt)
 {
 	struct umc_cm_channel *chan = evt->idp->chan;
 
-	pthread_mutex_lock(&chan->lock);
+	umc_mutex_lock(&chan->lock, UMC_LOCK_CM_CHANNEL);
 	if (chan->closed) {
-		pthread_mutex_unlock(&chan->lock);
+		umc_mutex_unlock(&chan->lock);
 		umc_cm_event_free(evt);
 		return;
 	}
@@ -209,7 +209,7 @@ void umc_cm_event_queue(struct umc_cm_event *evt)
 	*chan->tail = evt;
 	chan->tail = &evt->next;
 	__chan_signal(chan);
-	pthread_mutex_unlock(&chan->lock);
+	umc_mutex_unlock(&chan->lock);
 }
 
 /*
@@ -253,7 +253,7 @@ int umc_cm_chan_discard(struct umc_cm_channel *chan, struct umc_cm_id *idp,
 	struct umc_cm_event **pp, *evt;
 	int n = 0;
 
-	pthread_mutex_lock(&chan->lock);
+	umc_mutex_lock(&chan->lock, UMC_LOCK_CM_CHANNEL);
 	pp = &chan->head;
 	while ((evt = *pp)) {
 		if ((idp && evt->idp == idp) || (mc && evt->mc == mc)) {
@@ -267,7 +267,7 @@ int umc_cm_chan_discard(struct umc_cm_channel *chan, struct umc_cm_id *idp,
 		}
 	}
 	chan->tail = pp;
-	pthread_mutex_unlock(&chan->lock);
+	umc_mutex_unlock(&chan->lock);
 	return n;
 }
 
@@ -320,15 +320,15 @@ static int cm_get_event_held(struct umc_cm_channel *chan, struct umc_cm_event **
 			ret = -EBADF;
 			break;
 		}
-		pthread_mutex_lock(&chan->lock);
+		umc_mutex_lock(&chan->lock, UMC_LOCK_CM_CHANNEL);
 		if (chan->closed) {
-			pthread_mutex_unlock(&chan->lock);
+			umc_mutex_unlock(&chan->lock);
 			ret = -EBADF;
 			break;
 		}
 		evt = chan->head;
 		if (!evt) { /* another thread took it */
-			pthread_mutex_unlock(&chan->lock);
+			umc_mutex_unlock(&chan->lock);
 			continue;
 		}
 		chan->head = evt->next;
@@ -336,7 +336,7 @@ static int cm_get_event_held(struct umc_cm_channel *chan, struct umc_cm_event **
 			chan->tail = &chan->head;
 		evt->next = NULL;
 		__chan_consume(chan);
-		pthread_mutex_unlock(&chan->lock);
+		umc_mutex_unlock(&chan->lock);
 
 		/* Not cancelled with the event in hand: only the wait is a cancellation point. */
 		cs = umc_cancel_off();

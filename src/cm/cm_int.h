@@ -23,9 +23,11 @@
  * for acks and never free memory the application can still reach
  * (DESIGN.md, "Deliberate choices").
  *
- * Lock order: id->lock, then channel->lock, then the device's locks (taken
- * inside verbs and umc_dev_* calls).  The channel lock is never held while
- * calling out of this file set.
+ * Locks, in the ranked order of umc_lock.h (docs/design.md, "Locking"):
+ * id->lock, then the InfiniBand join code's (join_ib.c), then a channel's
+ * lock, and the device's locks (taken inside verbs and umc_dev_* calls)
+ * after all of them.  The channel lock is never held while calling out of
+ * channel.c.
  */
 #ifndef UMC_CM_INT_H
 #define UMC_CM_INT_H
@@ -212,7 +214,7 @@ static inline void __umc_cm_id_lock(struct umc_cm_id *idp)
 {
 	int cancel = umc_cancel_off();
 
-	pthread_mutex_lock(&idp->lock);
+	umc_mutex_lock(&idp->lock, UMC_LOCK_CM_ID);
 	idp->lock_cancel = cancel;
 }
 
@@ -220,7 +222,7 @@ static inline void umc_cm_id_unlock(struct umc_cm_id *idp)
 {
 	int cancel = idp->lock_cancel;
 
-	pthread_mutex_unlock(&idp->lock);
+	umc_mutex_unlock(&idp->lock);
 	umc_cancel_restore(cancel);
 }
 

@@ -30,9 +30,11 @@
  * The JOIN event's ah_attr comes from the SA's record: dlid = MLID, SL,
  * rate, and a GRH with the MGID, flow label, hop limit and traffic class.
  *
- * Locking: port->lock (struct cm_ib_port) after idp->lock and before the
- * channel lock; SA replies arrive on the SA client's thread and take only
- * port->lock (then the channel lock, to queue an event).
+ * Locking (ranked in umc_lock.h; docs/design.md, "Locking"): idp->lock,
+ * then cm_ib_init_lock (making a port's state, the first bind), then
+ * port->lock (struct cm_ib_port), then the SA client's or the channel's
+ * lock.  SA replies and port events arrive on the SA client's thread and
+ * take only port->lock (then the channel lock, to queue an event).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -112,10 +114,10 @@ static void cm_ib_bcast_set(struct cm_ib_port *port, uint16_t status, const uint
 	if (status)
 		return;
 	umc_mcmember_decode(data, &rec);
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	port->bcast = rec;
 	port->bcast_valid = true;
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 }
 
 static void cm_ib_bcast_done(void *ctx, int err, const struct umc_sa_reply *reply)
@@ -175,7 +177,7 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 
 	if (p)
 		return p;
-	pthread_mutex_lock(&cm_ib_init_lock);
+	umc_mutex_lock(&cm_ib_init_lock, UMC_LOCK_CM_IB_INIT);
 	p = dev->cm_priv;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
@@ -191,7 +193,7 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 			__atomic_store_n((struct cm_ib_port **)&dev->cm_priv, p, __ATOMIC_RELEASE);
 		}
 	}
-	pthread_mutex_unlock(&cm_ib_init_lock);
+	umc_mutex_unlock(&cm_ib_init_lock);
 	return p;
 }
 
@@ -477,7 +479,7 @@ static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply)
 	struct cm_ib_group *g = ctx;
 	struct cm_ib_port *port = g->port;
 
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	g->busy = false;
 	if (!err && reply->status)
 		err = -EINVAL; /* any MAD status (kernel sa_query: -EINVAL) */
@@ -494,7 +496,7 @@ static void cm_ib_sa_done(void *ctx, int err, const struct umc_sa_reply *reply)
 		g->last_join = NULL;
 	}
 	__cm_ib_group_run(g);
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -535,9 +537,9 @@ static int ib_default_qkey(struct umc_cm_id *idp, uint32_t *qkey)
 
 	if (!port)
 		return -ENOMEM;
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	ret = cm_ib_ps_qkey(idp->id.ps, port->bcast_valid ? &port->bcast : NULL, qkey);
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 	return ret;
 }
 
@@ -553,10 +555,10 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (!port)
 		return -ENOMEM;
 	/* ib_sa_get_mcmember_rec: the IPoIB broadcast group must be known. */
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	ret = port->bcast_valid ? 0 : -EADDRNOTAVAIL;
 	bcast = port->bcast;
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 	if (ret)
 		return ret;
 	/* The Q_Key from the same broadcast record as the join's. */
@@ -581,7 +583,7 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	atomic_fetch_add(&mc->refcnt, 1);
 	mc->link_priv = m;
 
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	static const uint8_t zero[16];
 	bool mgid0 = !memcmp(m->rec.mgid, zero, 16);
 
@@ -591,7 +593,7 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (!g) {
 		g = calloc(1, sizeof(*g));
 		if (!g) {
-			pthread_mutex_unlock(&port->lock);
+			umc_mutex_unlock(&port->lock);
 			mc->link_priv = NULL;
 			cm_ib_member_put(m);
 			return -ENOMEM;
@@ -608,7 +610,7 @@ static int ib_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	*g->pending_tail = m;
 	g->pending_tail = &m->next;
 	__cm_ib_group_run(g);
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 	return 0;
 }
 
@@ -648,7 +650,7 @@ static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	if (!m)
 		return;
 	port = idp->dev->cm_priv; /* made by the join */
-	pthread_mutex_lock(&port->lock);
+	umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 	g = m->group;
 	if (g) { /* not done yet: give back what it holds */
 		if (m->counted)
@@ -659,7 +661,7 @@ static void ib_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 		__cm_ib_done(m);
 		__cm_ib_group_run(g);
 	}
-	pthread_mutex_unlock(&port->lock);
+	umc_mutex_unlock(&port->lock);
 	mc->link_priv = NULL;
 	cm_ib_member_put(m);
 }
@@ -707,10 +709,10 @@ static void cm_ib_port_event(struct umc_event_handler *h, enum umc_event_type ev
 	case UMC_EVENT_LID_CHANGE:
 	case UMC_EVENT_SM_CHANGE:
 	case UMC_EVENT_CLIENT_REREGISTER:
-		pthread_mutex_lock(&port->lock);
+		umc_mutex_lock(&port->lock, UMC_LOCK_CM_IB_PORT);
 		port->bcast_valid = false;
 		__cm_ib_port_reset(port);
-		pthread_mutex_unlock(&port->lock);
+		umc_mutex_unlock(&port->lock);
 		break;
 	case UMC_EVENT_PORT_ACTIVE:
 		cm_ib_bcast_read(port, false);

@@ -25,9 +25,9 @@
  * struct first and the link reaches its part with container_of().
  *
  * Conventions: ops return 0 or a negative errno; "Context" says which
- * locks the caller holds.  Lock order (docs/design.md): dev->rx_lock, then
- * dev->lock, then a QP's sq_lock / rq_lock, then a CQ's lock;
- * dev->watch_lock is innermost.
+ * locks the caller holds, and locks are taken in the ranked order of
+ * umc_lock.h (docs/design.md, "Locking"): dev->rx_lock, then dev->lock,
+ * then a QP's, then a CQ's.
  */
 #ifndef UMC_LINK_H
 #define UMC_LINK_H

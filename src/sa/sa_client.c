@@ -137,9 +137,9 @@ static void emit(struct umc_sa_client *c, enum umc_sa_event ev)
 {
 	if (!c->event)
 		return;
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	c->event(c->event_ctx, ev);
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 }
 
 /*
@@ -270,7 +270,7 @@ static void *client_thread(void *arg)
 	uint64_t now, next, t, drain;
 	ssize_t n;
 
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	while (!c->stopping) {
 		now = umc_sa_now_ms();
 		while (!c->stopping && (n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0)
@@ -283,15 +283,15 @@ static void *client_thread(void *arg)
 			next = t;
 		if (c->stopping)
 			break;
-		pthread_mutex_unlock(&c->lock);
+		umc_mutex_unlock(&c->lock);
 		now = umc_sa_now_ms();
 		poll(pfd, 2, next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now));
 		if ((pfd[1].revents & POLLIN) && read(c->wake_fd, &drain, sizeof(drain)) < 0) {
 			/* nothing to drain */
 		}
-		pthread_mutex_lock(&c->lock);
+		umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	}
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -376,9 +376,9 @@ fail:
 
 static void stop_thread(struct umc_sa_client *c)
 {
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	c->stopping = true;
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	umc_sa_wake(c);
 	pthread_join(c->thread, NULL);
 }
@@ -397,9 +397,9 @@ void umc_sa_close(struct umc_sa_client *c)
 
 int umc_sa_query_port(struct umc_sa_client *c, struct umc_sa_port_attr *attr)
 {
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	*attr = c->attr;
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -450,9 +450,9 @@ int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in
 	 * is a cancellation point).  The wait is bounded by the timeout.
 	 */
 	cancel = umc_cancel_off();
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	if (c->attr.active && lid_cache_get(c, lid, data)) {
-		pthread_mutex_unlock(&c->lock);
+		umc_mutex_unlock(&c->lock);
 		umc_cancel_restore(cancel);
 		return 0;
 	}
@@ -480,7 +480,7 @@ int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in
 		lid_cache_put(c, lid, &w.ep);
 		*data = w.ep;
 	}
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	umc_cancel_restore(cancel);
 	return w.done ? w.err : -ETIMEDOUT;
 }

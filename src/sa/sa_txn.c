@@ -88,9 +88,9 @@ static void complete(struct umc_sa_client *c, struct umc_sa_txn *t, int err,
 {
 	txn_unlink(c, t);
 	c->calling = t->tid;
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	t->cb(t->ctx, err, reply);
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	c->calling = 0;
 	pthread_cond_broadcast(&c->cond);
 	txn_free(t);
@@ -116,7 +116,7 @@ int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 	if (!t->interval)
 		t->interval = 1;
 	memcpy(t->mad, mad, UMC_MAD_SIZE);
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	do
 		t->tid = (uint64_t)c->tid_hi << 32 | ++c->tid_lo;
 	while (!t->tid || txn_find(c, t->tid));
@@ -131,7 +131,7 @@ int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 	}
 	if (id)
 		*id = t->tid;
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -140,7 +140,7 @@ int umc_sa_cancel(struct umc_sa_client *c, uint64_t id)
 	struct umc_sa_txn *t;
 	int rc = -ENOENT;
 
-	pthread_mutex_lock(&c->lock);
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	t = id ? txn_find(c, id) : NULL;
 	if (t) {
 		txn_unlink(c, t);
@@ -150,7 +150,7 @@ int umc_sa_cancel(struct umc_sa_client *c, uint64_t id)
 		while (c->calling == id && id)
 			pthread_cond_wait(&c->cond, &c->lock);
 	}
-	pthread_mutex_unlock(&c->lock);
+	umc_mutex_unlock(&c->lock);
 	return rc;
 }
 
@@ -337,11 +337,11 @@ static void call_cb(void *ctx, int err, const struct umc_sa_reply *reply)
 			err = -ENOMEM;
 		}
 	}
-	pthread_mutex_lock(&w->lock);
+	umc_mutex_lock(&w->lock, UMC_LOCK_SA_CALL);
 	w->err = err;
 	w->done = true;
 	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	umc_mutex_unlock(&w->lock);
 }
 
 int umc_sa_call(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms,
@@ -365,10 +365,10 @@ int umc_sa_call(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 		umc_cancel_restore(cancel);
 		return rc;
 	}
-	pthread_mutex_lock(&w.lock);
+	umc_mutex_lock(&w.lock, UMC_LOCK_SA_CALL);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
+	umc_mutex_unlock(&w.lock);
 	umc_cancel_restore(cancel);
 	pthread_mutex_destroy(&w.lock);
 	pthread_cond_destroy(&w.cond);

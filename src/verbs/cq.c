@@ -86,10 +86,10 @@ UMC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	ch->dev = dev;
 	ch->pending_tail = &ch->pending;
 	pthread_mutex_init(&ch->lock, NULL);
-	pthread_mutex_lock(&dev->watch_lock);
+	umc_mutex_lock(&dev->watch_lock, UMC_LOCK_WATCH);
 	ch->dev_next = dev->chans;
 	dev->chans = ch;
-	pthread_mutex_unlock(&dev->watch_lock);
+	umc_mutex_unlock(&dev->watch_lock);
 	return &ch->ch;
 }
 
@@ -102,14 +102,14 @@ UMC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return umc_pos_errno(-EIO);
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return umc_pos_errno(-EBUSY);
-	pthread_mutex_lock(&ch->dev->watch_lock);
+	umc_mutex_lock(&ch->dev->watch_lock, UMC_LOCK_WATCH);
 	for (struct umc_comp_channel **p = &ch->dev->chans; *p; p = &(*p)->dev_next) {
 		if (*p == ch) {
 			*p = ch->dev_next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ch->dev->watch_lock);
+	umc_mutex_unlock(&ch->dev->watch_lock);
 	umc_fd_close(ch->epfd);
 	umc_fd_close(ch->notify[0]);
 	umc_fd_close(ch->notify[1]);
@@ -144,7 +144,7 @@ static void __umc_chan_sync(struct umc_comp_channel *ch)
 /* Queue @cq's event on its channel. */
 static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 {
-	pthread_mutex_lock(&ch->lock);
+	umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 	if (!cq->notify_pending) {
 		cq->notify_pending = true;
 		cq->notify_next = NULL;
@@ -152,7 +152,7 @@ static void umc_chan_raise(struct umc_comp_channel *ch, struct umc_cq *cq)
 		ch->pending_tail = &cq->notify_next;
 		__umc_chan_sync(ch);
 	}
-	pthread_mutex_unlock(&ch->lock);
+	umc_mutex_unlock(&ch->lock);
 }
 
 /*
@@ -175,7 +175,7 @@ static void __umc_chan_watch_set(struct umc_comp_channel *ch, bool on)
 	struct umc_device *dev = ch->dev;
 	struct epoll_event ev = {.events = EPOLLIN};
 
-	pthread_mutex_lock(&dev->watch_lock);
+	umc_mutex_lock(&dev->watch_lock, UMC_LOCK_WATCH);
 	if (ch->watched != on) {
 		for (int i = 0; i < dev->rx_nep; i++) {
 			ev.data.fd = dev->rx_eps[i]->fd;
@@ -184,7 +184,7 @@ static void __umc_chan_watch_set(struct umc_comp_channel *ch, bool on)
 		}
 		ch->watched = on;
 	}
-	pthread_mutex_unlock(&dev->watch_lock);
+	umc_mutex_unlock(&dev->watch_lock);
 }
 
 /*
@@ -197,12 +197,12 @@ static void umc_chan_watch(struct umc_comp_channel *ch)
 {
 	if (atomic_load(&ch->watching))
 		return;
-	pthread_mutex_lock(&ch->lock);
+	umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 	if (!atomic_load(&ch->watching)) {
 		__umc_chan_watch_set(ch, true);
 		atomic_store(&ch->watching, true);
 	}
-	pthread_mutex_unlock(&ch->lock);
+	umc_mutex_unlock(&ch->lock);
 }
 
 /* No event was found: stop watching if no CQ of @ch is armed. */
@@ -210,7 +210,7 @@ static void umc_chan_unwatch(struct umc_comp_channel *ch)
 {
 	if (!atomic_load(&ch->watching))
 		return;
-	pthread_mutex_lock(&ch->lock);
+	umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 	if (atomic_load(&ch->watching)) {
 		atomic_store(&ch->watching, false);
 		if (atomic_load(&ch->armed) == 0)
@@ -218,7 +218,7 @@ static void umc_chan_unwatch(struct umc_comp_channel *ch)
 		else
 			atomic_store(&ch->watching, true);
 	}
-	pthread_mutex_unlock(&ch->lock);
+	umc_mutex_unlock(&ch->lock);
 }
 
 /* A CQ's arm ends (its event fired, or it is destroyed armed). */
@@ -320,11 +320,11 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 	if (umc_dev_forked(ch->dev))
 		return umc_minus1_errno(-EIO);
 	for (;;) {
-		pthread_mutex_lock(&ch->lock);
+		umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 		ucq = __umc_chan_take(ch);
 		if (!ucq)
 			ch->takers++;
-		pthread_mutex_unlock(&ch->lock);
+		umc_mutex_unlock(&ch->lock);
 		if (!ucq) {
 			/*
 			 * Datagrams may be waiting that would raise an event: on
@@ -333,15 +333,15 @@ UMC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 			bool skipped;
 
 			umc_progress_hot(ch->dev, &skipped);
-			pthread_mutex_lock(&ch->lock);
+			umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 			if (skipped && !ch->pending) {
-				pthread_mutex_unlock(&ch->lock);
+				umc_mutex_unlock(&ch->lock);
 				umc_progress(ch->dev, true);
-				pthread_mutex_lock(&ch->lock);
+				umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 			}
 			ch->takers--;
 			ucq = __umc_chan_take(ch);
-			pthread_mutex_unlock(&ch->lock);
+			umc_mutex_unlock(&ch->lock);
 		}
 		if (ucq) {
 			*cq = &ucq->ibcq;
@@ -381,7 +381,7 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 
 	if (umc_ctx_forked(cq->context))
 		return;
-	pthread_mutex_lock(&cq->mutex);
+	umc_mutex_lock(&cq->mutex, UMC_LOCK_CQ_EVENTS);
 	cq->comp_events_completed += nevents;
 	if (ucq->release && cq->comp_events_completed == atomic_load(&ucq->events)) {
 		ucq->release = false;
@@ -389,7 +389,7 @@ UMC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 		ch = ucq->release_ch;
 	}
 	/* No signal of cq->cond: ibv_destroy_cq says EBUSY, it never waits on it. */
-	pthread_mutex_unlock(&cq->mutex);
+	umc_mutex_unlock(&cq->mutex);
 	if (release)
 		umc_cq_release_now(cq, ch);
 }
@@ -408,18 +408,18 @@ void umc_cq_release(struct ibv_cq *ibcq, struct ibv_comp_channel *ch)
 	bool now;
 
 	if (own) {
-		pthread_mutex_lock(&own->lock);
+		umc_mutex_lock(&own->lock, UMC_LOCK_COMP_CHANNEL);
 		__umc_chan_unlink(own, cq);
 	}
-	pthread_mutex_lock(&ibcq->mutex);
+	umc_mutex_lock(&ibcq->mutex, UMC_LOCK_CQ_EVENTS);
 	now = atomic_load(&cq->events) == ibcq->comp_events_completed;
 	if (!now) {
 		cq->release = true;
 		cq->release_ch = ch;
 	}
-	pthread_mutex_unlock(&ibcq->mutex);
+	umc_mutex_unlock(&ibcq->mutex);
 	if (own)
-		pthread_mutex_unlock(&own->lock);
+		umc_mutex_unlock(&own->lock);
 	if (now)
 		umc_cq_release_now(ibcq, ch);
 }
@@ -474,17 +474,17 @@ UMC_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 	if (umc_dev_forked(cq->dev))
 		return umc_pos_errno(-EIO);
-	pthread_mutex_lock(&ibcq->mutex);
+	umc_mutex_lock(&ibcq->mutex, UMC_LOCK_CQ_EVENTS);
 	unacked = atomic_load(&cq->events) != ibcq->comp_events_completed;
-	pthread_mutex_unlock(&ibcq->mutex);
+	umc_mutex_unlock(&ibcq->mutex);
 	if (atomic_load(&cq->usecnt) || unacked)
 		return umc_pos_errno(-EBUSY);
 	if (ibcq->channel) {
 		struct umc_comp_channel *ch = to_uchan(ibcq->channel);
 
-		pthread_mutex_lock(&ch->lock);
+		umc_mutex_lock(&ch->lock, UMC_LOCK_COMP_CHANNEL);
 		__umc_chan_unlink(ch, cq);
-		pthread_mutex_unlock(&ch->lock);
+		umc_mutex_unlock(&ch->lock);
 		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
 	}
 	if (cq->armed)
@@ -511,10 +511,10 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, ato
 	bool raise = false;
 	struct umc_cqe *e;
 
-	pthread_spin_lock(&cq->lock);
+	umc_spin_lock(&cq->lock, UMC_LOCK_CQ);
 	if (umc_unlikely(cq->tail - cq->head > cq->mask)) {
 		umc_wq_free(wq_held, slots);
-		pthread_spin_unlock(&cq->lock);
+		umc_spin_unlock(&cq->lock);
 		CNT(cq->dev, cq_overflow);
 		return false;
 	}
@@ -527,7 +527,7 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, ato
 		umc_cq_disarmed(cq);
 		raise = true;
 	}
-	pthread_spin_unlock(&cq->lock);
+	umc_spin_unlock(&cq->lock);
 	if (raise && cq->ibcq.channel)
 		umc_chan_raise(to_uchan(cq->ibcq.channel), cq);
 	return true;
@@ -535,12 +535,12 @@ bool umc_cq_push(struct umc_cq *cq, const struct ibv_wc *wc, bool solicited, ato
 
 void umc_cq_forget(struct umc_cq *cq, atomic_uint *wq_held)
 {
-	pthread_spin_lock(&cq->lock);
+	umc_spin_lock(&cq->lock, UMC_LOCK_CQ);
 	for (uint32_t i = cq->head; i != cq->tail; i++)
 		if (cq->ring[i & cq->mask].wq_held == wq_held)
 			cq->ring[i & cq->mask].wq_held = NULL;
 	atomic_store_explicit(wq_held, 0, memory_order_relaxed);
-	pthread_spin_unlock(&cq->lock);
+	umc_spin_unlock(&cq->lock);
 }
 
 /*
@@ -552,14 +552,14 @@ static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
 {
 	int n = 0;
 
-	pthread_spin_lock(&cq->lock);
+	umc_spin_lock(&cq->lock, UMC_LOCK_CQ);
 	while (n < num && cq->head != cq->tail) {
 		const struct umc_cqe *e = &cq->ring[cq->head++ & cq->mask];
 
 		wc[n++] = e->wc;
 		umc_wq_free(e->wq_held, e->slots);
 	}
-	pthread_spin_unlock(&cq->lock);
+	umc_spin_unlock(&cq->lock);
 	return n;
 }
 
@@ -590,7 +590,7 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!ibcq->channel)
 		return umc_pos_errno(-EINVAL);
-	pthread_spin_lock(&cq->lock);
+	umc_spin_lock(&cq->lock, UMC_LOCK_CQ);
 	if (!cq->armed) {
 		first = true;
 		atomic_fetch_add(&to_uchan(ibcq->channel)->armed, 1);
@@ -599,7 +599,7 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	/* "any" wins over "solicited only" until the event fires. */
 	if (cq->armed != UMC_CQ_ARM_ANY)
 		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;
-	pthread_spin_unlock(&cq->lock);
+	umc_spin_unlock(&cq->lock);
 	/* Its waiter, in poll(2) on the fd perhaps, must be woken by the sockets. */
 	if (first)
 		umc_chan_watch(to_uchan(ibcq->channel));

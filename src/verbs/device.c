@@ -102,9 +102,9 @@ static void __umc_devices_probe(void)
 
 static void umc_devices_probe(void)
 {
-	pthread_mutex_lock(&umc_devs_lock);
+	umc_mutex_lock(&umc_devs_lock, UMC_LOCK_DEVS);
 	__umc_devices_probe();
-	pthread_mutex_unlock(&umc_devs_lock);
+	umc_mutex_unlock(&umc_devs_lock);
 }
 
 /* The first probe of this process (or of this child of fork). */
@@ -112,14 +112,14 @@ static void umc_devices_init(void)
 {
 	static bool stats; /* atexit handlers are inherited: register once */
 
-	pthread_mutex_lock(&umc_devs_lock);
+	umc_mutex_lock(&umc_devs_lock, UMC_LOCK_DEVS);
 	if (!atomic_load(&umc_devs_scanned)) {
 		__umc_devices_probe();
 		atomic_store(&umc_devs_scanned, true);
 		if (!stats && getenv("UMC_STATS"))
 			stats = atexit(umc_stats_dump) == 0;
 	}
-	pthread_mutex_unlock(&umc_devs_lock);
+	umc_mutex_unlock(&umc_devs_lock);
 }
 
 int umc_devices(struct umc_device ***list)
@@ -147,7 +147,7 @@ void umc_devices_forked(void)
 		umc_ctx_forked_ops(&c->vctx.context);
 }
 
-UMC_ATFORK_MUTEX(umc_devs_lock, UMC_GL_DEVS, umc_devices_forked)
+UMC_ATFORK_MUTEX(umc_devs_lock, UMC_LOCK_DEVS, umc_devices_forked)
 
 /*
  * The device of this process for @dev's port: @dev itself, or in a child
@@ -273,13 +273,13 @@ static int umc_dev_rx_init(struct umc_device *dev)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&dev->rx_lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
 	if (dev->rx_epfd < 0) {
 		dev->rx_epfd = UMC_FD_NEW(epoll_create1(EPOLL_CLOEXEC), false);
 		if (dev->rx_epfd < 0)
 			ret = -errno;
 	}
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->rx_lock);
 	return ret;
 }
 
@@ -299,13 +299,13 @@ UMC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (!ctx)
 		return umc_null_errno(-ENOMEM);
 	umc_context_init(ctx, dev);
-	pthread_mutex_lock(&umc_devs_lock);
+	umc_mutex_lock(&umc_devs_lock, UMC_LOCK_DEVS);
 	ctx->next = umc_ctx_list;
 	if (ctx->next)
 		ctx->next->pprev = &ctx->next;
 	ctx->pprev = &umc_ctx_list;
 	umc_ctx_list = ctx;
-	pthread_mutex_unlock(&umc_devs_lock);
+	umc_mutex_unlock(&umc_devs_lock);
 	return &ctx->vctx.context;
 }
 
@@ -316,11 +316,11 @@ UMC_EXPORT int ibv_close_device(struct ibv_context *context)
 
 	if (umc_ctx_forked(context))
 		return umc_minus1_errno(-EIO);
-	pthread_mutex_lock(&umc_devs_lock);
+	umc_mutex_lock(&umc_devs_lock, UMC_LOCK_DEVS);
 	*ctx->pprev = ctx->next;
 	if (ctx->next)
 		ctx->next->pprev = ctx->pprev;
-	pthread_mutex_unlock(&umc_devs_lock);
+	umc_mutex_unlock(&umc_devs_lock);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);
 	return 0;
@@ -330,13 +330,13 @@ int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct 
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	if (!dev->cm_ctx) {
-		pthread_mutex_unlock(&dev->lock);
+		umc_mutex_unlock(&dev->lock);
 		struct ibv_context *c = ibv_open_device(&dev->ibdev);
 		struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
 
-		pthread_mutex_lock(&dev->lock);
+		umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 		if (!p) {
 			ret = -(errno ? errno : ENOMEM);
 			if (c)
@@ -354,7 +354,7 @@ int umc_dev_cm_context(struct umc_device *dev, struct ibv_context **ctx, struct 
 		if (pd)
 			*pd = dev->cm_pd;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->lock);
 	return ret;
 }
 

@@ -9,7 +9,7 @@
  * the fork stays the parent's.  In the child:
  *
  *   - every process-wide lock is consistent: each is taken before the fork,
- *     all in the one order of enum umc_global_lock, and released after it
+ *     all in their rank order (enum umc_lock_rank), and released after it
  *     on both sides (UMC_ATFORK_MUTEX), so the child never waits for a
  *     thread that it does not have, and the fork never waits against a
  *     thread that holds one of them and wants the next;
@@ -45,14 +45,14 @@
 unsigned umc_fork_gen;
 
 /* ------------------------------------------------------------------------- */
-/* The process-wide mutexes, taken by fork(2) in one order (umc_int.h).       */
+/* The process-wide mutexes, taken by fork(2) in rank order (umc_lock.h).    */
 
 static struct {
 	pthread_mutex_t *m;
 	void (*child)(void);
-} umc_atfork_locks[UMC_GL_COUNT];
+} umc_atfork_locks[UMC_LOCK_RANKS];
 
-void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*child)(void))
+void umc_atfork_register(enum umc_lock_rank rank, pthread_mutex_t *m, void (*child)(void))
 {
 	umc_atfork_locks[rank].m = m;
 	umc_atfork_locks[rank].child = child;
@@ -60,14 +60,14 @@ void umc_atfork_register(enum umc_global_lock rank, pthread_mutex_t *m, void (*c
 
 static void umc_atfork_prepare(void)
 {
-	for (int i = 0; i < UMC_GL_COUNT; i++)
+	for (int i = 0; i < UMC_LOCK_RANKS; i++)
 		if (umc_atfork_locks[i].m)
 			pthread_mutex_lock(umc_atfork_locks[i].m);
 }
 
 static void umc_atfork_parent(void)
 {
-	for (int i = UMC_GL_COUNT - 1; i >= 0; i--)
+	for (int i = UMC_LOCK_RANKS - 1; i >= 0; i--)
 		if (umc_atfork_locks[i].m)
 			pthread_mutex_unlock(umc_atfork_locks[i].m);
 }
@@ -75,7 +75,7 @@ static void umc_atfork_parent(void)
 /* Every reset first, with every lock held, then the locks. */
 static void umc_atfork_child(void)
 {
-	for (int i = UMC_GL_COUNT - 1; i >= 0; i--)
+	for (int i = UMC_LOCK_RANKS - 1; i >= 0; i--)
 		if (umc_atfork_locks[i].child)
 			umc_atfork_locks[i].child();
 	umc_atfork_parent();
@@ -127,7 +127,7 @@ void umc_fd_begin(void)
 	int old;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	pthread_mutex_lock(&umc_fd_lock);
+	umc_mutex_lock(&umc_fd_lock, UMC_LOCK_FD);
 	umc_fd_cancel_old = old;
 }
 
@@ -136,7 +136,7 @@ int umc_fd_end(int fd, bool user_visible)
 	int err = errno, old = umc_fd_cancel_old;
 
 	__umc_fd_record(fd, user_visible);
-	pthread_mutex_unlock(&umc_fd_lock);
+	umc_mutex_unlock(&umc_fd_lock);
 	pthread_setcancelstate(old, NULL);
 	errno = err;
 	return fd;
@@ -144,7 +144,7 @@ int umc_fd_end(int fd, bool user_visible)
 
 void umc_fd_begin_raw(void)
 {
-	pthread_mutex_lock(&umc_fd_lock);
+	umc_mutex_lock(&umc_fd_lock, UMC_LOCK_FD);
 }
 
 void umc_fd_record(int fd)
@@ -154,7 +154,7 @@ void umc_fd_record(int fd)
 
 void umc_fd_end_raw(void)
 {
-	pthread_mutex_unlock(&umc_fd_lock);
+	umc_mutex_unlock(&umc_fd_lock);
 }
 
 int umc_fd_socketpair(int domain, int type, int sv[2], bool user_visible0)
@@ -174,11 +174,11 @@ void umc_fd_close(int fd)
 	if (fd < 0)
 		return;
 	/* Under the lock: a fork never sees the number forgotten but still open. */
-	pthread_mutex_lock(&umc_fd_lock);
+	umc_mutex_lock(&umc_fd_lock, UMC_LOCK_FD);
 	if ((size_t)fd < umc_fd_cap)
 		umc_fd_kind[fd] = UMC_FD_NONE;
 	umc_sys_close(fd); /* also from the receive engine, under rx_lock */
-	pthread_mutex_unlock(&umc_fd_lock);
+	umc_mutex_unlock(&umc_fd_lock);
 }
 
 /*
@@ -212,7 +212,7 @@ static void umc_forked_child(void)
 	umc_fds_forked();
 }
 
-UMC_ATFORK_MUTEX(umc_fd_lock, UMC_GL_FD, umc_forked_child)
+UMC_ATFORK_MUTEX(umc_fd_lock, UMC_LOCK_FD, umc_forked_child)
 
 /* ------------------------------------------------------------------------- */
 /* The data path of the parent's objects in a child.                         */

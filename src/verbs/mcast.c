@@ -96,16 +96,16 @@ static void __umc_mcg_put(struct umc_device *dev, struct umc_mcg *g)
 
 static void umc_dev_lock(struct umc_device *dev)
 {
-	pthread_mutex_lock(&dev->rx_lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
 	/* Datagrams already received belong to the attachments of before. */
 	__umc_progress(dev);
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 }
 
 static void umc_dev_unlock(struct umc_device *dev)
 {
-	pthread_mutex_unlock(&dev->lock);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->rx_lock);
 }
 
 int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta)

@@ -63,7 +63,7 @@ static void umc_mr_forked(void)
 		atomic_store_explicit(&umc_mr_slots[i].holds, 0, memory_order_relaxed);
 }
 
-UMC_ATFORK_MUTEX(umc_mr_lock, UMC_GL_MR, umc_mr_forked)
+UMC_ATFORK_MUTEX(umc_mr_lock, UMC_LOCK_MR, umc_mr_forked)
 
 UMC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
@@ -208,7 +208,7 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 	mr->ibmr.length = length;
 	mr->access = access;
 
-	pthread_mutex_lock(&umc_mr_lock);
+	umc_mutex_lock(&umc_mr_lock, UMC_LOCK_MR);
 	for (unsigned n = 0; n < UMC_MAX_MR; n++) {
 		unsigned slot = (umc_mr_next + n) % UMC_MAX_MR;
 		struct umc_mr_slot *s = &umc_mr_slots[slot];
@@ -229,11 +229,11 @@ UMC_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t lengt
 		s->end = s->start + length;
 		s->access = access;
 		atomic_store_explicit(&s->tag, UMC_MR_LIVE | mr->ibmr.lkey, memory_order_release);
-		pthread_mutex_unlock(&umc_mr_lock);
+		umc_mutex_unlock(&umc_mr_lock);
 		umc_pd_get(pd);
 		return &mr->ibmr;
 	}
-	pthread_mutex_unlock(&umc_mr_lock);
+	umc_mutex_unlock(&umc_mr_lock);
 	free(mr);
 	return umc_null_errno(-ENOMEM);
 }
@@ -254,16 +254,16 @@ UMC_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (slot >= UMC_MAX_MR)
 		return umc_pos_errno(-EINVAL);
 	s = &umc_mr_slots[slot];
-	pthread_mutex_lock(&umc_mr_lock);
+	umc_mutex_lock(&umc_mr_lock, UMC_LOCK_MR);
 	if (s->mr != mr) {
-		pthread_mutex_unlock(&umc_mr_lock);
+		umc_mutex_unlock(&umc_mr_lock);
 		return umc_pos_errno(-EINVAL);
 	}
 	atomic_store_explicit(&s->tag, 0, memory_order_seq_cst);
 	while (atomic_load_explicit(&s->holds, memory_order_acquire))
 		sched_yield();
 	s->mr = NULL;
-	pthread_mutex_unlock(&umc_mr_lock);
+	umc_mutex_unlock(&umc_mr_lock);
 	umc_pd_put(ibmr->pd);
 	free(mr);
 	return 0;

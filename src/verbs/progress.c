@@ -111,9 +111,9 @@ static bool __umc_rx_epoll(struct umc_device *dev, bool on)
 
 bool umc_rx_epoll(struct umc_device *dev, bool on)
 {
-	pthread_mutex_lock(&dev->watch_lock);
+	umc_mutex_lock(&dev->watch_lock, UMC_LOCK_WATCH);
 	on = __umc_rx_epoll(dev, on);
-	pthread_mutex_unlock(&dev->watch_lock);
+	umc_mutex_unlock(&dev->watch_lock);
 	return on;
 }
 
@@ -138,7 +138,7 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&dev->watch_lock);
+	umc_mutex_lock(&dev->watch_lock, UMC_LOCK_WATCH);
 	if (dev->rx_nep == dev->rx_cap) {
 		int cap = dev->rx_cap ? 2 * dev->rx_cap : 8;
 		struct umc_rx_ep **grown = realloc(dev->rx_eps, cap * sizeof(*grown));
@@ -164,7 +164,7 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 	}
 	if (!ret)
 		umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_ADD);
-	pthread_mutex_unlock(&dev->watch_lock);
+	umc_mutex_unlock(&dev->watch_lock);
 	if (ret)
 		return ret;
 	if (!dev->rx_thread)
@@ -174,7 +174,7 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 
 void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 {
-	pthread_mutex_lock(&dev->watch_lock);
+	umc_mutex_lock(&dev->watch_lock, UMC_LOCK_WATCH);
 	if (atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed))
 		umc_rx_epoll_ctl(dev, ep, EPOLL_CTL_DEL);
 	umc_chan_watch_fd(dev, ep->fd, EPOLL_CTL_DEL);
@@ -186,7 +186,7 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 	}
 	if (!dev->rx_thread) /* nobody sleeps on the set: few again, it empties */
 		__umc_rx_epoll(dev, false);
-	pthread_mutex_unlock(&dev->watch_lock);
+	umc_mutex_unlock(&dev->watch_lock);
 }
 
 /* At most this many batches per endpoint per call, so no endpoint starves the rest. */
@@ -303,8 +303,8 @@ int umc_progress(struct umc_device *dev, bool wait)
 
 	umc_app_mark(dev);
 	if (wait)
-		pthread_mutex_lock(&dev->rx_lock);
-	else if (pthread_mutex_trylock(&dev->rx_lock)) {
+		umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
+	else if (umc_mutex_trylock(&dev->rx_lock, UMC_LOCK_DEV_RX)) {
 		/*
 		 * Another thread runs the engine.  An application thread's pass
 		 * serves us too: its completions are there to pop.  The
@@ -316,12 +316,12 @@ int umc_progress(struct umc_device *dev, bool wait)
 		 */
 		if (!atomic_load_explicit(&dev->rx_thread_in, memory_order_relaxed))
 			return 0;
-		pthread_mutex_lock(&dev->rx_lock);
+		umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
 	}
 	if (umc_unlikely(atomic_load_explicit(&dev->rx_epolled, memory_order_relaxed)))
 		umc_rx_kick(dev);
 	n = umc_progress_pass(dev, wait ? UMC_PASS_ALL : UMC_PASS_BUSY, NULL);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->rx_lock);
 	return n;
 }
 
@@ -332,8 +332,8 @@ int umc_progress_hot(struct umc_device *dev, bool *skipped)
 
 	*skipped = false;
 	umc_app_mark(dev);
-	pthread_mutex_lock(&dev->rx_lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
 	n = umc_progress_pass(dev, UMC_PASS_HOT, skipped);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->rx_lock);
 	return n;
 }

@@ -40,7 +40,7 @@ static void umc_qpn_forked(void)
 	umc_qpn_next = 0;
 }
 
-UMC_ATFORK_MUTEX(umc_qpn_lock, UMC_GL_QPN, umc_qpn_forked)
+UMC_ATFORK_MUTEX(umc_qpn_lock, UMC_LOCK_QPN, umc_qpn_forked)
 
 /*
  * Each process is an HCA of its own, and QPNs travel in the DETH, so two
@@ -71,7 +71,7 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 {
 	uint32_t qpn;
 
-	pthread_mutex_lock(&umc_qpn_lock);
+	umc_mutex_lock(&umc_qpn_lock, UMC_LOCK_QPN);
 	if (!umc_qpn_next)
 		umc_qpn_next = umc_qpn_base();
 	do {
@@ -80,7 +80,7 @@ static uint32_t __umc_qpn_alloc(struct umc_device *dev)
 		if (umc_qpn_next < UMC_QPN_FIRST || umc_qpn_next == UMC_MCAST_QPN)
 			umc_qpn_next = UMC_QPN_FIRST;
 	} while (qpn < UMC_QPN_FIRST || qpn == UMC_MCAST_QPN || __umc_qp_by_num(dev, qpn));
-	pthread_mutex_unlock(&umc_qpn_lock);
+	umc_mutex_unlock(&umc_qpn_lock);
 	return qpn;
 }
 
@@ -189,8 +189,8 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 
 	/* The receive engine walks qp_list: take its lock too. */
 	cs = umc_cancel_off(); /* the link may wait with these held (thread.c) */
-	pthread_mutex_lock(&dev->rx_lock);
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	/* The link may find a number another process holds: then try the next ones. */
 	for (int tries = 0; tries < UMC_QPN_TRIES; tries++) {
 		ib->qp_num = ib->handle = __umc_qpn_alloc(dev);
@@ -204,8 +204,8 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 		if (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 			dev->block_self_qps++;
 	}
-	pthread_mutex_unlock(&dev->lock);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->rx_lock);
 	umc_cancel_restore(cs);
 	if (ret) {
 		umc_qp_free(qp);
@@ -250,11 +250,11 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	if (umc_dev_forked(dev))
 		return umc_pos_errno(-EIO);
-	pthread_mutex_lock(&dev->rx_lock);
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	if (qp->attached) {
-		pthread_mutex_unlock(&dev->lock);
-		pthread_mutex_unlock(&dev->rx_lock);
+		umc_mutex_unlock(&dev->lock);
+		umc_mutex_unlock(&dev->rx_lock);
 		return umc_pos_errno(-EBUSY);
 	}
 	for (struct umc_qp **p = &dev->qp_list; *p; p = &(*p)->next) {
@@ -265,8 +265,8 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	if (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 		dev->block_self_qps--;
-	pthread_mutex_unlock(&dev->lock);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->rx_lock);
 
 	/* Off the list: the receive engine cannot reach the QP any more. */
 	umc_cq_forget(to_ucq(ibqp->send_cq), &qp->sq_held);
@@ -366,14 +366,14 @@ void __umc_qp_to_err(struct umc_qp *qp)
 UMC_HOT
 void umc_qp_rx_unlend(struct umc_qp *qp)
 {
-	pthread_spin_lock(&qp->rq_lock);
+	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	qp->rq_lent = false;
 	if (umc_unlikely(qp->rq_flush_deferred)) {
 		qp->rq_flush_deferred = false;
 		/* Still in the error state: a RESET waits for the burst (rx_lock). */
 		__umc_qp_flush_rq(qp);
 	}
-	pthread_spin_unlock(&qp->rq_lock);
+	umc_spin_unlock(&qp->rq_lock);
 }
 
 /*
@@ -433,9 +433,9 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (umc_dev_forked(qp->dev))
 		return umc_pos_errno(-EIO);
 	if (reset)
-		pthread_mutex_lock(&qp->dev->rx_lock);
-	pthread_mutex_lock(&qp->sq_lock);
-	pthread_spin_lock(&qp->rq_lock);
+		umc_mutex_lock(&qp->dev->rx_lock, UMC_LOCK_DEV_RX);
+	umc_mutex_lock(&qp->sq_lock, UMC_LOCK_QP_SQ);
+	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	ret = umc_qp_chk_attr(qp, attr, attr_mask);
 	if (ret)
 		goto out;
@@ -457,10 +457,10 @@ UMC_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		}
 	}
 out:
-	pthread_spin_unlock(&qp->rq_lock);
-	pthread_mutex_unlock(&qp->sq_lock);
+	umc_spin_unlock(&qp->rq_lock);
+	umc_mutex_unlock(&qp->sq_lock);
 	if (reset)
-		pthread_mutex_unlock(&qp->dev->rx_lock);
+		umc_mutex_unlock(&qp->dev->rx_lock);
 	return umc_pos_errno(ret);
 }
 
@@ -521,7 +521,7 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	uint64_t total;
 	int ret = 0;
 
-	pthread_spin_lock(&qp->rq_lock);
+	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	state = umc_qp_state(qp);
 	for (; wr; wr = wr->next) {
 		if (umc_unlikely(state == IBV_QPS_RESET || wr->num_sge < 0 ||
@@ -546,7 +546,7 @@ int umc_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	}
 	if (umc_unlikely(state == IBV_QPS_ERR))
 		__umc_qp_flush_rq(qp);
-	pthread_spin_unlock(&qp->rq_lock);
+	umc_spin_unlock(&qp->rq_lock);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
@@ -670,7 +670,7 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	enum ibv_qp_state state;
 	uint64_t len;
 
-	pthread_mutex_lock(&qp->sq_lock);
+	umc_mutex_lock(&qp->sq_lock, UMC_LOCK_QP_SQ);
 	/* One state for the whole list, so its completions keep their order. */
 	state = umc_qp_state(qp);
 	if (umc_unlikely(state != IBV_QPS_RTS)) {
@@ -704,7 +704,7 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		dev->link->xmit(qp, pkts, n);
 	umc_send_complete(qp, done, ndone, status);
 out:
-	pthread_mutex_unlock(&qp->sq_lock);
+	umc_mutex_unlock(&qp->sq_lock);
 	if (ret)
 		*bad_wr = wr;
 	return ret;

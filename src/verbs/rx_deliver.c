@@ -159,9 +159,9 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		return;
 	}
 
-	pthread_spin_lock(&qp->rq_lock);
+	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	if (umc_unlikely(qp->rq_head == qp->rq_tail)) {
-		pthread_spin_unlock(&qp->rq_lock);
+		umc_spin_unlock(&qp->rq_lock);
 		CNT(dev, rx_no_recv);
 		return;
 	}
@@ -178,7 +178,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	if (umc_unlikely(room < UMC_GRH_LEN + (uint64_t)pkt->len)) {
 		CNT(dev, rx_too_long);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_LEN_ERR);
-		pthread_spin_unlock(&qp->rq_lock);
+		umc_spin_unlock(&qp->rq_lock);
 		return;
 	}
 	/*
@@ -200,7 +200,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	if (umc_unlikely(!in_place && !umc_sges_hold(qp->ibqp.pd, w->sge, w->num_sge))) {
 		CNT(dev, rx_prot_err);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
-		pthread_spin_unlock(&qp->rq_lock);
+		umc_spin_unlock(&qp->rq_lock);
 		return;
 	}
 	umc_scatter(w->sge, w->num_sge, 0, pkt->grh, sizeof(pkt->grh));
@@ -232,7 +232,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 	if (in_place)
 		CNT_RX(dev, rx_in_place);
 	umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
-	pthread_spin_unlock(&qp->rq_lock);
+	umc_spin_unlock(&qp->rq_lock);
 }
 
 /*

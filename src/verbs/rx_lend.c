@@ -95,7 +95,7 @@ static bool umc_rx_lend_shared(const struct umc_rx_lender *l, struct umc_device 
 	for (struct umc_qp *o = dev->qp_list; o && !shared; o = o->next) {
 		if (o == l->qp)
 			continue;
-		pthread_spin_lock(&o->rq_lock);
+		umc_spin_lock(&o->rq_lock, UMC_LOCK_QP_RQ);
 		uint32_t n = o->rq_tail - o->rq_head < (uint32_t)k ? o->rq_tail - o->rq_head
 								  : (uint32_t)k;
 
@@ -104,7 +104,7 @@ static bool umc_rx_lend_shared(const struct umc_rx_lender *l, struct umc_device 
 
 			shared = umc_rx_in_span(l, k, w->sge, w->num_sge);
 		}
-		pthread_spin_unlock(&o->rq_lock);
+		umc_spin_unlock(&o->rq_lock);
 	}
 	return shared;
 }
@@ -167,7 +167,7 @@ const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *
 	want = ep->lend_hint + (ep->lend_spare || !ep->lend_hint);
 	if (max > want)
 		max = want;
-	pthread_spin_lock(&qp->rq_lock);
+	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	l->head = qp->rq_head;
 	for (uint32_t posted = qp->rq_tail - qp->rq_head; k < max && (uint32_t)k < posted; k++) {
 		const struct umc_rwqe *w = umc_rwqe_at(qp, l->head + (uint32_t)k);
@@ -196,7 +196,7 @@ const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *
 	}
 	l->lend.n = k;
 	qp->rq_lent = k > 0;
-	pthread_spin_unlock(&qp->rq_lock);
+	umc_spin_unlock(&qp->rq_lock);
 	if (k && (dev->qp_list != qp || qp->next) && umc_rx_lend_shared(l, dev, k))
 		umc_rx_unlend(dev);
 	if (!l->lend.n)

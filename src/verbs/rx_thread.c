@@ -40,11 +40,11 @@ static int umc_rx_drain_away(struct umc_device *dev)
 		unsigned long gen = atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed);
 		int n;
 
-		pthread_mutex_lock(&dev->rx_lock);
+		umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
 		atomic_store_explicit(&dev->rx_thread_in, true, memory_order_relaxed);
 		n = __umc_progress(dev);
 		atomic_store_explicit(&dev->rx_thread_in, false, memory_order_relaxed);
-		pthread_mutex_unlock(&dev->rx_lock);
+		umc_mutex_unlock(&dev->rx_lock);
 		total += n;
 		if (!n || atomic_load_explicit(&dev->rx_app_gen, memory_order_relaxed) != gen)
 			return total;

@@ -31,10 +31,10 @@ int ib_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct um
 		return -EINVAL;
 	if (attr->is_global && attr->grh.sgid_index >= dev->gid_count)
 		return -EINVAL;
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	struct umc_sm_port_info pi = port->pi;
 
-	pthread_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->lock);
 
 	lrh->vl = 0;
 	lrh->sl = attr->sl & 0x0f;

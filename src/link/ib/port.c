@@ -83,8 +83,8 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 	union ibv_gid gid;
 
 	memcpy(gid.raw, a->gid, 16);
-	pthread_mutex_lock(&dev->rx_lock);
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->rx_lock, UMC_LOCK_DEV_RX);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	port->pi = a->info;
 	atomic_store_explicit(&port->lid, a->info.lid, memory_order_relaxed);
 	dev->active_mtu = a->info.active_mtu;
@@ -98,8 +98,8 @@ static void ib_port_apply(struct ib_port *port, const struct umc_sa_port_attr *a
 	else
 		umc_dev_add_gid(dev, &gid);
 	atomic_store(&port->state, a->active ? IBV_PORT_ACTIVE : IBV_PORT_INIT);
-	pthread_mutex_unlock(&dev->lock);
-	pthread_mutex_unlock(&dev->rx_lock);
+	umc_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->rx_lock);
 }
 
 /*
@@ -248,7 +248,7 @@ static void ib_query_port(struct umc_device *dev, struct ibv_port_attr *attr)
 {
 	struct ib_port *port = to_ib_port(dev);
 
-	pthread_mutex_lock(&dev->lock);
+	umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
 	attr->state = atomic_load(&port->state);
 	attr->max_mtu = port->pi.max_mtu ? port->pi.max_mtu : IBV_MTU_4096;
 	attr->active_mtu = dev->active_mtu;
@@ -258,7 +258,7 @@ static void ib_query_port(struct umc_device *dev, struct ibv_port_attr *attr)
 	attr->lmc = 0;
 	attr->active_width = port->pi.active_width;
 	attr->active_speed = port->pi.active_speed;
-	pthread_mutex_unlock(&dev->lock);
+	umc_mutex_unlock(&dev->lock);
 	attr->gid_tbl_len = dev->gid_tbl_len;
 	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_CLIENT_REG_SUP;
 	attr->max_msg_sz = 1u << 31;

@@ -40,7 +40,7 @@ static void uc_forked(void)
 	atomic_store(&roce_uc_ag.pending, false);
 }
 
-UMC_ATFORK_MUTEX(uc_ag_lock, UMC_GL_UC_AGENT, uc_forked)
+UMC_ATFORK_MUTEX(uc_ag_lock, UMC_LOCK_UC_AGENT, uc_forked)
 
 void roce_uc_agent_wake(void)
 {
@@ -64,17 +64,17 @@ int roce_uc_ep_add(int fd, uint32_t events, struct uc_tag *tag)
 
 void roce_uc_agent_add_dom(struct uc_dom *d)
 {
-	pthread_mutex_lock(&uc_ag_lock);
+	umc_mutex_lock(&uc_ag_lock, UMC_LOCK_UC_AGENT);
 	d->next = atomic_load(&roce_uc_ag.doms);
 	atomic_store(&roce_uc_ag.doms, d);
-	pthread_mutex_unlock(&uc_ag_lock);
+	umc_mutex_unlock(&uc_ag_lock);
 }
 
 static void *uc_agent_main(void *arg);
 
 /*
  * Start the agent thread once.  Its descriptors are made and recorded
- * before uc_ag_lock is taken, which is taken alone (enum umc_global_lock).
+ * before uc_ag_lock is taken, which takes no other lock (UMC_LOCK_UC_AGENT).
  */
 int roce_uc_agent_start(void)
 {
@@ -86,7 +86,7 @@ int roce_uc_agent_start(void)
 	wake = UMC_FD_NEW(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), false);
 	if (epfd < 0 || wake < 0)
 		ret = -errno;
-	pthread_mutex_lock(&uc_ag_lock);
+	umc_mutex_lock(&uc_ag_lock, UMC_LOCK_UC_AGENT);
 	if (!ret && !roce_uc_ag.running) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &roce_uc_ag.wake_tag};
 
@@ -102,7 +102,7 @@ int roce_uc_agent_start(void)
 			roce_uc_ag.epfd = roce_uc_ag.wake = -1;
 		}
 	}
-	pthread_mutex_unlock(&uc_ag_lock);
+	umc_mutex_unlock(&uc_ag_lock);
 	umc_fd_close(epfd);
 	umc_fd_close(wake);
 	return ret;

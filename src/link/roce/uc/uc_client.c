@@ -135,21 +135,21 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 
 	uint32_t own;
 
-	pthread_mutex_lock(&d->steer_lock);
+	umc_mutex_lock(&d->steer_lock, UMC_LOCK_UC_STEER);
 	own = d->own_idx >= 0 ? (uint32_t)d->own_idx : 0;
-	pthread_mutex_unlock(&d->steer_lock);
+	umc_mutex_unlock(&d->steer_lock);
 	d->ctl = fd;
 	/* With the index of our socket in the group we hold, if any. */
 	if (!uc_dom_send(d, ROCE_UC_HELLO, &own, own ? 1 : 0, uc->data_tx))
 		ret = -ENOTCONN;
-	pthread_mutex_lock(&uc->qset_lock);
+	umc_mutex_lock(&uc->qset_lock, UMC_LOCK_UC_QSET);
 	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
 		int n = uc->nqpn - i < UMC_UC_MSG_QPNS ? uc->nqpn - i : UMC_UC_MSG_QPNS;
 
 		if (!uc_dom_send(d, ROCE_UC_CLAIM, uc->qpns + i, n, -1))
 			ret = -ENOTCONN;
 	}
-	pthread_mutex_unlock(&uc->qset_lock);
+	umc_mutex_unlock(&uc->qset_lock);
 	d->tag = (struct uc_tag){UC_T_CTL, d};
 	/* The agent only watches for the hang-up, once; answers are read by callers. */
 	ret = ret ?: roce_uc_ep_add(fd, EPOLLRDHUP | EPOLLONESHOT, &d->tag);
@@ -225,11 +225,11 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
  */
 void roce_uc_dom_retry(struct uc_dom *d)
 {
-	if (pthread_mutex_trylock(&d->ctl_lock) == 0) {
+	if (umc_mutex_trylock(&d->ctl_lock, UMC_LOCK_UC_CTL) == 0) {
 		if (d->ctl >= 0)
 			uc_dom_lost(d);
 		uc_dom_connect(d, false);
-		pthread_mutex_unlock(&d->ctl_lock);
+		umc_mutex_unlock(&d->ctl_lock);
 	}
 }
 
@@ -338,7 +338,7 @@ static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&uc->qset_lock);
+	umc_mutex_lock(&uc->qset_lock, UMC_LOCK_UC_QSET);
 	if (uc->nqpn == uc->qcap) {
 		int cap = uc->qcap ? 2 * uc->qcap : 16;
 		uint32_t *grown = realloc(uc->qpns, (size_t)cap * sizeof(*grown));
@@ -352,20 +352,20 @@ static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
 	}
 	if (!ret)
 		uc->qpns[uc->nqpn++] = qpn;
-	pthread_mutex_unlock(&uc->qset_lock);
+	umc_mutex_unlock(&uc->qset_lock);
 	return ret;
 }
 
 static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
 {
-	pthread_mutex_lock(&uc->qset_lock);
+	umc_mutex_lock(&uc->qset_lock, UMC_LOCK_UC_QSET);
 	for (int i = 0; i < uc->nqpn; i++) {
 		if (uc->qpns[i] == qpn) {
 			uc->qpns[i] = uc->qpns[--uc->nqpn];
 			break;
 		}
 	}
-	pthread_mutex_unlock(&uc->qset_lock);
+	umc_mutex_unlock(&uc->qset_lock);
 }
 
 /*
@@ -381,7 +381,7 @@ static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, int 
 	int ret = 0, ok = 0;
 
 	for (int i = 0; i < uc->ndom; i++) {
-		pthread_mutex_lock(&uc->dom[i]->ctl_lock);
+		umc_mutex_lock_nested(&uc->dom[i]->ctl_lock, UMC_LOCK_UC_CTL);
 		seq[i] = uc_dom_request(uc->dom[i], op, qpn, n);
 	}
 	for (int i = 0; i < uc->ndom; i++) {
@@ -392,7 +392,7 @@ static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, int 
 			ret = r;
 	}
 	for (int i = uc->ndom - 1; i >= 0; i--)
-		pthread_mutex_unlock(&uc->dom[i]->ctl_lock);
+		umc_mutex_unlock(&uc->dom[i]->ctl_lock);
 	if (answered)
 		*answered = ok;
 	return ret;
@@ -425,10 +425,10 @@ static void uc_connect_all(struct roce_uc *uc)
 	for (int i = 0; i < uc->ndom; i++) {
 		struct uc_dom *d = uc->dom[i];
 
-		pthread_mutex_lock(&d->ctl_lock);
+		umc_mutex_lock(&d->ctl_lock, UMC_LOCK_UC_CTL);
 		if (d->ctl < 0 && uc_dom_connect(d, true))
 			roce_uc_agent_wake();
-		pthread_mutex_unlock(&d->ctl_lock);
+		umc_mutex_unlock(&d->ctl_lock);
 	}
 }
 
@@ -488,10 +488,10 @@ int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int 
 	if (uc->ndom) {
 		struct uc_dom *d = uc->dom[0];
 
-		pthread_mutex_lock(&d->ctl_lock);
+		umc_mutex_lock(&d->ctl_lock, UMC_LOCK_UC_CTL);
 		info->leader_pid = d->leader_pid;
 		info->port_held = d->ctl >= 0 && d->leader_port;
-		pthread_mutex_unlock(&d->ctl_lock);
+		umc_mutex_unlock(&d->ctl_lock);
 		/* The agent's: read for a diagnosis, without its lock. */
 		l = atomic_load(&d->lead);
 		info->steering = l && __atomic_load_n(&l->steer, __ATOMIC_RELAXED);

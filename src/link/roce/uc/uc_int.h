@@ -65,9 +65,11 @@
  * serialises the use of the connection to the demultiplexer and
  * steer_lock guards the port's hold on the reuseport group (its own socket,
  * the others, the group's size); per port, qset_lock guards the list of the
- * port's QPNs.  Order: dev->rx_lock, dev->lock, ctl_lock, steer_lock,
- * qset_lock; the agent thread only try-locks ctl_lock.  uc_ag_lock
- * (process-wide, fork-safe, uc_agent.c) is taken alone.  Every descriptor
+ * port's QPNs.  Order (ranked in umc_lock.h; docs/design.md, "Locking"):
+ * dev->rx_lock, dev->lock, ctl_lock (a port's, in address order),
+ * steer_lock, qset_lock, uc_ag_lock; the agent thread only try-locks
+ * ctl_lock.  uc_ag_lock (process-wide, fork-safe, uc_agent.c) takes no
+ * other lock.  Every descriptor
  * is recorded as it is made (UMC_FD_NEW), so a child of fork closes them.
  */
 #ifndef UMC_LINK_ROCE_UC_INT_H

@@ -318,7 +318,7 @@ int roce_uc_steer_start(struct uc_leader *l)
  */
 void roce_uc_dom_steer_drop(struct uc_dom *d)
 {
-	pthread_mutex_lock(&d->steer_lock);
+	umc_mutex_lock(&d->steer_lock, UMC_LOCK_UC_STEER);
 	if (d->steer_ep && d->own_idx >= 0) {
 		int dummy = UMC_FD_NEW(socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
 				       false);
@@ -340,7 +340,7 @@ void roce_uc_dom_steer_drop(struct uc_dom *d)
 	}
 	d->own_idx = -1;
 	d->gsize = 0;
-	pthread_mutex_unlock(&d->steer_lock);
+	umc_mutex_unlock(&d->steer_lock);
 }
 
 /* Does this port hold all of @d's group (its own socket and every other)?  steer_lock held. */
@@ -357,9 +357,9 @@ bool roce_uc_dom_whole(struct uc_dom *d)
 {
 	bool whole;
 
-	pthread_mutex_lock(&d->steer_lock);
+	umc_mutex_lock(&d->steer_lock, UMC_LOCK_UC_STEER);
 	whole = __uc_dom_whole(d);
-	pthread_mutex_unlock(&d->steer_lock);
+	umc_mutex_unlock(&d->steer_lock);
 	return whole;
 }
 
@@ -375,7 +375,7 @@ int roce_uc_steer_adopt(struct uc_leader *l)
 	int n, own = -1, *socks = NULL;
 	enum uc_sock_state *state = NULL;
 
-	pthread_mutex_lock(&d->steer_lock);
+	umc_mutex_lock(&d->steer_lock, UMC_LOCK_UC_STEER);
 	n = (int)d->gsize;
 	if (__uc_dom_whole(d)) {
 		socks = malloc((size_t)(n < 8 ? 8 : n) * sizeof(*socks));
@@ -392,7 +392,7 @@ int roce_uc_steer_adopt(struct uc_leader *l)
 		}
 		d->gsize = 0;
 	}
-	pthread_mutex_unlock(&d->steer_lock);
+	umc_mutex_unlock(&d->steer_lock);
 	if (own < 0) {
 		free(socks);
 		free(state);
@@ -562,7 +562,7 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 		umc_fd_close(fd);
 		return;
 	}
-	pthread_mutex_lock(&d->steer_lock);
+	umc_mutex_lock(&d->steer_lock, UMC_LOCK_UC_STEER);
 	if (c->op == ROCE_UC_CTL_SOCK) {
 		if (c->size > d->gsize)
 			d->gsize = c->size;
@@ -586,5 +586,5 @@ void roce_uc_ctl_input(struct roce_port *rp, const struct roce_uc_ctl *c, int fd
 		CNT(&rp->dev, rx_malformed); /* no such operation */
 		umc_fd_close(fd);
 	}
-	pthread_mutex_unlock(&d->steer_lock);
+	umc_mutex_unlock(&d->steer_lock);
 }
