@@ -12,7 +12,7 @@
  *
  * uc-hop [-n round_trips] [-S size] [mode...]   (default: all three)
  *
- * Runs in a network namespace of its own when it can (test_isolate.h), so
+ * Runs in a network namespace of its own when it can (tests/lib/isolate.h), so
  * no other umcast process takes part.  A measurement, not a test: numbers
  * depend on the machine and its load.
  */
@@ -28,7 +28,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "test_isolate.h"
+#include "isolate.h"
 #include "verbs/verbs_int.h"
 
 enum { NRECV = 64, SLOT = 4096, QKEY = 0x11111111 };

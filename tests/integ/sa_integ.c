@@ -33,7 +33,7 @@
 
 #include <cmocka.h>
 
-#include "../sa_mad_util.h"
+#include "sa_mad_util.h"
 #include "sa/sa_client.h"
 #include "sm_proc.h"
 #include "umc_param.h"

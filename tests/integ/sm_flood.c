@@ -50,11 +50,11 @@
 
 #include <cmocka.h>
 
-#include "../sa_mad_util.h"
 #include "sa/sa_client.h"
+#include "sa_mad_util.h"
 #include "sm_proc.h"
-#include "wait.h"
 #include "umc_param.h"
+#include "wait.h"
 #include "wire/be.h"
 #include "wire/ib_rmpp.h"
 #include "wire/sm_proto.h"

@@ -88,8 +88,8 @@
 #include <infiniband/verbs.h>
 
 #include "agent.h"
+#include "isolate.h"
 #include "link/roce/uc/uc.h" /* umc_roce_uc_sync, counters */
-#include "test_isolate.h"
 #include "verbs/verbs_int.h"
 #include "wire/wire.h" /* the replay: ICRC */
 

@@ -263,7 +263,7 @@ static bool netns_private(void)
 	return true;
 }
 
-/* Delete (as ip netns delete does) and name every namespace left in /run/netns; returns how many. */
+/* Name and delete (as ip netns delete) every namespace left in /run/netns; returns how many. */
 static int netns_left(void)
 {
 	DIR *d = opendir(NETNS_DIR);

@@ -18,7 +18,7 @@
  * the demultiplexer's agent thread.
  *
  * The process takes a network namespace of its own when it can
- * (test_isolate.h): then it is its own demultiplexer and every thread
+ * (tests/lib/isolate.h): then it is its own demultiplexer and every thread
  * counts.  Where it cannot, another umcast process may register with its
  * demultiplexer at any time, which allocates on the agent thread (control
  * path): that thread is then left out, and so is the unicast case.
@@ -36,8 +36,8 @@
 
 #include <sys/prctl.h>
 
-#include "test_isolate.h"
-#include "test_verbs_common.h"
+#include "isolate.h"
+#include "verbs_util.h"
 
 static atomic_ulong allocs;
 static bool isolated;

@@ -4,7 +4,7 @@
  * as another local process sees it: its control protocol (uc/uc_proto.h), what it
  * does with nonsense, and what it hands over.
  *
- * The test process takes a network namespace of its own (test_isolate.h);
+ * The test process takes a network namespace of its own (tests/lib/isolate.h);
  * its first QP makes it the demultiplexer of 127.0.0.1 (and ::1), and the
  * test's main thread then plays other processes through raw connections
  * to it.  Anyone on the host may connect, so a message that is not exactly
@@ -15,16 +15,16 @@
  * Run twice by ctest: steering by DestQP (the default) and UMC_UC_STEER=0
  * (every datagram passed on, behind a struct roce_uc_fwd).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <dirent.h>
 #include <linux/filter.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "isolate.h"
 #include "link/roce/roce.h"
 #include "link/roce/uc/uc_proto.h"
-#include "test_isolate.h"
 
 enum { OTHER_QPN = 0xabcde, T_MS = 5000 };
 

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "../sa_mad_util.h"
+#include "sa_mad_util.h"
 #include "wire/ib_mad.h"
 #include "wire/ib_rmpp.h"
 

@@ -13,7 +13,7 @@
 
 #include "sm.h"
 #include "wire/ib_mad.h"
-#include "../sa_mad_util.h"
+#include "sa_mad_util.h"
 
 enum { TEST_PORTS = 4, TEST_EPOCH = 0x1234 };
 

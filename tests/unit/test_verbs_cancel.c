@@ -20,7 +20,7 @@
  * other thread holds the locks.  A lock left held ends the run at once:
  * every later case would hang on it.
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 #include "cm/cm_int.h"
 
 #include <fcntl.h>

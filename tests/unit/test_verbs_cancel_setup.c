@@ -23,7 +23,7 @@
  * a leave's write(2) to the SA thread (under the id's lock).
  */
 #include "test_cm_util.h"
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <dirent.h>
 #include <signal.h>

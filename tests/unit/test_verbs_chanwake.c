@@ -35,7 +35,7 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 struct fx {
 	struct t_env e;

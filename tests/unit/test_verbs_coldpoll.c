@@ -23,12 +23,12 @@
  * The background receive thread is off (UMC_RX_THREAD=0), so the test's
  * thread makes every read counted.
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <fcntl.h>
 #include <poll.h>
 
-#include "test_isolate.h"
+#include "isolate.h"
 
 enum { NPOLL = 100 * UMC_RX_COLD_STRIDE };
 

@@ -12,7 +12,7 @@
  * inline ___ibv_query_port, ibv_query_device_ex, ibv_create_qp_ex),
  * ibv_query_device_ex(3), ibv_query_port(3).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 /* The exported symbol, not the macro of the same name. */
 #define t_compat_query_port (ibv_query_port)

@@ -11,7 +11,7 @@
  * posted and is moved to the error state, which completes that receive
  * with IBV_WC_WR_FLUSH_ERR on the armed CQ (IBA 10.3.1, error state).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 enum { NCQ = 1000 };
 

@@ -30,7 +30,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 struct fx {
 	struct t_env e; /* the test's group, an AH to it */

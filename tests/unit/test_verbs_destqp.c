@@ -12,7 +12,7 @@
  * program whose sends carry a wrong remote_qpn therefore receives nothing
  * on rxe or a NIC, and must receive nothing on umcast either.
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 static void test_non_multicast_destqp_not_fanned_out(void **state)
 {

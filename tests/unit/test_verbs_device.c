@@ -9,7 +9,7 @@
  * section 1 (rxe's active MTU = netdev MTU - 80 rounded down to an IB MTU),
  * DESIGN.md "Devices and addressing".
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 #include "link/roce/roce.h"
 
 /* rxe's rule, computed independently of the library from /sys. */

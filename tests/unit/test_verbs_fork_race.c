@@ -32,7 +32,7 @@
  *             too, and must take the two in the library's one order, or
  *             the fork and the probe wait for each other for ever).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>

@@ -35,7 +35,7 @@
  */
 #include <sys/wait.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include "link/ib/ib.h"
 

@@ -15,7 +15,7 @@
  */
 #include <sys/resource.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 static int setup(void **state)
 {

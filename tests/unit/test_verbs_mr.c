@@ -21,7 +21,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 static long pgsz(void)
 {

@@ -11,7 +11,7 @@
  * live MR of the QP's PD (a receive needs local write), and *bad_wr is the
  * first WR not posted (ibv_post_send(3), ibv_post_recv(3)).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 /* The QP in RESET, an AH to group 1, a registered 4096-byte buffer. */
 static int setup(void **state)

@@ -19,7 +19,7 @@
  */
 #include <netinet/ip.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 #include "link/roce/roce.h"
 
 struct fx {

@@ -16,7 +16,7 @@
  * received.  Run again with UMC_RX_THREAD=0: with no thread to sleep on
  * it, the set empties as soon as four endpoints or fewer are left.
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 enum { NGROUPS = 6 };
 

@@ -34,7 +34,7 @@
  * stands in at SCHED_OTHER; a policy it inherited or was given from
  * outside it keeps.
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <dirent.h>
 #include <fcntl.h>

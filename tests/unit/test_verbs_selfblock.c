@@ -23,7 +23,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 /* A QPN base of this process, away from rxe's 0x11 and from pid bases. */
 static uint32_t qpn_base(void)

@@ -16,7 +16,7 @@
  * process SIGUSR1, which must arrive on its signalfd (SIGUSR1's default
  * action would end the process, had another thread taken it).
  */
-#include "test_verbs_common.h"
+#include "verbs_util.h"
 
 #include <dirent.h>
 #include <signal.h>

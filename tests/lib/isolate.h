@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_isolate.h - give a test process a network namespace of its own.
+ * isolate.h - give a test process a network namespace of its own.
  *
  * The RoCE unicast demultiplexer is per network namespace and every umcast
  * process in it takes part (link/roce/uc/), so a test that counts what
@@ -8,9 +8,12 @@
  * with other tests.  As root unshare(CLONE_NEWNET) does it; otherwise a new
  * user namespace (mapping the caller's uid and gid to root in it) comes
  * too, where the system allows one.  Loopback is brought up.
+ *
+ * Header-only, unlike the rest of tests/lib: bench/uc-hop uses it too, and
+ * the benchmarks are built without the tests.
  */
-#ifndef TEST_ISOLATE_H
-#define TEST_ISOLATE_H
+#ifndef TESTS_LIB_ISOLATE_H
+#define TESTS_LIB_ISOLATE_H
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,4 +66,4 @@ static inline bool t_isolate_netns(void)
 	return ok;
 }
 
-#endif /* TEST_ISOLATE_H */
+#endif /* TESTS_LIB_ISOLATE_H */
