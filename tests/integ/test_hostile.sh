@@ -41,6 +41,9 @@ run() {
 	wait_grep "$WORK/$name.recv" '^joined' 10 $RPID
 	if ! "${spre[@]}" timeout 60 "$HOSTILE" send "$bind_s" "$group" "$N" >"$WORK/$name.send" 2>&1; then
 		echo "FAIL: $name: sender:"; cat "$WORK/$name.send"; fails=$((fails + 1))
+		stop_pids 5 $RPID # what it waits for will not come
+		RPID=
+		return
 	fi
 	rc=0
 	wait $RPID || rc=$?
