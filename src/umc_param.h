@@ -233,6 +233,13 @@ enum umc_sm_param {
 	UMC_SA_RESOLVE_TIMEOUT_MS = 1000,
 	UMC_SA_CLOSE_WAIT_MS = 100, /* UNREGISTER reply wait on close */
 	UMC_SA_RMPP_WINDOW = 32,    /* segments the client lets the SM send per ACK */
+	/*
+	 * Response datagrams the client's sent transactions may bring at once
+	 * (sa_txn.c): a Get/Set/Delete 1, a GetTable UMC_SA_RMPP_WINDOW.  The
+	 * kernel's default socket buffer (212992 bytes) holds 166 of them, each
+	 * charged about 1.3 KiB; half is left for RENEW and RESOLVE replies.
+	 */
+	UMC_SA_WINDOW = 64,
 	UMC_SA_RMPP_MAX_BYTES = 16 << 20, /* largest reassembled GetTable reply */
 	UMC_SA_TXN_BUCKETS = 256,
 	UMC_SA_LID_CACHE = 64,	    /* resolved LIDs cached per port */

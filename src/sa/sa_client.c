@@ -261,6 +261,33 @@ static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
 	return c->next_renew < c->last_renewed + lease + 1 ? c->next_renew : c->last_renewed + lease + 1;
 }
 
+/*
+ * One datagram from the SM into @buf (RX_BUF bytes), without waiting;
+ * the socket's drop count, when the kernel attaches it, goes to
+ * c->cnt.rx_overflow.  Returns its length, or -1 with errno set.
+ */
+static ssize_t rx_datagram(struct umc_sa_client *c, uint8_t *buf)
+{
+	union {
+		struct cmsghdr h;
+		uint8_t b[CMSG_SPACE(sizeof(uint32_t))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = RX_BUF };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+			     .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm;
+	uint32_t drops;
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+
+	for (cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
+			memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
+			c->cnt.rx_overflow = drops;
+		}
+	}
+	return n;
+}
+
 static void *client_thread(void *arg)
 {
 	struct umc_sa_client *c = arg;
@@ -273,7 +300,7 @@ static void *client_thread(void *arg)
 	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	while (!c->stopping) {
 		now = umc_sa_now_ms();
-		while (!c->stopping && (n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0)
+		while (!c->stopping && (n = rx_datagram(c, buf)) >= 0)
 			on_datagram(c, buf, (size_t)n, now);
 		if (c->stopping)
 			break;
@@ -348,7 +375,7 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c->nonce = random64();
 	c->tid_hi = (uint32_t)random64();
 	c->next_ptid = (uint32_t)(random64() >> 32);
-	c->next_timer = UINT64_MAX;
+	umc_sa_txn_init(c);
 	/* The library's own: a child of fork closes them (verbs/fork.c). */
 	c->wake_fd = UMC_FD_NEW(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false);
 	c->fd = UMC_FD_NEW(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), false);
@@ -356,6 +383,8 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 		rc = -errno;
 		goto fail;
 	}
+	/* The kernel's drop count comes with each datagram (rx_overflow). */
+	setsockopt(c->fd, SOL_SOCKET, SO_RXQ_OVFL, &(int){ 1 }, sizeof(int));
 	rc = register_sync(c, args->timeout_ms ? args->timeout_ms : UMC_SA_REGISTER_TIMEOUT_MS);
 	if (rc)
 		goto fail;
@@ -393,6 +422,13 @@ void umc_sa_close(struct umc_sa_client *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	client_free(c);
+}
+
+void umc_sa_counters(struct umc_sa_client *c, struct umc_sa_counters *out)
+{
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
+	*out = c->cnt;
+	umc_mutex_unlock(&c->lock);
 }
 
 int umc_sa_query_port(struct umc_sa_client *c, struct umc_sa_port_attr *attr)

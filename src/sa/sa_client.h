@@ -23,7 +23,11 @@
  * they are sent again once the port is back, within their own timeout.
  *
  * Transactions.  umc_sa_send() sends one 256-byte SA MAD; the client
- * writes its TransactionID.  The callback runs once: with the response
+ * writes its TransactionID.  At most UMC_SA_WINDOW responses may be on
+ * their way at once, so that they all fit in the socket's buffer: further
+ * requests wait their turn, in order, and their timeout starts when they
+ * are sent, unless the SA answers nothing at all for that long (sa_txn.c).
+ * The callback runs once: with the response
  * (any MAD status; for a GetTable the reassembled records), or with
  * -ETIMEDOUT when no response came within the timeout (the MAD is resent
  * retries times within it, as the kernel's SA queries: 3000 ms), or with
@@ -180,6 +184,32 @@ int umc_sa_call(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 
 /** umc_sa_result_free - free res->data; @res may be reused. */
 void umc_sa_result_free(struct umc_sa_result *res);
+
+/* What a client counted since umc_sa_open() (umc_sa_counters()). */
+struct umc_sa_counters {
+	uint64_t sent;	      /* SA requests sent a first time */
+	uint64_t resent;      /* ... sent again: no response within an interval, or the port
+				 registered again */
+	uint64_t waited;      /* requests that waited for room in the window before their
+				 first send (sa_txn.c) */
+	uint64_t responses;   /* response MADs (RMPP: segments) that reached their transaction */
+	uint64_t stale;	      /* SA responses of no pending transaction (late, cancelled) */
+	uint64_t timeouts;    /* transactions ended with -ETIMEDOUT */
+	uint64_t rx_overflow; /* datagrams from the SM the kernel dropped: our socket buffer
+				 was full (SO_RXQ_OVFL, socket(7)) */
+};
+
+/**
+ * umc_sa_counters - read the client's counters.
+ * @c:   the client
+ * @out: filled in
+ *
+ * rx_overflow is what the kernel reported with the last datagram read, so
+ * drops after it show with the next one.
+ *
+ * Context: any thread.
+ */
+void umc_sa_counters(struct umc_sa_client *c, struct umc_sa_counters *out);
 
 /**
  * umc_sa_resolve_lid - where a unicast LID receives (the IB link's "switch

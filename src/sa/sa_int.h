@@ -26,11 +26,19 @@ struct umc_sa_txn {
 	uint8_t mad[UMC_MAD_SIZE];
 	unsigned timeout;   /* ms, the whole budget (restarted by RMPP progress) */
 	unsigned interval;  /* ms between sends */
-	uint64_t deadline;  /* -ETIMEDOUT at this time */
+	unsigned weight;    /* response datagrams it may have in flight (sa_txn.c) */
+	bool queued;	    /* on c->queue: not sent yet */
+	uint64_t heard;	    /* the SA's responses so far when it was first sent */
+	uint64_t deadline;  /* -ETIMEDOUT at this time (queued: see sa_txn.c) */
 	uint64_t resend_at; /* next send */
 	struct umc_rmpp_rx rx;
 	struct umc_sa_txn *hnext;	/* bucket chain */
-	struct umc_sa_txn *prev, *next; /* c->txns */
+	struct umc_sa_txn *prev, *next; /* on c->sent or c->queue */
+};
+
+/* A list of transactions, in the order they were added. */
+struct umc_sa_txn_list {
+	struct umc_sa_txn *head, *tail;
 };
 
 struct umc_sa_resolve_wait {
@@ -66,9 +74,14 @@ struct umc_sa_client {
 	uint32_t reg_ptid;  /* tid of our REGISTER in flight */
 	uint64_t next_register, next_renew, last_renewed; /* ms */
 	uint64_t next_timer; /* earliest resend or deadline of a transaction */
-	struct umc_sa_txn *buckets[UMC_SA_TXN_BUCKETS];
-	struct umc_sa_txn *txns;
+	struct umc_sa_txn *buckets[UMC_SA_TXN_BUCKETS]; /* every transaction, by tid */
+	struct umc_sa_txn_list sent;  /* sent, awaiting the response: the timer's */
+	struct umc_sa_txn_list queue; /* waiting for room in the window (sa_txn.c) */
 	unsigned ntxns;
+	unsigned window;      /* the weights of c->sent */
+	uint64_t last_reply;  /* ms: the SA's last response */
+	uint64_t queue_check; /* ms: when a queued transaction may expire */
+	struct umc_sa_counters cnt;
 	uint64_t calling; /* tid whose callback runs now, 0: none */
 	void (*event)(void *ctx, enum umc_sa_event ev);
 	void *event_ctx;
@@ -92,6 +105,7 @@ void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m);
 void umc_sa_wake(struct umc_sa_client *c);
 
 /* sa_txn.c, which sa_client.c drives; all with c->lock held */
+void umc_sa_txn_init(struct umc_sa_client *c);
 void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now);
 uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now);
 void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now);

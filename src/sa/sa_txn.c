@@ -5,9 +5,33 @@
  *
  * A transaction is found by its TransactionID in a hash of
  * UMC_SA_TXN_BUCKETS chains (the low bits of our TIDs count up, so they
- * spread evenly) and sits on one list for the timer.  A callback runs with
- * the transaction already unlinked and c->calling set to its id, the lock
- * dropped; umc_sa_cancel() waits on c->cond for that mark to clear.
+ * spread evenly) and sits on one of two lists: c->sent, which the timer
+ * walks, or c->queue.  A callback runs with the transaction already
+ * unlinked and c->calling set to its id, the lock dropped; umc_sa_cancel()
+ * waits on c->cond for that mark to clear.
+ *
+ * The window.  The responses to what is sent land in one socket buffer,
+ * and whatever does not fit is dropped by the kernel: the default
+ * (net.core.rmem_default, 212992 bytes) holds 166 of umc-sm's datagrams.
+ * umc-sm answers a burst of requests faster than a busy client thread
+ * reads, so a process that starts thousands of joins at once lost most of
+ * the responses, and the resends, sent together again, were lost
+ * together again until the joins timed out.  So the transactions sent
+ * may bring at most UMC_SA_WINDOW response datagrams between them: each
+ * weighs 1, or UMC_SA_RMPP_WINDOW when its response comes by RMPP (the
+ * segments we let the SM send per ACK).  The others wait on c->queue, in
+ * order, and are sent as responses make room (as the kernel's MAD layer
+ * holds sends beyond its queue on an overflow list, ib_mad.c).  A sent
+ * transaction has its whole timeout from the moment it is sent; a queued
+ * one is not timed while the SA answers others, but fails with -ETIMEDOUT
+ * once both its own timeout since umc_sa_send() and the timeout since the
+ * SA's last response have passed.  A timeout makes room for the next
+ * only if the SA answered something after the request went out (it
+ * ignored that one request, as umc-sm does one with a wrong SM_Key);
+ * otherwise the SA may be gone, and the queue's head is sent only once
+ * nothing else is in flight, as a probe.  So a silent SA fails every
+ * transaction within its timeout, as before, and a storm never fails one
+ * the SA would answer in time.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -33,17 +57,35 @@ static struct umc_sa_txn *txn_find(struct umc_sa_client *c, uint64_t tid)
 	return NULL;
 }
 
+static void list_append(struct umc_sa_txn_list *l, struct umc_sa_txn *t)
+{
+	t->next = NULL;
+	t->prev = l->tail;
+	if (l->tail)
+		l->tail->next = t;
+	else
+		l->head = t;
+	l->tail = t;
+}
+
+static void list_remove(struct umc_sa_txn_list *l, struct umc_sa_txn *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		l->head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		l->tail = t->prev;
+}
+
 static void txn_link(struct umc_sa_client *c, struct umc_sa_txn *t)
 {
 	struct umc_sa_txn **b = bucket(c, t->tid);
 
 	t->hnext = *b;
 	*b = t;
-	t->prev = NULL;
-	t->next = c->txns;
-	if (c->txns)
-		c->txns->prev = t;
-	c->txns = t;
 	c->ntxns++;
 }
 
@@ -54,12 +96,12 @@ static void txn_unlink(struct umc_sa_client *c, struct umc_sa_txn *t)
 	while (*pp != t)
 		pp = &(*pp)->hnext;
 	*pp = t->hnext;
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		c->txns = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
+	if (t->queued) {
+		list_remove(&c->queue, t);
+	} else {
+		list_remove(&c->sent, t);
+		c->window -= t->weight;
+	}
 	c->ntxns--;
 }
 
@@ -82,11 +124,79 @@ static void txn_send(struct umc_sa_client *c, struct umc_sa_txn *t)
 		xmit_mad(c, t->mad);
 }
 
+/* Every SA response so far. */
+static uint64_t heard(const struct umc_sa_client *c)
+{
+	return c->cnt.responses + c->cnt.stale;
+}
+
+/* @t's next timer is due at @when: make the thread look then. */
+static void timer_at(struct umc_sa_client *c, uint64_t when)
+{
+	if (when < c->next_timer) {
+		c->next_timer = when;
+		umc_sa_wake(c);
+	}
+}
+
+/* Send @t, linked, not on any list, now: it has its whole timeout from here. */
+static void txn_start(struct umc_sa_client *c, struct umc_sa_txn *t, uint64_t now)
+{
+	t->queued = false;
+	list_append(&c->sent, t);
+	c->window += t->weight;
+	c->cnt.sent++;
+	t->heard = heard(c);
+	t->deadline = now + t->timeout;
+	t->resend_at = now + t->interval;
+	txn_send(c, t);
+	timer_at(c, t->resend_at);
+}
+
+static bool window_has_room(const struct umc_sa_client *c, const struct umc_sa_txn *t)
+{
+	return !c->window || c->window + t->weight <= UMC_SA_WINDOW;
+}
+
+/*
+ * Send what waits, in order, while the window has room; a @probe only
+ * while nothing is in flight.  Lock held.
+ */
+static void pump(struct umc_sa_client *c, uint64_t now, bool probe)
+{
+	struct umc_sa_txn *t;
+
+	while ((t = c->queue.head) && window_has_room(c, t) && (!probe || !c->window)) {
+		list_remove(&c->queue, t);
+		txn_start(c, t, now);
+	}
+}
+
+/* When queued @t fails: its own timeout, and the SA's silence, both past. */
+static uint64_t queued_expiry(const struct umc_sa_client *c, const struct umc_sa_txn *t)
+{
+	uint64_t silent = c->last_reply + t->timeout;
+
+	return t->deadline > silent ? t->deadline : silent;
+}
+
+void umc_sa_txn_init(struct umc_sa_client *c)
+{
+	c->next_timer = UINT64_MAX;
+	c->queue_check = UINT64_MAX;
+}
+
 /* Run @t's callback and free it.  Lock held; dropped during the callback. */
 static void complete(struct umc_sa_client *c, struct umc_sa_txn *t, int err,
 		     const struct umc_sa_reply *reply)
 {
+	bool queued = t->queued, silent = err == -ETIMEDOUT && heard(c) == t->heard;
+
 	txn_unlink(c, t);
+	if (!queued) /* room in the window: the next request goes out before the callback runs */
+		pump(c, umc_sa_now_ms(), silent);
+	if (err == -ETIMEDOUT)
+		c->cnt.timeouts++;
 	c->calling = t->tid;
 	umc_mutex_unlock(&c->lock);
 	t->cb(t->ctx, err, reply);
@@ -115,19 +225,26 @@ int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
 	t->interval = timeout_ms / (retries + 1);
 	if (!t->interval)
 		t->interval = 1;
+	t->weight = umc_sa_method_uses_rmpp(mad[offsetof(struct umc_sa_mad_wire, method)])
+			    ? UMC_SA_RMPP_WINDOW
+			    : 1;
 	memcpy(t->mad, mad, UMC_MAD_SIZE);
 	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	do
 		t->tid = (uint64_t)c->tid_hi << 32 | ++c->tid_lo;
 	while (!t->tid || txn_find(c, t->tid));
 	put_be64(((struct umc_sa_mad_wire *)(void *)t->mad)->tid, t->tid);
-	t->deadline = now + timeout_ms;
-	t->resend_at = now + t->interval;
 	txn_link(c, t);
-	txn_send(c, t);
-	if (t->resend_at < c->next_timer) {
-		c->next_timer = t->resend_at;
-		umc_sa_wake(c);
+	if (!c->queue.head && window_has_room(c, t)) {
+		txn_start(c, t, now);
+	} else {
+		t->queued = true;
+		t->deadline = now + timeout_ms;
+		list_append(&c->queue, t);
+		c->cnt.waited++;
+		if (t->deadline < c->queue_check)
+			c->queue_check = t->deadline;
+		timer_at(c, c->queue_check);
 	}
 	if (id)
 		*id = t->tid;
@@ -145,6 +262,7 @@ int umc_sa_cancel(struct umc_sa_client *c, uint64_t id)
 	if (t) {
 		txn_unlink(c, t);
 		txn_free(t);
+		pump(c, umc_sa_now_ms(), false);
 		rc = 0;
 	} else if (c->thread_started && !pthread_equal(pthread_self(), c->thread)) {
 		while (c->calling == id && id)
@@ -211,11 +329,13 @@ static void on_segment(struct umc_sa_client *c, struct umc_sa_txn *t, const uint
  * @mad: UMC_MAD_SIZE bytes
  * @now: ms
  *
- * Responses of no pending transaction (late, cancelled) are dropped, and
- * so is an RMPP-active MAD (a DATA segment, an ABORT, a STOP) for a request
- * whose method does not use RMPP (umc_sa_method_uses_rmpp()): a Get, Set or
- * Delete is answered by one MAD, so such a reply always carries the whole
- * 200 bytes of SA data its consumer decodes.
+ * Any response shows the SA at work (c->last_reply: queued transactions
+ * wait on).  Responses of no pending transaction (late, cancelled) are
+ * dropped and counted (stale), and so is an RMPP-active MAD (a DATA
+ * segment, an ABORT, a STOP) for a request whose method does not use RMPP
+ * (umc_sa_method_uses_rmpp()): a Get, Set or Delete is answered by one
+ * MAD, so such a reply always carries the whole 200 bytes of SA data its
+ * consumer decodes.
  */
 void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t now)
 {
@@ -225,9 +345,13 @@ void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t n
 
 	if (umc_sa_hdr_decode(mad, UMC_MAD_SIZE, &h) || !umc_mad_is_response(h.mad.method))
 		return;
+	c->last_reply = now;
 	t = txn_find(c, h.mad.tid);
-	if (!t)
+	if (!t || t->queued) {
+		c->cnt.stale++;
 		return;
+	}
+	c->cnt.responses++;
 	if (h.rmpp.version && (h.rmpp.flags & UMC_RMPP_FLAG_ACTIVE)) {
 		if (!umc_sa_method_uses_rmpp(t->mad[offsetof(struct umc_sa_mad_wire, method)]))
 			return;
@@ -254,37 +378,54 @@ void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t n
 uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now)
 {
 	struct umc_sa_txn *t;
-	uint64_t next = UINT64_MAX;
+	uint64_t next = UINT64_MAX, at;
 
 	if (now < c->next_timer)
 		return c->next_timer;
-	for (t = c->txns; t;) {
+	for (t = c->sent.head; t;) {
 		if (now >= t->deadline) {
 			complete(c, t, -ETIMEDOUT, NULL);
-			t = c->txns; /* the list may have changed while unlocked */
+			t = c->sent.head; /* the list may have changed while unlocked */
 			continue;
 		}
 		if (now >= t->resend_at) {
 			txn_send(c, t);
+			c->cnt.resent++;
 			t->resend_at = now + t->interval;
 			if (t->resend_at > t->deadline)
 				t->resend_at = t->deadline;
 		}
 		t = t->next;
 	}
-	for (t = c->txns; t; t = t->next) {
+	if (now >= c->queue_check) {
+		c->queue_check = UINT64_MAX;
+		for (t = c->queue.head; t;) {
+			at = queued_expiry(c, t);
+			if (now >= at) {
+				complete(c, t, -ETIMEDOUT, NULL);
+				t = c->queue.head;
+				continue;
+			}
+			if (at < c->queue_check)
+				c->queue_check = at;
+			t = t->next;
+		}
+	}
+	for (t = c->sent.head; t; t = t->next) {
 		if (t->resend_at < next)
 			next = t->resend_at;
 		if (t->deadline < next)
 			next = t->deadline;
 	}
+	if (c->queue_check < next)
+		next = c->queue_check;
 	c->next_timer = next;
 	return next;
 }
 
 /**
  * umc_sa_txn_resend_all - the port is registered again: send every pending
- * request now (an RMPP transfer in progress starts over).
+ * request now (an RMPP transfer in progress starts over); queued ones wait on.
  * @c:   the client, lock held
  * @now: ms
  */
@@ -292,9 +433,10 @@ void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now)
 {
 	struct umc_sa_txn *t;
 
-	for (t = c->txns; t; t = t->next) {
+	for (t = c->sent.head; t; t = t->next) {
 		umc_rmpp_rx_free(&t->rx);
 		txn_send(c, t);
+		c->cnt.resent++;
 		t->resend_at = now + t->interval;
 		if (t->resend_at > t->deadline)
 			t->resend_at = t->deadline;
@@ -306,9 +448,9 @@ void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now)
 /** umc_sa_txn_free_all - drop every transaction without calling back (close). */
 void umc_sa_txn_free_all(struct umc_sa_client *c)
 {
-	while (c->txns) {
-		struct umc_sa_txn *t = c->txns;
+	struct umc_sa_txn *t;
 
+	while ((t = c->queue.head) || (t = c->sent.head)) {
 		txn_unlink(c, t);
 		txn_free(t);
 	}

@@ -42,6 +42,12 @@
  *   ib_procs unicast      UD unicast by LID, local and global, answered
  *                         with ibv_create_ah_from_wc; a bystander port gets
  *                         nothing; a QPN nobody has is dropped
+ *   ib_procs storm        one process with RLIMIT_NOFILE 1024 joins 10 000
+ *                         groups at once (issue 32, defect 6): each join
+ *                         ends in JOIN or in MULTICAST_ERROR with errno
+ *                         EMFILE (the attach found no descriptor), none
+ *                         with -ETIMEDOUT, and the kernel dropped none of
+ *                         umc-sm's responses at the port's SA socket
  *
  * As tests/integ/mc_procs.c, the orchestrator starts "agents" and drives
  * them over pipes with one-line commands (agent.h); readiness is a reply,
@@ -62,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -82,6 +89,9 @@ enum {
 	EV_MS = 10000,	/* bound on any CM event */
 	NMSG = 50,
 	LEASE_MS = 400, /* umc-sm --lease in the lease and restart scenarios */
+	STORM_JOINS = 10000,
+	STORM_NOFILE = 1024,
+	STORM_MS = 12000, /* bound on the storm's events (under AGENT_CMD_MS) */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -395,6 +405,70 @@ static void cmd_cnt(void)
 	agent_reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt.rx_no_qp));
 }
 
+/*
+ * storm N: RLIMIT_NOFILE STORM_NOFILE, soft and hard (so that the library
+ * cannot raise it), then N joins of groups 224.1.x.y on id 0 at once, then
+ * their N events within STORM_MS.  Replies how many were JOIN, how many
+ * MULTICAST_ERROR with errno EMFILE, with -ETIMEDOUT, anything else, the
+ * largest delay from the last join call to an event, and the SA client's
+ * counters.
+ */
+static void cmd_storm(int n)
+{
+	struct rlimit rl = {STORM_NOFILE, STORM_NOFILE};
+	struct rdma_cm_id *id = ag.nids ? ag.n[0].id : NULL;
+	unsigned join = 0, emfile = 0, timedout = 0, other = 0;
+	int other_ev = 0, other_status = 0, other_errno = 0;
+	struct umc_sa_counters cnt;
+	struct umc_device *dev;
+	uint64_t t0, end;
+
+	if (!id)
+		return agent_reply("fail no id");
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return agent_reply("fail setrlimit errno %d", errno);
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in g = {.sin_family = AF_INET,
+					.sin_addr.s_addr = htonl(0xe0010000u + (unsigned)i)};
+
+		if (rdma_join_multicast(id, (struct sockaddr *)&g, NULL))
+			return agent_reply("fail join %d errno %d", i, errno);
+	}
+	t0 = t_now_ms();
+	end = t0 + STORM_MS;
+	for (int i = 0; i < n; i++) {
+		struct rdma_cm_event *ev;
+		int64_t left = (int64_t)(end - t_now_ms());
+
+		errno = 0;
+		ev = left > 0 ? agent_cm_event(ag.ch, (int)left) : NULL;
+		if (!ev)
+			return agent_reply("fail %d events of %d in %d ms", i, n, STORM_MS);
+		if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN)
+			join++;
+		else if (ev->event == RDMA_CM_EVENT_MULTICAST_ERROR && ev->status == -1 &&
+			 errno == EMFILE)
+			emfile++;
+		else if (ev->event == RDMA_CM_EVENT_MULTICAST_ERROR && ev->status == -ETIMEDOUT)
+			timedout++;
+		else if (!other++) {
+			other_ev = ev->event;
+			other_status = ev->status;
+			other_errno = errno;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	dev = ctx_dev(id->verbs);
+	umc_sa_counters(dev->link->sa(dev), &cnt);
+	agent_reply("ok join %u emfile %u timedout %u other %u ms %llu sent %llu resent %llu "
+		    "waited %llu timeouts %llu overflow %llu (first other: event %d status %d "
+		    "errno %d)",
+		    join, emfile, timedout, other, (unsigned long long)(t_now_ms() - t0),
+		    (unsigned long long)cnt.sent, (unsigned long long)cnt.resent,
+		    (unsigned long long)cnt.waited, (unsigned long long)cnt.timeouts,
+		    (unsigned long long)cnt.rx_overflow, other_ev, other_status, other_errno);
+}
+
 /* The agent's command loop, from its "ok ready" on; EOF ends it with _exit(0). */
 static void agent_main(int cmd)
 {
@@ -424,6 +498,8 @@ static void agent_main(int cmd)
 			cmd_urecv(i1, i2, !strcmp(a, "reply"));
 		else if (sscanf(line, "event %d", &i1) == 1)
 			cmd_event(i1);
+		else if (sscanf(line, "storm %d", &i1) == 1)
+			cmd_storm(i1);
 		else if (!strcmp(line, "port"))
 			cmd_port();
 		else if (!strcmp(line, "cnt"))
@@ -1090,6 +1166,47 @@ static void scenario_unicast(void)
 	test_sm_free(&sm);
 }
 
+/*
+ * One process joins STORM_JOINS groups at once with RLIMIT_NOFILE
+ * STORM_NOFILE (issue 32, defect 6).  The SA answers every Set; what
+ * fails, fails at the attach, with EMFILE as ibv_attach_mcast(3) says.
+ * Before the SA client bounded the responses in flight (UMC_SA_WINDOW),
+ * umc-sm's answers overflowed the port's socket buffer, the resends,
+ * sent together, overflowed it again, and some joins ended with
+ * -ETIMEDOUT against an idle SA.  umc-sm lets the port be a member of
+ * all of them (its default cap is 8192 groups per port).
+ */
+static void scenario_storm(void)
+{
+	unsigned join, emfile, timedout, other, overflow;
+	char cap[16];
+	const char *const args[] = {"--max-groups-per-port", cap, NULL};
+	struct test_sm sm;
+	struct agent a;
+	const char *r;
+
+	snprintf(cap, sizeof(cap), "%d", STORM_JOINS);
+	start_sm(&sm, args);
+	start(&a, "A");
+	expect_prefix(ask(&a, "open udp"), "ok", "open");
+	r = ask(&a, "storm %d", STORM_JOINS);
+	printf("# storm: %s\n", r);
+	if (sscanf(r, "ok join %u emfile %u timedout %u other %u ms %*u sent %*u resent %*u "
+		      "waited %*u timeouts %*u overflow %u ",
+		   &join, &emfile, &timedout, &other, &overflow) != 5)
+		agent_fail("storm: %s", r);
+	else if (timedout || other || join + emfile != STORM_JOINS)
+		agent_fail("storm: %u JOIN, %u EMFILE, %u -ETIMEDOUT, %u other of %d joins", join,
+			   emfile, timedout, other, STORM_JOINS);
+	else if (join < STORM_NOFILE / 2 || join >= STORM_NOFILE)
+		agent_fail("storm: %u JOINs with %d descriptors", join, STORM_NOFILE);
+	else if (overflow)
+		agent_fail("storm: the kernel dropped %u of umc-sm's responses", overflow);
+	agent_finish(&a);
+	stop_sm(&sm);
+	test_sm_free(&sm);
+}
+
 static void scenario_nosm(void)
 {
 	struct agent a;
@@ -1136,6 +1253,7 @@ static const struct {
 	{"smctl", scenario_smctl},
 	{"nosm", scenario_nosm},
 	{"unicast", scenario_unicast},
+	{"storm", scenario_storm},
 };
 
 int main(int argc, char **argv)

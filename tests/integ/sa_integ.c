@@ -46,6 +46,10 @@ enum {
 	WAIT_MS = 10000, /* upper bound of every wait */
 	NGROUPS = 10000,
 	PIPELINE = 64,
+	STORM = 3000,	   /* Sets sent at once */
+	STORM_CB_US = 100, /* the time each of their callbacks takes */
+	SILENT = 200,	   /* requests to a stopped umc-sm */
+	SILENT_MS = 300,   /* ... each with this timeout */
 };
 
 /* A pipe that the client's event callback writes one byte per event to. */
@@ -786,6 +790,129 @@ static void test_timeout_cancel(void **state)
 	test_sm_free(&sm);
 }
 
+/* Transactions of a storm: how they ended. */
+struct storm {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned done, ok, timedout;
+};
+
+static void storm_done(void *ctx, int err, const struct umc_sa_reply *r)
+{
+	struct storm *st = ctx;
+
+	usleep(STORM_CB_US); /* a busy client thread: umc-sm answers faster than it reads */
+	pthread_mutex_lock(&st->lock);
+	st->ok += !err && !r->status;
+	st->timedout += err == -ETIMEDOUT;
+	st->done++;
+	pthread_cond_signal(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* Wait (bounded by WAIT_MS) until @n transactions of @st ended. */
+static void storm_wait(struct storm *st, unsigned n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&st->lock);
+	while (st->done < n)
+		assert_int_equal(pthread_cond_timedwait(&st->cond, &st->lock, &ts), 0);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/*
+ * STORM Sets at once, answered by umc-sm faster than the client's thread
+ * reads (each callback takes STORM_CB_US): every one succeeds, none is
+ * resent for want of room, and the kernel drops none of the responses at
+ * the client's socket (issue 32, defect 6: without the window, the
+ * responses overflowed it and the resends, sent together, overflowed it
+ * again).
+ */
+static void test_window_storm(void **state)
+{
+	struct storm st = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+	struct umc_sa_counters cnt;
+	struct umc_sa_port_attr pa;
+	struct umc_sa_client *c;
+	struct umc_mcmember r;
+	uint8_t mad[UMC_MAD_SIZE], mgid[16];
+	struct test_sm sm;
+	unsigned i;
+
+	(void)state;
+	start(&sm, NULL);
+	c = client(&sm, 6001, NULL);
+	umc_sa_query_port(c, &pa);
+	for (i = 0; i < STORM; i++) {
+		mgid_n(mgid, 0x1000 + i);
+		sa_rec_init(&r, mgid, pa.gid, UMC_JOIN_FULL);
+		sa_mad_build(mad, UMC_MAD_METHOD_SET, UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_CREATE_MASK, 0,
+			     &r);
+		assert_int_equal(umc_sa_send(c, mad, 0, 2, storm_done, &st, NULL), 0);
+	}
+	storm_wait(&st, STORM);
+	umc_sa_counters(c, &cnt);
+	printf("# %u Sets: sent %llu, resent %llu, waited %llu, responses %llu, stale %llu, "
+	       "overflow %llu\n", STORM, (unsigned long long)cnt.sent, (unsigned long long)cnt.resent,
+	       (unsigned long long)cnt.waited, (unsigned long long)cnt.responses,
+	       (unsigned long long)cnt.stale, (unsigned long long)cnt.rx_overflow);
+	assert_int_equal(st.ok, STORM);
+	assert_int_equal(cnt.sent, STORM);
+	assert_int_equal(cnt.responses, STORM);
+	assert_int_equal(cnt.timeouts, 0);
+	assert_int_equal(cnt.rx_overflow, 0);
+	assert_true(cnt.waited > 0);
+	umc_sa_close(c);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "groups_created"), STORM);
+	test_sm_free(&sm);
+}
+
+/*
+ * A silent SA (umc-sm stopped) under SILENT requests of SILENT_MS each:
+ * all end with -ETIMEDOUT, and those that waited for room in the window
+ * fail within their own timeout too, without being sent window after
+ * window (which would make the last one fail after SILENT / UMC_SA_WINDOW
+ * timeouts).
+ */
+static void test_window_silent(void **state)
+{
+	struct storm st = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+	struct umc_sa_counters cnt;
+	struct umc_sa_result res;
+	struct umc_sa_client *c;
+	uint8_t mad[UMC_MAD_SIZE];
+	struct test_sm sm;
+	unsigned i;
+
+	(void)state;
+	start(&sm, NULL);
+	c = client(&sm, 6001, NULL);
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_CLASS_PORT_INFO, 0, 0, NULL);
+	assert_int_equal(umc_sa_call(c, mad, 0, 2, &res), 0); /* the SA answered once */
+	umc_sa_result_free(&res);
+	assert_int_equal(kill(sm.pid, SIGSTOP), 0);
+	for (i = 0; i < SILENT; i++)
+		assert_int_equal(umc_sa_send(c, mad, SILENT_MS, 0, storm_done, &st, NULL), 0);
+	storm_wait(&st, SILENT);
+	assert_int_equal(kill(sm.pid, SIGCONT), 0);
+	umc_sa_counters(c, &cnt);
+	printf("# %u requests to a silent SA: sent %llu, waited %llu, timeouts %llu\n", SILENT,
+	       (unsigned long long)cnt.sent - 1, (unsigned long long)cnt.waited,
+	       (unsigned long long)cnt.timeouts);
+	assert_int_equal(st.timedout, SILENT);
+	assert_int_equal(cnt.timeouts, SILENT);
+	assert_true(cnt.waited >= SILENT - UMC_SA_WINDOW);
+	/* the first window, and perhaps a probe: not every request */
+	assert_true(cnt.sent - 1 < SILENT / 2);
+	umc_sa_close(c);
+	stop(&sm);
+	test_sm_free(&sm);
+}
+
 /* Send raw datagrams from an unregistered socket and from a hand-registered one. */
 static int raw_socket(const struct test_sm *sm)
 {
@@ -1023,6 +1150,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
+		cmocka_unit_test(test_window_storm),	cmocka_unit_test(test_window_silent),
 		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
 		cmocka_unit_test(test_umc_sa_rmpp_reply),
 	};

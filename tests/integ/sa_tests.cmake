@@ -4,7 +4,8 @@ target_compile_definitions(sa_integ PRIVATE _GNU_SOURCE)
 target_link_libraries(sa_integ umc_testlib umcast_static PkgConfig::CMOCKA)
 add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
-    sendonly lease_expiry restart get_table_10000 timeout_cancel hostile umc_sa_tool
+    sendonly lease_expiry restart get_table_10000 timeout_cancel window_storm window_silent
+    hostile umc_sa_tool
     umc_sa_rmpp_reply rmpp_reply_to_get)
   umc_test(integ/sa_${t} sa_integ test_${t})
 endforeach()
@@ -33,6 +34,7 @@ add_executable(ib_procs ib_procs.c agent.c)
 target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
 target_link_libraries(ib_procs umc_testlib umcast_static)
 add_dependencies(ib_procs umc-sm umc-ctl)
-foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout smctl nosm unicast)
+foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout smctl nosm unicast
+    storm)
   umc_test(integ/ib_${t} ib_procs ${t})
 endforeach()
