@@ -3,8 +3,9 @@
  * rmpp.c - umc-sm's RMPP sender (IBA 13.6.3) for GetTable responses.
  *
  * A response that fits one MAD goes out at once as a lone segment (First
- * and Last set), and nothing is kept: a lost one is recovered by the
- * client asking again.  A larger one becomes a transfer, keyed by the
+ * and Last set), and nothing but its TID is kept (the port's last
+ * UMC_SM_RMPP_LONE_TIDS, so that the receiver's ACK of it is known as due,
+ * not stale): a lost one is recovered by the client asking again.  A larger one becomes a transfer, keyed by the
  * requesting port and the TransactionID: segment 1 first (a window of
  * one), then whatever each ACK's NewWindowLast allows, at most
  * UMC_SM_RMPP_MAX_WINDOW segments beyond the last ACK.  Loss is repaired
@@ -20,6 +21,7 @@
  * GetTable that repeats the TID of a transfer in progress (the client lost
  * segment 1) starts it over.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,9 @@ int umc_sm_rmpp_send(struct umc_sm *sm, struct umc_sm_port *port, uint32_t proto
 		umc_rmpp_seg_encode(mad, &h, r->table, r->table_len, 1);
 		umc_sm_send_sa(sm, port, proto_tid, mad);
 		sm->cnt.rmpp_segments++;
+		port->lone_tids[port->lone_next] = h.mad.tid;
+		port->lone_valid |= (uint8_t)(1u << port->lone_next);
+		port->lone_next = (uint8_t)((port->lone_next + 1) % UMC_SM_RMPP_LONE_TIDS);
 		return 0;
 	}
 	if (!umc_sm_rmpp_room(sm, port, h.mad.tid, r->table_len))
@@ -225,6 +230,23 @@ static void take_ack(struct umc_sm *sm, struct umc_sm_rmpp_txn *t, const struct 
 	send_window(sm, t);
 }
 
+static_assert(UMC_SM_RMPP_LONE_TIDS <= 8, "umc_sm_port.lone_valid has a bit for each");
+
+/* Is @h the (first) ACK of a one-MAD answer @port got lately?  It is forgotten then. */
+static bool lone_ack(struct umc_sm_port *port, const struct umc_sa_hdr *h)
+{
+	unsigned i;
+
+	if (h->rmpp.type != UMC_RMPP_TYPE_ACK || h->rmpp.seg_num != 1)
+		return false;
+	for (i = 0; i < UMC_SM_RMPP_LONE_TIDS; i++)
+		if ((port->lone_valid & 1u << i) && port->lone_tids[i] == h->mad.tid) {
+			port->lone_valid &= (uint8_t)~(1u << i);
+			return true;
+		}
+	return false;
+}
+
 /**
  * umc_sm_rmpp_control - an RMPP ACK, STOP or ABORT from a receiver.
  * @sm:   the state
@@ -241,7 +263,10 @@ void umc_sm_rmpp_control(struct umc_sm *sm, struct umc_sm_port *port, const stru
 	struct umc_sm_rmpp_txn *t = txn_find(port, h->mad.tid);
 
 	if (!t) {
-		sm->cnt.rmpp_stale++; /* e.g. the ACK of a lone segment: nothing kept */
+		if (lone_ack(port, h))
+			sm->cnt.rmpp_acks++;
+		else
+			sm->cnt.rmpp_stale++;
 		return;
 	}
 	if (h->rmpp.type == UMC_RMPP_TYPE_ACK)

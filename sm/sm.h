@@ -120,8 +120,8 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(rmpp_transfers)   /* multi-segment GetTable responses started */                         \
 	X(rmpp_segments)    /* DATA segments sent, resends included */                             \
 	X(rmpp_resends)	    /* windows resent (timeout or repeated ACK) */                         \
-	X(rmpp_acks)	    /* ACKs taken */                                                       \
-	X(rmpp_stale)	    /* ACK/STOP/ABORT for no transfer in progress */                       \
+	X(rmpp_acks)	    /* ACKs taken, of transfers and of answers in one MAD */               \
+	X(rmpp_stale)	    /* ACK/STOP/ABORT of no transfer and no answer in one MAD we recall */ \
 	X(rmpp_aborted)	    /* transfers ended by STOP/ABORT from the client, or by bad ACKs */    \
 	X(rmpp_timeouts)    /* transfers given up after UMC_SM_RMPP_RETRIES */                     \
 	X(rmpp_too_long)    /* transfers aborted at their total time limit (T2L) */                \
@@ -165,6 +165,10 @@ struct umc_sm_port {
 	unsigned nmembers;
 	struct umc_sm_rmpp_txn *txns; /* GetTable transfers in progress */
 	unsigned ntxns;
+	/* TIDs of the last GetTable answers that fit one MAD: their ACKs are due */
+	uint64_t lone_tids[UMC_SM_RMPP_LONE_TIDS];
+	uint8_t lone_valid; /* a bit per entry */
+	uint8_t lone_next;
 };
 
 struct umc_sm_ports {

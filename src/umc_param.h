@@ -213,6 +213,7 @@ enum umc_sm_param {
 	UMC_SM_RMPP_MAX_PER_HOST = 16,	  /* --max-rmpp-per-host */
 	UMC_SM_RMPP_MAX_BYTES = 64 << 20, /* all transfers together; more: BUSY */
 	UMC_SM_RMPP_TIME_MS = 10000,	  /* total time limit of a transfer: ABORT T2L */
+	UMC_SM_RMPP_LONE_TIDS = 4,	  /* one-MAD GetTable answers a port's ACKs are matched to */
 
 	/* umc-sm's caps per source host and per port (umc-sm(8) CAPS). */
 	UMC_SM_MAX_PORTS_PER_HOST = 1024,

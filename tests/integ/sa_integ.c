@@ -1132,6 +1132,7 @@ static void test_umc_sa_tool(void **state)
 	stop(&sm);
 	assert_int_equal(test_sm_counter(&sm, "reg_new"), 2 + 6); /* each umc-sa is a port */
 	assert_int_equal(test_sm_counter(&sm, "unregister"), 2 + 6);
+	assert_int_equal(test_sm_counter(&sm, "rmpp_stale"), 0); /* the ACKs of -g and -m were due */
 	test_sm_free(&sm);
 }
 

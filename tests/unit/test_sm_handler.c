@@ -838,7 +838,11 @@ static void test_many_ports(void **state)
 	assert_int_equal(f->sm->ports.count, TEST_PORTS + 300);
 }
 
-/* One lone segment: First|Last, PayloadLength 20 + records, nothing kept. */
+/*
+ * One lone segment: First|Last, PayloadLength 20 + records, no transfer
+ * kept, but its TID remembered, so that the receiver's ACK of it is taken
+ * as one and not counted stale (as every umc-sa -g's used to be).
+ */
 static void test_small_table(void **state)
 {
 	struct fx *f = *state;
@@ -851,6 +855,15 @@ static void test_small_table(void **state)
 	assert_int_equal(h.rmpp.paylen_newwin, 20 + UMC_MCMEMBER_STRIDE);
 	assert_int_equal(h.attr_offset, 7);
 	assert_int_equal(f->sm->ntxns, 0);
+	/* the receiver's ACK of it is no stale ACK; the same ACK again, or one for another TID, is */
+	ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 1);
+	assert_int_equal(f->sm->cnt.rmpp_acks, 1);
+	assert_int_equal(f->sm->cnt.rmpp_stale, 0);
+	ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 1);
+	h.mad.tid = 6;
+	ack(f, &h, UMC_RMPP_TYPE_ACK, 1, 1);
+	assert_int_equal(f->sm->cnt.rmpp_acks, 1);
+	assert_int_equal(f->sm->cnt.rmpp_stale, 2);
 }
 
 int main(void)
