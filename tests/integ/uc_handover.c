@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * uc_handover.c - uc_procs scenarios of the host's demultiplexer dying:
+ * a process killed (kill), the demultiplexer killed while a process that
+ * must register again is stopped (stopped), and its group taken over while
+ * a local process plays the protocol through raw connections (adopt).
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "link/roce/uc/uc.h" /* the demultiplexer's protocol */
+#include "uc_procs.h"
+
+/* B sends C a marker on B.q1 -> C.q0, which C receives (in order). */
+static void marker(struct peer *b, struct peer *c)
+{
+	agent_cmd(&b->ag, "send 1 %s %x %d 0 %x %u 1", c->arg.addr, c->q[0], c->arg.id, QKEY,
+		  c->q0_seq++);
+	agent_cmd(&c->ag, "recv 0 1 %s %x", b->arg.addr, b->q[1]);
+}
+
+void scenario_kill(void)
+{
+	enum { N = 50, NMID = 200, K = 4 };
+	struct peer a, b, c, d, e, f;
+	unsigned long noqp;
+	char dead[16];
+
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&c, 2, "127.0.0.1", NULL, NULL, 0) || !start(&d, 3, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&d.ag, "ucsync 0");
+	agent_cmd(&c.ag, "serve 1");
+	ping_start(&b, 0, &c, 1, N, 0);
+	ping_done(&b, N, true);
+
+	/* D dies in the middle of its own ping-pong with C (C stops answering first). */
+	ping_start(&d, 0, &c, 1, 1000000, 0);
+	agent_cmd(&c.ag, "counters"); /* C is serving D meanwhile */
+	agent_cmd(&c.ag, "unserve 1");
+	agent_kill(&d.ag);
+	agent_cmd(&a.ag, "clients 3"); /* A dropped D: what D had not read is counted */
+	noqp = counter(&a, "rx_no_qp");
+	/* D's QPNs no longer receive: the demultiplexer counts what comes for them. */
+	agent_cmd(&b.ag, "send 1 %s %x 3 0 %x 0 %d", d.arg.addr, d.q[0], QKEY, K);
+	agent_cmd(&b.ag, "send 1 %s %x 3 1 %x 0 %d", d.arg.addr, d.q[1], QKEY, K);
+	agent_cmd(&a.ag, "waitcnt rx_no_qp %lu", noqp + 2 * K);
+	agent_expect_eq("A rx_no_qp for dead D", agent_field(&a.ag, "rx_no_qp") - noqp, 2 * K);
+	/* The others keep going; a newcomer (on D's socket, if steering) receives. */
+	agent_cmd(&c.ag, "serve 1");
+	ping_start(&b, 0, &c, 1, N, 0);
+	ping_done(&b, N, true);
+	if (!start(&f, 5, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&f.ag, "ucsync 0");
+	ping_start(&f, 1, &c, 1, N, 0);
+	ping_done(&f, N, true);
+	marker(&f, &c);
+	expect_clean(&f);
+
+	/*
+	 * Now the demultiplexer dies while B and C ping-pong: the ping-pong
+	 * completes.  Steered, not one datagram is lost: no socket of the group
+	 * left it, so it goes on steering until a survivor takes it over; the
+	 * ping never retransmits, so a loss fails it (a retransmission timer
+	 * would also fire on a round trip slowed by a loaded machine).  Passed
+	 * on, those in flight at the hand-over are lost (200 ms retransmits).
+	 */
+	ping_start(&b, 0, &c, 1, NMID, steering() ? 0 : 200);
+	agent_kill(&a.ag);
+	ping_done(&b, NMID, steering());
+	snprintf(dead, sizeof(dead), "%d", (int)a.pid);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_cmd(&c.ag, "ucsync %s", dead);
+	unsigned long lb = agent_field(&b.ag, "leader"), lc = agent_field(&c.ag, "leader");
+
+	agent_expect_eq("B and C see one demultiplexer", lb, lc);
+	if (lb != (unsigned long)b.pid && lb != (unsigned long)c.pid &&
+	    lb != (unsigned long)f.pid) {
+		agent_fail("the new demultiplexer %lu is none of the survivors B, C, F", lb);
+	}
+	/* Everything works again, for the survivors and for a newcomer. */
+	ping_start(&b, 0, &c, 1, N, 0);
+	ping_done(&b, N, true);
+	if (!start(&e, 4, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&e.ag, "ucsync %s", dead);
+	agent_expect_eq("E's demultiplexer", agent_field(&e.ag, "leader"), lb);
+	ping_start(&e, 0, &c, 1, N, 0);
+	ping_done(&e, N, true);
+	agent_cmd(&c.ag, "send 0 %s %x 4 1 %x 0 %d", e.arg.addr, e.q[1], QKEY, N);
+	agent_cmd(&e.ag, "recv 1 %d %s %x", N, c.arg.addr, c.q[0]);
+	expect_clean(&e);
+	expect_counter(&e, "rx_no_qp", 0);
+	expect_counter(&e, "uc_qpn_taken", 0);
+	expect_clean(&b);
+	expect_clean(&c);
+	agent_finish(&e.ag);
+	agent_finish(&f.ag);
+	agent_finish(&c.ag);
+	agent_finish(&b.ag);
+}
+
+void scenario_stopped(void)
+{
+	enum { N = 20 };
+	struct peer a, b, d;
+	char dead[16];
+
+	if (!start(&d, 3, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&d.ag, "ucsync 0");
+	if (!start(&a, 0, "127.0.0.1", NULL, "0x11", 0))
+		return;
+	agent_expect_eq("A q0", a.q[0], 0x11);
+	agent_expect_eq("A q1", a.q[1], 0x12);
+	agent_cmd(&a.ag, "ucsync 0");
+	agent_expect_eq("A's demultiplexer is D", agent_field(&a.ag, "leader"), (unsigned long)d.pid);
+	/* A cannot answer its hang-up: D's successor learns nothing from it. */
+	kill(a.pid, SIGSTOP);
+	agent_kill(&d.ag);
+	if (!start(&b, 1, "127.0.0.1", NULL, "0x11", 0)) {
+		kill(a.pid, SIGCONT);
+		return;
+	}
+	agent_expect_eq("B q0", b.q[0], 0x13);
+	agent_expect_eq("B q1", b.q[1], 0x14);
+	expect_counter(&b, "uc_qpn_taken", 2);
+	kill(a.pid, SIGCONT);
+	snprintf(dead, sizeof(dead), "%d", (int)d.pid);
+	agent_cmd(&a.ag, "ucsync %s", dead);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_expect_eq("A and B see one demultiplexer", agent_field(&a.ag, "leader"),
+			agent_field(&b.ag, "leader"));
+	expect_counter(&a, "uc_qpn_taken", 0);
+	agent_cmd(&a.ag, "serve 0");
+	ping_start(&b, 1, &a, 0, N, 0);
+	ping_done(&b, N, true);
+	agent_cmd(&a.ag, "unserve 0");
+	agent_cmd(&b.ag, "serve 0");
+	ping_start(&a, 1, &b, 0, N, 0);
+	ping_done(&a, N, true);
+	expect_clean(&a);
+	expect_clean(&b);
+	agent_finish(&b.ag);
+	agent_finish(&a.ag);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A local process speaking to the demultiplexer itself (scenario adopt).    */
+
+/* A client of the demultiplexer of 127.0.0.1 through a raw connection. */
+struct raw_client {
+	int ctl;   /* the connection */
+	int in[2]; /* its input: [0] read here, [1] handed over in HELLO */
+};
+
+/* Connect and send HELLO (@idx: the index it says it holds, or none); false on failure. */
+static bool raw_hello(struct raw_client *rc, const uint32_t *idx)
+{
+	static uint32_t seq;
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = ROCE_UC_HELLO,
+				.seq = ++seq,
+				.count = idx ? 1 : 0};
+	struct pollfd p = {.events = POLLIN};
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
+	struct roce_uc_msg r;
+
+	if (idx)
+		m.qpn[0] = *idx;
+	rc->ctl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, rc->in) ||
+	    connect(rc->ctl, (struct sockaddr *)&sa, len)) {
+		agent_fail("raw client: no demultiplexer to connect to (errno %d)", errno);
+		return false;
+	}
+	p.fd = rc->ctl;
+	/* The answer comes after every control message HELLO made. */
+	if (!roce_send_fd(rc->ctl, &m, ROCE_UC_MSG_LEN(m.count), rc->in[1]) ||
+	    poll(&p, 1, WAIT_MS) != 1 ||
+	    recv(rc->ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
+	    r.op != ROCE_UC_REPLY || r.seq != m.seq || r.status) {
+		agent_fail("raw client: HELLO not answered 0 (errno %d)", errno);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What HELLO told @rc on its input: whether to let go of its old group
+ * (FRESH), the index of the socket given to it (-1: none) and the group's
+ * size.  The sockets are closed: only their indices matter here.
+ */
+static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size)
+{
+	int own = -1;
+
+	*fresh = false;
+	for (;;) {
+		uint64_t cb[4];
+		struct roce_uc_ctl c;
+		struct iovec iov = {&c, sizeof(c)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb,
+				    .msg_controllen = sizeof(cb)};
+		int fd;
+
+		if (recvmsg(rc->in[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(c))
+			return own;
+		fd = roce_take_fd(&mh);
+		if (fd >= 0)
+			close(fd);
+		*fresh |= c.op == ROCE_UC_CTL_FRESH;
+		if (c.op == ROCE_UC_CTL_SOCK && (c.flags & ROCE_UC_CTL_OWN)) {
+			own = (int)c.index;
+			*size = c.size;
+		}
+	}
+}
+
+/* A message the demultiplexer cannot parse: it drops @rc (seen as the end of the connection). */
+static bool raw_drop(struct raw_client *rc)
+{
+	struct pollfd p = {.fd = rc->ctl, .events = POLLIN};
+	char b;
+	bool gone = send(rc->ctl, "x", 1, MSG_NOSIGNAL) == 1 && poll(&p, 1, WAIT_MS) == 1 &&
+		    recv(rc->ctl, &b, 1, 0) == 0;
+
+	close(rc->ctl);
+	close(rc->in[0]);
+	close(rc->in[1]);
+	if (!gone)
+		agent_fail("raw client: not dropped after a malformed message");
+	return gone;
+}
+
+void scenario_adopt(void)
+{
+	enum { CYCLES = 12 };	  /* more than the 8 indices a group starts with room for */
+	const uint32_t a_idx = 1; /* A's own socket: A made it first, after its index 0 */
+	struct raw_client rc, nc[3];
+	struct peer a, b, c;
+	uint32_t size = 0;
+	bool fresh;
+	char dead[16];
+	int idx[3], st;
+
+	if (!steering()) {
+		printf("# no group to take over when every datagram is passed on\n");
+		return;
+	}
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) ||
+	    !start(&b, 1, "127.0.0.1", NULL, NULL, 0) || !start(&c, 2, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&b.ag, "ucsync 0");
+	agent_cmd(&c.ag, "ucsync 0");
+	agent_expect_eq("B's demultiplexer is A", agent_field(&b.ag, "leader"),
+			(unsigned long)a.pid);
+	agent_cmd(&b.ag, "counters"); /* B's engine has read every socket it was given to hold */
+	/*
+	 * C cannot come back for its socket (stopped, every thread: one still
+	 * running could see A go and register again); B alone holds the group
+	 * and takes it over.
+	 */
+	kill(c.pid, SIGSTOP);
+	if (waitpid(c.pid, &st, WUNTRACED) != c.pid || !WIFSTOPPED(st)) {
+		agent_fail("C did not stop");
+		agent_kill(&c.ag);
+		return;
+	}
+	agent_kill(&a.ag);
+	snprintf(dead, sizeof(dead), "%d", (int)a.pid);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_expect_eq("B is the demultiplexer", agent_field(&b.ag, "leader"),
+			(unsigned long)b.pid);
+	agent_kill(&c.ag);
+
+	/* Saying it holds A's socket, a process keeps it: B took the group over. */
+	if (!raw_hello(&rc, &a_idx))
+		return;
+	agent_expect_eq("A's index returned to whoever holds it", raw_given(&rc, &fresh, &size),
+			(unsigned long)-1);
+	agent_expect_eq("no new group", fresh, false);
+	if (!raw_drop(&rc))
+		return;
+	/* Steered to C's socket, which is kept for C until the takeover ends. */
+	agent_cmd(&b.ag, "send 0 %s %x 2 0 %x 0 1", c.arg.addr, c.q[0], QKEY);
+
+	/*
+	 * Dropped, the index is a spare: saying so again does not get it back
+	 * (the process is told to let go and given a socket like a newcomer),
+	 * and no drop spares an index twice.
+	 */
+	for (int k = 1; k < CYCLES; k++) {
+		int got;
+
+		if (!raw_hello(&rc, &a_idx))
+			return;
+		got = raw_given(&rc, &fresh, &size);
+		if (!fresh || got < 0) {
+			agent_fail(
+			    "cycle %d: a spare index was had by saying so (fresh %d, given %d)", k,
+			    fresh, got);
+		}
+		if (!raw_drop(&rc))
+			return;
+	}
+
+	/* The takeover ends: C's socket, nobody's, is drained and what waited there counted. */
+	agent_cmd(&b.ag, "waitcnt rx_no_qp 1");
+	expect_counter(&b, "rx_no_qp", 1);
+	/* Three newcomers: the two spares (A's and C's sockets), then a new one; one each. */
+	for (int k = 0; k < 3; k++) {
+		if (!raw_hello(&nc[k], NULL))
+			return;
+		idx[k] = raw_given(&nc[k], &fresh, &size);
+		printf("newcomer %d: index %d of %u\n", k, idx[k], size);
+		for (int j = 0; j < k; j++)
+			if (idx[k] == idx[j])
+				agent_fail("newcomers %d and %d given one socket, %d", j, k,
+					   idx[k]);
+		if (idx[k] <= 0)
+			agent_fail("newcomer %d given no socket", k);
+	}
+	agent_expect_eq("group size: the spares were given first", size, 5);
+	for (int k = 2; k >= 0; k--)
+		raw_drop(&nc[k]);
+	/* The demultiplexer is unharmed. */
+	agent_cmd(&b.ag, "ucsync 0");
+	expect_clean(&b);
+	agent_finish(&b.ag);
+}
