@@ -64,7 +64,7 @@ print(ipaddress.ip_address("ff12:4001:ffff::%x:%x" % (0x0f00 | int(sys.argv[1]),
 
 # 1. The subnet manager, on a port the kernel chooses.
 start sm 120 "$SMBIN" -v --listen 127.0.0.1:0 --mcast-base "$BASE"
-wait_line sm '^umc-sm: ready on ' 30 || { show sm; exit 1; }
+wait_line sm '^umc-sm: ready on ' 10 || { show sm; exit 1; }
 SM_ADDR=$(sed -n 's/^umc-sm: ready on \([0-9.]*:[0-9]*\) .*/\1/p' "$WORK/sm.out")
 export UMC_SM=$SM_ADDR
 unset UMC_IB_ADDR UMC_QPN_BASE
@@ -77,8 +77,8 @@ rc=$?
 [ $rc -eq 0 ] || exit $rc
 
 # A receiver (every payload checked: -P), then the send-only sender.
-start r 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 30000
-wait_line r '^mckey: joined dgid:' 30
+start r 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 10000
+wait_line r '^mckey: joined dgid:' 10
 regs=$(grep -c ' registered from ' "$WORK/sm.err")
 UMC_QPN_BASE=$QPN timeout -k 2 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -s -o -C $N -S $SIZE -w 0 \
 	>"$WORK/s.out" 2>&1

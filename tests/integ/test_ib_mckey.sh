@@ -76,7 +76,7 @@ start_sm() {
 	local name=$1
 	shift
 	start "$name" $T "$BIN/umc-sm" "$@" --listen 127.0.0.1:0
-	wait_line "$name" '^umc-sm: ready on 127\.0\.0\.1:[0-9]+ epoch 0x[0-9a-f]+$' 30 || summary
+	wait_line "$name" '^umc-sm: ready on 127\.0\.0\.1:[0-9]+ epoch 0x[0-9a-f]+$' 10 || summary
 	UMC_SM=$(sed -n 's/^umc-sm: ready on \(127\.0\.0\.1:[0-9]*\) .*/\1/p' "$WORK/$name.out")
 	export UMC_SM
 }
@@ -98,7 +98,7 @@ start_sm sm1
 echo "# umc-sm on $UMC_SM"
 start r1 $T "$BIN/umc-mckey" "${RECV[@]}"
 start r2 $T "$BIN/umc-mckey" "${RECV[@]}"
-wait_line r1 '^mckey: joined dgid:' 30 && wait_line r2 '^mckey: joined dgid:' 30 || summary
+wait_line r1 '^mckey: joined dgid:' 10 && wait_line r2 '^mckey: joined dgid:' 10 || summary
 MLID=
 for r in r1 r2; do
 	line=$(grep -m1 '^mckey: joined dgid:' "$WORK/$r.out")
@@ -116,7 +116,7 @@ done
 # The sender in the background, as in the README; the SA is asked once it
 # has joined, within its 3 s pause before sending.
 start s1 $T "$BIN/umc-mckey" "${SEND[@]}"
-wait_line s1 '^mckey: joined dgid:' 30 || summary
+wait_line s1 '^mckey: joined dgid:' 10 || summary
 start sa1 $T "$BIN/umc-sa" -g
 finish sa1
 expect_rc sa1 0

@@ -90,7 +90,7 @@ roundtrip() {
 	timeout 30 "$bin/$t" -L pong -m "$group" $pargs -I 2000 -T 20000 -R 9 9>"$tmp/ready" \
 		>"$tmp/pong" 2>&1 &
 	pong=$!
-	if ! read -r -t 20 -N 1 -u "$rfd" _; then
+	if ! read -r -t 10 -N 1 -u "$rfd" _; then
 		exec {rfd}<&-
 		kill "$pong" 2>/dev/null
 		wait "$pong"
@@ -111,7 +111,7 @@ n=200
 while read -r t group size args; do
 	label="$t $args -S $size"
 	if ! roundtrip "$t" "$group" "-S $size $args" "-S $size $args" $n; then
-		bad "$label: the pong was not ready within 20 s: $(tail -2 "$tmp/pong")"
+		bad "$label: the pong was not ready within 10 s: $(tail -2 "$tmp/pong")"
 	elif [ $rc = 0 ] && [[ "$line" == *" size=$size iters=$n lost=0 "* ]]; then
 		ok "$label: $n round trips, none lost"
 	else
@@ -132,7 +132,7 @@ exec {rfd}<>"$tmp/ready"
 timeout 30 "$bin/udp-perf" -V -m 239.1.7.61 -S 10 -I 500 -T 20000 -R 9 9>"$tmp/ready" \
 	>"$tmp/recv" 2>&1 &
 recv=$!
-if read -r -t 20 -N 1 -u "$rfd" _; then
+if read -r -t 10 -N 1 -u "$rfd" _; then
 	timeout 30 "$bin/udp-perf" -V -s -m 239.1.7.61 -S 10 -n 300 -r 100k >"$tmp/send" 2>&1
 fi
 exec {rfd}<&-
@@ -148,7 +148,7 @@ fi
 # 3. udp-perf -V checks what it receives: a -V pong takes the first -G
 # datagram (no BTH, no ICRC) as a broken measurement and exits 1.
 if ! roundtrip udp-perf 239.1.7.51 "-S 8 -V" "-S 8 -G -I 200" 3; then
-	bad "udp-perf -V pong, -G ping: the pong was not ready within 20 s"
+	bad "udp-perf -V pong, -G ping: the pong was not ready within 10 s"
 elif [ $prc = 1 ] && grep -q -- "-V: a datagram failed its RoCEv2 checks" "$tmp/pong" &&
 	[[ "$line" == *" iters=0 lost="* ]]; then
 	ok "udp-perf -V pong, -G ping: pong exit 1 ($(head -1 "$tmp/pong")), no echo"

@@ -61,17 +61,11 @@ ibsim_pid=
 osm_pid=
 watchdog_pid=
 
+# shellcheck source=../../lib/wait.sh
+. "$(dirname "$0")/../../lib/wait.sh"
+
 stop() { # PID: TERM, a bounded wait, then KILL
-	local pid=$1 i
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
+	[ -z "$1" ] || stop_pids 5 "$1"
 }
 
 cleanup() {
@@ -123,18 +117,13 @@ nports=$((hcas + 1))
 # Wait until FILE has a line matching PATTERN while PID lives, at most the
 # configured time.  Polls: neither daemon offers a readiness descriptor.
 wait_for() { # FILE PATTERN PID WHAT
-	local deadline=$((SECONDS + ${SA_DIFF_UP_TIMEOUT:-30}))
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		if ! kill -0 "$3" 2>/dev/null; then
-			echo "opensm.sh: $4 exited before it was ready" >&2
-			return 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			echo "opensm.sh: $4 not ready after ${SA_DIFF_UP_TIMEOUT:-30} s" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
+	wait_grep "$1" "$2" "${SA_DIFF_UP_TIMEOUT:-30}" "$3" && return 0
+	if gone "$3"; then
+		echo "opensm.sh: $4 exited before it was ready" >&2
+	else
+		echo "opensm.sh: $4 not ready after ${SA_DIFF_UP_TIMEOUT:-30} s" >&2
+	fi
+	return 1
 }
 
 show_logs() {

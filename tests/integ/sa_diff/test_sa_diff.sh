@@ -14,6 +14,8 @@
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../../lib/wait.sh
+. "$here/../../lib/wait.sh"
 mode=${1:-diff}
 seq=$here/matrix.seq
 client=${SA_CLIENT:-}
@@ -70,10 +72,7 @@ sm_pid=
 cleanup() {
 	local rc=$?
 	trap - EXIT
-	if [ -n "$sm_pid" ]; then
-		kill -TERM "$sm_pid" 2>/dev/null
-		wait "$sm_pid" 2>/dev/null
-	fi
+	[ -z "$sm_pid" ] || stop_pids 5 "$sm_pid"
 	if { [ "$rc" != 0 ] && [ "$rc" != 77 ]; } || [ -n "${SA_DIFF_KEEP:-}" ]; then
 		echo "outputs and logs kept in $work" >&2
 	else
@@ -114,14 +113,14 @@ run_umc_sm() {
 	sm_pid=$!
 	# The ready line ("umc-sm: ready on ADDR:PORT epoch ...") comes through
 	# the FIFO; if umc-sm dies first, the read sees end of file.
-	read -r -t 30 ready <"$work/ready" || { cat "$out.log" >&2; fail "umc-sm did not get ready"; }
+	read -r -t 10 ready <"$work/ready" || { cat "$out.log" >&2; fail "umc-sm did not get ready"; }
 	addr=${ready#*ready on }
 	addr=${addr%% *}
 	timeout "$limit" "$client" --sm "$addr" "$seq" >"$out" 2>"$out.err"
 	rc=$?
 	[ "$rc" = 0 ] || { cat "$out.err" >&2; fail "the umc-sm run failed (exit $rc)"; }
 	kill -TERM "$sm_pid"
-	wait "$sm_pid"
+	wait_pid 10 "$sm_pid"
 	rc=$?
 	sm_pid=
 	[ "$rc" = 0 ] || { tail "$out.log" >&2; fail "umc-sm exited with $rc on SIGTERM"; }
