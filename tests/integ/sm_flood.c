@@ -336,7 +336,7 @@ static unsigned long flood_rmpp_hold(struct raw_port *holders, uint64_t end)
 		for (i = 0; i < HOLDERS; i++) {
 			while ((n = recv(holders[i].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 				if (!umc_sm_msg_decode(buf, (size_t)n, &r) &&
-				    r.hdr.type == UMC_SM_SA_REPLY &&
+				    r.hdr.type == UMC_SM_SA_REPLY && r.hdr.status == UMC_SM_OK &&
 				    !umc_sa_hdr_decode(r.mad, UMC_MAD_SIZE, &h) && h.mad.tid >= 1 &&
 				    h.mad.tid <= PER_PORT && h.rmpp.type == UMC_RMPP_TYPE_DATA &&
 				    h.rmpp.seg_num == 1 && !h.mad.status && !acked[i][h.mad.tid])
