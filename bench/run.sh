@@ -22,6 +22,10 @@
 #     next to ISA-L's crc32 over the same bytes in the same run;
 #   - SA joins per second and 10 000 group creations, umc-sm against
 #     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
+#   - join storms: 100 and 1000 InfiniBand ports joining at once, one group
+#     and 8 groups each, as processes and as ports simulated over umc-sm's
+#     protocol: timeouts and join latency (bench/join-storm.sh; STORM=0
+#     skips it);
 #   - diagnostic: umcast again with UMC_RX_THREAD=0; the transport's
 #     floor, raw UDP round trips with RoCEv2's datagram shape (udp-perf -G,
 #     busy and on an epoll set), and with RoCEv2's user-space work too
@@ -67,6 +71,7 @@ LAT_N=${LAT_N:-20000}   # round trips per latency run (after 1000 warm-up)
 EV_N=${EV_N:-$LAT_N}    # round trips per event-driven latency run
 PROC_TIMEOUT=${PROC_TIMEOUT:-60}
 SM_BENCH=${SM_BENCH:-1} # 0: no umc-sm / OpenSM comparison
+STORM=${STORM:-1}       # 0: no join storms
 IB=${IB:-1}             # 0: no umcast over the simulated InfiniBand link
 IB_ADDR=127.0.0.2       # umc_ib0's IPoIB address (UMC_IB_ADDR's default)
 IB_MTU=2048             # umc-sm's path MTU: larger messages are not measured on umc_ib0
@@ -83,7 +88,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		mkdir -p "$BUILD"
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
 			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
-		targets=(umc-perf udp-perf icrc-bench umc-sm lackey-lines) # lackey-lines: footprint.sh
+		targets=(umc-perf udp-perf icrc-bench umc-sm join-storm lackey-lines) # lackey-lines: footprint.sh
 		[ "$(uname -m)" = x86_64 ] && targets+=(umc-critpath) # bench/critpath.c
 		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt),
 		# sa_client (sm-bench.sh's client) when libibumad-dev is.
@@ -400,6 +405,20 @@ if [ "$SM_BENCH" = 1 ]; then
 	fi
 fi
 
+# Join storms against umc-sm: bench/join-storm.sh, here in the namespace.
+STORM_TABLE=
+if [ "$STORM" = 1 ]; then
+	rm -f "$BUILD/storm-summary.txt"
+	log "== join storms (bench/join-storm.sh, 3 repetitions)"
+	rc=0
+	REPS=3 NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/join-storm.sh" >"$TMP/storm.out" || rc=$?
+	if [ "$rc" = 0 ]; then
+		STORM_TABLE=$(grep -v '^ratio ' "$TMP/storm.out")
+	else
+		log "   join-storm.sh: exit $rc"
+	fi
+fi
+
 # --- the figures ---------------------------------------------------------------
 # pstat ratio|diff "a1 a2 .." "b1 b2 ..": over the repetitions k where both
 # ran, the median, smallest and largest of a_k/b_k (ratio) or of
@@ -465,6 +484,9 @@ if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
 	FIG[sm_joins_vs_opensm]=${FIG[sm_joins_vs_opensm]:--}
 	FIG[sm_create_vs_opensm]=${FIG[sm_create_vs_opensm]:--}
 fi
+if [ "$STORM" = 1 ] && [ -r "$BUILD/storm-summary.txt" ]; then
+	FIG[storm_timeouts]=$(sed -n 's/^ratio storm_timeouts //p' "$BUILD/storm-summary.txt")
+fi
 
 # The summary: the names issue 7 lists, in its order, for the sizes run.
 {
@@ -478,6 +500,7 @@ fi
 	esac
 	echo "ratio icrc_vs_crc32_4096 ${FIG[icrc_vs_crc32_4096]:--}"
 	[ -n "${FIG[sm_joins_vs_opensm]:-}" ] && echo "ratio sm_joins_vs_opensm ${FIG[sm_joins_vs_opensm]}"
+	[ "$STORM" = 1 ] && [ -r "$BUILD/storm-summary.txt" ] && cat "$BUILD/storm-summary.txt"
 	true
 } >"$SUMMARY"
 
@@ -636,8 +659,12 @@ if [ -n "$SM_TABLE" ]; then
 	echo
 	echo "$SM_TABLE"
 fi
+if [ -n "$STORM_TABLE" ]; then
+	echo
+	echo "$STORM_TABLE"
+fi
 echo
-echo "Targets (issue 7; ib_rate and sm_joins: issue 8), from $SUMMARY"
+echo "Targets (issue 7; ib_rate and sm_joins: issue 8; storm: issue 36), from $SUMMARY"
 for size in $SIZES; do
 	if have_lf; then target "rate_vs_lf_$size" '>=' 1.0; fi
 done
@@ -655,6 +682,7 @@ case " $SIZES " in *" 64 "*) target evlat_p50_vs_udp_64 '<=' 1.1 ;; esac
 target icrc_vs_crc32_4096 '>=' 0.5
 case " $SIZES " in *" 64 "*) [ "$IB" = 1 ] && target ib_rate_vs_roce_64 '>=' 0.9 ;; esac
 [ -n "${FIG[sm_joins_vs_opensm]:-}" ] && target sm_joins_vs_opensm '>=' 5
+[ -n "${FIG[storm_timeouts]:-}" ] && target storm_timeouts '<=' 0
 have_lf && printf '  (for scale: raw UDP / libfabric rate at %s B: %s)\n' \
 	"${SIZES%% *}" "$(fig "udp_vs_lf_${SIZES%% *}")"
 echo
