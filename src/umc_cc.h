@@ -12,10 +12,9 @@
  * compilers may take the mark as a hint only), so the library's code of a
  * packet lies on a few adjacent pages instead of being spread over it in
  * source order.  A thread woken by a datagram fetches the path's code
- * again after its sleep: a woken pong's round trip touched 23 pages of
- * code instead of 33 (the program's and libc's included), and its user
- * time from the receive to the send was 5 to 6 % shorter (bench/README.md,
- * "Pages, code layout and prefetching").  The set is what callgrind shows
+ * again after its sleep: a woken round trip touches fewer pages of code,
+ * and its user time from the receive to the send is shorter (the figures:
+ * bench/README.md, "Pages, code layout and prefetching").  The set is what callgrind shows
  * a 64-byte ping-pong on RoCEv2 running once or more per round trip,
  * busy-polling and event-driven, with the InfiniBand link's counterparts.
  * A function that every build inlines needs no mark; one in another file

@@ -76,11 +76,10 @@ static bool umc_rx_epoll_ctl(struct umc_device *dev, struct umc_rx_ep *ep, int o
  * background thread about to sleep.  A socket in an epoll set makes every
  * datagram that reaches it run the set's wake-up callback, in the softirq
  * that queues it (on loopback, in the sender's sendmmsg), whether anyone
- * waits on the set or not: with the receiver's socket in its set, a
- * 64-byte ping-pong's sendmmsg took 0.13-0.15 us longer
- * (bench/critpath.c), and a sender that fans out to four receivers pays
- * it four times per datagram (bench/README.md, "Where the round trip
- * goes").  So the sockets of a program that is receiving are in no set:
+ * waits on the set or not: with the receiver's socket in its set, every
+ * send to it takes longer, and a sender that fans out pays that once per
+ * receiver (the figures: bench/README.md, "Where the round trip goes",
+ * measured with bench/critpath.c).  So the sockets of a program that is receiving are in no set:
  * the thread fills the set before it sleeps on it and empties it when it
  * sees the program receiving, and a program that polls while the thread
  * sleeps on the set wakes it through rx_kick (umc_rx_kick).

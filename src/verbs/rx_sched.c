@@ -109,9 +109,9 @@ bool umc_app_waiting(struct umc_device *dev)
  * preempts the thread running on its CPU (the kernel favours wake-ups), so
  * every look cut a busy receiver's turn short on a CPU that receivers
  * share, and the scheduler, evening the turns out, then ran another
- * receiver twice while one waited 16-20 ms instead of 12, past what its
- * socket buffer holds (bench/README.md, "Fan-out and the background
- * receive thread").  At SCHED_BATCH a look waits for the running turn to
+ * receiver twice while one waited longer than its socket buffer holds
+ * (the figures: bench/README.md, "Fan-out and the background receive
+ * thread").  At SCHED_BATCH a look waits for the running turn to
  * end.  Standing in, the thread competes as before, so a program that
  * computes on its CPU is stood in for as soon as before.
  *

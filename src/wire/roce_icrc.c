@@ -6,7 +6,7 @@
  * zlib) of: 8 bytes of 0xFF standing for the absent LRH, the IP header,
  * the UDP header and the BTH with their variant fields set to all ones,
  * then DETH, ImmDt, payload and pad as sent (IBA Vol 1 Annex A17.3.3;
- * shared/reference/rocev2-wire.md section 2).  The 32-bit result goes on
+ * the kernel's rxe_icrc.c rxe_icrc_hdr()).  The 32-bit result goes on
  * the wire least significant byte first (umc_icrc_put()).
  *
  * Register values follow zlib's crc32() convention throughout: a value is
@@ -93,7 +93,7 @@ static void ipv6_hdr_masked(uint8_t *ip, const struct umc_ip_ctx *c, size_t udp_
  * Builds on the stack the 8 bytes of 0xFF, the IP header, the UDP header and
  * @hdr, with TOS/TTL/IPv4 checksum or traffic class/flow label/hop limit,
  * the UDP checksum and BTH byte 4 (FECN, BECN, resv6) set to ones, and CRCs
- * them in one call (IBA Annex A17.3.3; rocev2-wire.md section 2).  Continue
+ * them in one call (IBA Annex A17.3.3; rxe_icrc_hdr()).  Continue
  * with umc_icrc_update() over the rest (payload and pad), then
  * umc_icrc_final().
  *
@@ -132,7 +132,7 @@ enum { BTH_PSN = 9 }; /* the PSN: BTH bytes 9-11 */
 /*
  * Unaligned loads in host order, for the memo's compares: equality needs
  * no byte order, and be.h's would add a byte swap per word on the data
- * path (about 1.5 ns of a 64-byte packet's 14 in icrc-bench).
+ * path (bench/README.md, "The ICRC memo").
  */
 static uint32_t load32(const uint8_t *p)
 {
@@ -222,7 +222,7 @@ uint32_t umc_icrc_start_memo(struct umc_icrc_memo *m, const struct umc_ip_ctx *c
  * @len: its length; the last 4 bytes (the ICRC itself) are not read
  *
  * Works for any BTH-based packet (it does not look at the opcode), so it
- * also checks CNPs and other transports.  rocev2-wire.md section 2.
+ * also checks CNPs and other transports.  IBA Annex A17.3.3.
  *
  * Context: pure, any context.
  * Returns: the ICRC value (umc_icrc_put() writes it in wire order), or 0
@@ -337,7 +337,8 @@ static int gf2_solve(const uint32_t col[ID_BITS], uint32_t delta, uint16_t *x)
  * on the packet length.  L is injective (CRC-32 detects every burst of up
  * to 32 bits), so at most one ID fits, and a difference outside L's range
  * (probability 1 - 2^-16 for a random corruption) proves the packet
- * corrupt: a 16-bit integrity check remains (rocev2-wire.md section 8).
+ * corrupt: a 16-bit integrity check remains (docs/design.md, "RoCEv2
+ * fidelity").
  *
  * Context: pure, any context.  Costs O(log @udp_len), independent of the
  * payload bytes.
