@@ -31,7 +31,7 @@
 
 #include "umc_cc.h"
 
-/* Linux-internal errno that rdma_cm leaks to user space (kernel-behaviour 7.21). */
+/* Linux-internal errno that rdma_cm leaks to user space (cma_iboe_join_multicast()). */
 #ifndef ENOTSUPP
 #define ENOTSUPP 524
 #endif

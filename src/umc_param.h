@@ -4,8 +4,8 @@
  *
  * The device limits are the ones soft-RoCE (rxe) reports through
  * ibv_query_device(), so that a program sees the same numbers as on a
- * Linux rxe device (kernel rxe_param.h; shared/reference/kernel-behaviour.md
- * section 5.1).  Tunables that only affect speed can be overridden at build
+ * Linux rxe device (the kernel's drivers/infiniband/sw/rxe/rxe_param.h).
+ * Tunables that only affect speed can be overridden at build
  * time with -D.
  */
 #ifndef UMC_PARAM_H
@@ -226,7 +226,7 @@ enum umc_sm_param {
 	UMC_SM_DEFER_QUERIES_PER_HOST = 16, /* scanning queries of one source host */
 	UMC_SM_DEFER_QUERIES = 1024,	     /* ... of all hosts */
 
-	/* SA client (library): kernel-like MAD transactions (kernel-behaviour 7.16). */
+	/* SA client (library): MAD transactions as the kernel's (multicast.c send_join()). */
 	UMC_SA_TIMEOUT_MS = 3000, /* whole transaction, split over the retries */
 	UMC_SA_RETRIES = 2,	  /* resends within the timeout */
 	UMC_SA_REGISTER_TIMEOUT_MS = 3000,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * addrinfo.c - rdma_getaddrinfo / rdma_freeaddrinfo over getaddrinfo(3)
- * (librdmacm-behaviour 2.8).
+ * (rdma-core librdmacm/addrinfo.c).
  *
  * As librdmacm: only the first libc result is converted (no ai_next chain),
  * a passive lookup fills ai_src_*, an active one ai_dst_*, and a libc
@@ -111,7 +111,7 @@ enomem:
  * Return: 0 and *@res (free with rdma_freeaddrinfo()); -1 with errno:
  * EINVAL (@node, @service and @hints all NULL, NULL @res), EOPNOTSUPP
  * (RAI_SA: there is no SA path service), ENOMEM; or the non-zero EAI_*
- * code of getaddrinfo(3), returned as is (librdmacm-behaviour 2.8).
+ * code of getaddrinfo(3), returned as is (librdmacm's rdma_getaddrinfo()).
  * rdma_getaddrinfo(3).
  */
 UMC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,

@@ -114,7 +114,7 @@ static void __chan_consume(struct umc_cm_channel *chan)
  * blocking.
  *
  * Return: the channel, or NULL with errno set: ENODEV when the process has
- * no device (librdmacm ucma_init, librdmacm-behaviour 2.10), ENOMEM, EMFILE.
+ * no device (librdmacm/cma.c ucma_init()), ENOMEM, EMFILE.
  * rdma_create_event_channel(3).
  */
 UMC_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
@@ -164,7 +164,7 @@ UMC_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
  * @idp:    the id the event is for; a reference is taken.
  * @mc:     the join it reports, or NULL; a reference is taken.  For a
  *          multicast event param.ud.private_data is set to the join
- *          context (librdmacm-behaviour 2.5).
+ *          context (the kernel's cma_make_mc_event()).
  * @type:   RDMA_CM_EVENT_*.
  * @status: 0 or a negative errno.
  *
@@ -241,7 +241,7 @@ void umc_cm_event_free_list(struct umc_cm_event *list)
 /**
  * umc_cm_chan_discard - remove the queued, undelivered events of @idp (all
  * of them) or of @mc from @chan; kernel ucma_cleanup_mc_events and the
- * event purge of ucma_destroy_id (kernel-behaviour 1.4).
+ * event purge of ucma_destroy_id (drivers/infiniband/core/ucma.c).
  * @list: the removed events are pushed here, for umc_cm_event_free_list()
  *        once the caller has dropped its locks.
  *
@@ -285,7 +285,8 @@ static bool cm_event_id_dead(struct umc_cm_event *evt)
 
 /*
  * The librdmacm part of delivering an event.  Returns 1 when the event must
- * be dropped (its id is being destroyed: kernel-behaviour 7.33), else 0.
+ * be dropped (its id is being destroyed: the kernel's
+ * cma_iboe_join_work_handler() and cma_ib_mc_handler() drop it), else 0.
  * *@err is set to an errno the caller leaves in errno (a failed attach).
  */
 static int cm_event_process(struct umc_cm_event *evt, int *err)
@@ -389,7 +390,7 @@ int umc_cm_get_event(struct umc_cm_channel *chan, struct umc_cm_event **out, int
  * MULTICAST_JOIN event attaches the id's QP to the group now (unless the
  * join was send-only); if that fails the event is returned as
  * MULTICAST_ERROR with status -1 and errno set to the attach error
- * (librdmacm-behaviour 2.5).  Every event must be acked.
+ * (librdmacm/cma.c ucma_process_join()).  Every event must be acked.
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @event or @channel), EAGAIN
  * (non-blocking fd, no event), EINTR, ENODEV (no device at all), EIO (the
@@ -420,10 +421,12 @@ UMC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
  * rdma_ack_cm_event - release @event.
  *
  * The id and join it refers to stay valid until their last event is acked,
- * even after rdma_leave_multicast() or rdma_destroy_id() (DESIGN.md).
+ * even after rdma_leave_multicast() or rdma_destroy_id() (docs/design.md,
+ * "Departures from Linux").
  * Acking the event a synchronous id stored in id->event also clears
- * id->event, so the id never acks it a second time (rxe-observed 5,
- * case 18).
+ * id->event, so the id never acks it a second time (librdmacm's
+ * rdma_destroy_id() acks id->event when set, which frees an event the
+ * application acked already).
  *
  * Return: 0, or -1 with errno EINVAL for a NULL event, EIO for an event of
  * the parent's in a child of fork.  rdma_ack_cm_event(3).
@@ -474,7 +477,7 @@ static const char *const cm_event_names[] = {
 /**
  * rdma_event_str - the enum name of @event for 0..17 (ADDR_RESOLVED ..
  * ADDRINFO_ERROR), "UNKNOWN EVENT" for USER, INTERNAL and anything else
- * (librdmacm-behaviour 2.9).  rdma_event_str(3).
+ * (librdmacm/cma.c rdma_event_str()).  rdma_event_str(3).
  */
 UMC_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 {

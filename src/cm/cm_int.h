@@ -21,7 +21,7 @@
  *
  * Because an event holds what it refers to, leave and destroy never wait
  * for acks and never free memory the application can still reach
- * (DESIGN.md, "Deliberate choices").
+ * (docs/design.md, "Departures from Linux").
  *
  * Locks, in the ranked order of umc_lock.h (docs/design.md, "Locking"):
  * id->lock, then the InfiniBand join code's (join_ib.c), then a channel's
@@ -279,7 +279,7 @@ void __umc_cm_detach_all(struct umc_cm_id *idp);
  * umc_cm_addrlen - librdmacm's ucma_addrlen(): the size of the sockaddr
  * for its family, 0 for NULL or an unknown family.  AF_IB is accepted (48),
  * as on a kernel with AF_IB support, so that an AF_IB join reaches the
- * link's check (ENOTSUPP on RoCE, kernel-behaviour 7.21).
+ * link's check (ENOTSUPP on RoCE: the kernel's cma_iboe_join_multicast()).
  */
 static inline socklen_t umc_cm_addrlen(const struct sockaddr *sa)
 {

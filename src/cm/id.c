@@ -8,7 +8,7 @@
  * made; it is what a join checks.  The public fields (id->verbs, id->pd,
  * id->port_num, id->route.addr) are written by rdma_bind_addr() at once and,
  * after rdma_resolve_addr(), when the ADDR_RESOLVED event is retrieved
- * (librdmacm ucma_process_addr_resolved, librdmacm-behaviour 2.7).
+ * (librdmacm/cma.c ucma_process_addr_resolved()).
  *
  * Address resolution needs no network exchange here: a specific source
  * address names its device, otherwise the routing table does (a UDP
@@ -167,10 +167,12 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
  * rdma_destroy_id - leave every group of @id and release it.
  *
  * Every join still on the id is left as by rdma_leave_multicast() (the QP
- * is detached, full-member memberships are dropped: kernel-behaviour 7.33),
+ * is detached, full-member memberships are dropped, as the kernel's
+ * cma_leave_mc_groups() does),
  * and the id's queued, undelivered events are discarded.  For a
  * synchronous id, the event in id->event is acked unless the application
- * acked it already.  Unlike librdmacm this never waits for acks (DESIGN.md):
+ * acked it already.  Unlike librdmacm this never waits for acks
+ * (docs/design.md, "Departures from Linux"):
  * events the application still holds keep the id's memory alive until they
  * are acked.  A QP made by rdma_create_qp() should be destroyed first.
  *
@@ -209,7 +211,7 @@ UMC_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
  * umc_cm_complete - librdmacm's ucma_complete(): for a synchronous id, ack
  * the previous event still held in id->event (unless the application acked
  * it), wait for the next event, store it in id->event and turn a non-zero
- * status into an error (librdmacm-behaviour 2.3).
+ * status into an error (librdmacm/cma.c ucma_complete()).
  *
  * Return: 0 (also at once for an asynchronous id), or -1 with errno:
  * ECONNREFUSED for REJECTED, -status for a negative status (so an attach
@@ -253,7 +255,8 @@ int umc_cm_complete(struct umc_cm_id *idp)
  * A specific address binds the id to the device that owns it at once:
  * id->verbs, id->pd (the device's default PD), id->port_num (1) and
  * route.addr (src_addr, ibaddr.sgid, ibaddr.pkey 0xffff) are set
- * (librdmacm-behaviour 2.7).  A wildcard address binds no device.  The
+ * (librdmacm/cma.c rdma_bind_addr(), ucma_query_addr()).  A wildcard
+ * address binds no device.  The
  * address is kept as given; no port number is allocated.
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @id or @addr, unknown family,
@@ -369,7 +372,7 @@ static int __cm_resolve(struct umc_cm_id *idp, const struct sockaddr *src,
  * another device than the bound one), EADDRNOTAVAIL (@src is not local),
  * ENOMEM, EIO (the parent's id in a child of fork); for a synchronous id,
  * the error of the ADDR_ERROR event.  rdma_resolve_addr(3),
- * librdmacm-behaviour 2.7.
+ * librdmacm/cma.c rdma_resolve_addr().
  */
 UMC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 				 struct sockaddr *dst_addr, int timeout_ms)

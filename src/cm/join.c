@@ -10,7 +10,7 @@
  *
  * Without multicast, a join fails with ENOSYS, as the kernel's
  * rdma_join_multicast does on a port that is neither RoCE nor
- * IB-multicast capable (kernel-behaviour 7.8), and so does choosing a
+ * IB-multicast capable (drivers/infiniband/core/cma.c), and so does choosing a
  * default Q_Key.
  */
 #include <errno.h>

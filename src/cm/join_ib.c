@@ -2,9 +2,9 @@
 /*
  * join_ib.c - the CM's join code for InfiniBand ports: MGIDs, MCMemberRecord
  * Set and Delete through the SA, the per-port aggregation of JoinStates,
- * the IPoIB broadcast group's record and the port's events (kernel
- * cma_join_ib_multicast and ib_multicast's multicast.c; kernel-behaviour
- * 2.2, 2.3, 3 and 7 items 11-20 and 34).
+ * the IPoIB broadcast group's record and the port's events (the kernel's
+ * drivers/infiniband/core/cma.c cma_set_mgid() and cma_join_ib_multicast(),
+ * and drivers/infiniband/core/multicast.c).
  *
  * A port keeps one group per MGID it joined (an all-zero MGID, which asks
  * the SA for one, always makes a group of its own), holding the record
@@ -25,7 +25,8 @@
  *
  * A re-registration of the port (umc-sm restarted, or the port's lease
  * lost) ends every completed join with MULTICAST_ERROR -ENETRESET and
- * clears the bits held; nothing rejoins by itself (kernel-behaviour 3.4).
+ * clears the bits held; nothing rejoins by itself (multicast.c
+ * mcast_event_handler() and process_group_error()).
  *
  * The JOIN event's ah_attr comes from the SA's record: dlid = MLID, SL,
  * rate, and a GRH with the MGID, flow label, hop limit and traffic class.
@@ -198,7 +199,7 @@ static struct cm_ib_port *cm_ib_port_get(struct umc_device *dev)
 }
 
 /* ------------------------------------------------------------------------- */
-/* MGIDs (kernel cma_set_mgid; kernel-behaviour 2.2, 7.12-14).               */
+/* MGIDs (the kernel's cma_set_mgid(), drivers/infiniband/core/cma.c).      */
 
 /*
  * cma_any_addr for IB joins: 0.0.0.0/8, 127/8, ::, ::1 and an all-zero

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * join_roce.c - the CM's join code for RoCEv2 ports (kernel
- * cma_iboe_join_multicast, kernel-behaviour 2.4 and 7 items 21-24).
+ * join_roce.c - the CM's join code for RoCEv2 ports (the kernel's
+ * cma_iboe_join_multicast(), drivers/infiniband/core/cma.c).
  *
  * There is no SA on Ethernet: the join is local.  A full member takes a
  * reference on the device's IP group membership (umc_dev_member: the first
@@ -89,7 +89,7 @@ static int roce_join(struct umc_cm_id *idp, struct umc_cm_mc *mc)
 	/*
 	 * ib_init_ah_from_mcmember: a source address that left the interface
 	 * has no GID to build the AH from, and the event becomes
-	 * MULTICAST_ERROR with status 0 (kernel-behaviour 2.5, 7.24).
+	 * MULTICAST_ERROR with status 0 (cma.c cma_make_mc_event()).
 	 */
 	if (!dev->link->gid_live(dev, idp->gid_index)) {
 		evt->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;

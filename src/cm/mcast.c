@@ -14,7 +14,8 @@
  * a send-only join (librdmacm ucma_process_join).  The attachments the CM
  * made are counted per group in idp->attach, so that two joins of the same
  * group on one id keep the QP attached until the last of them leaves
- * (DESIGN.md; librdmacm detaches on the first leave).
+ * (docs/design.md, "Departures from Linux"; librdmacm detaches on the
+ * first leave).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,7 +87,8 @@ static void __cm_attach_put(struct umc_cm_id *idp, const union ibv_gid *mgid, ui
 
 /**
  * __umc_cm_detach_all - detach the id's QP from every group the CM attached
- * it to (rdma_destroy_qp; DESIGN.md: a QP is never left attached).  The
+ * it to (rdma_destroy_qp; docs/design.md, "Departures from Linux": a QP is
+ * never left attached).  The
  * joins stay; their QP is simply gone.
  * Context: idp->lock held; id->qp still set.
  */
@@ -111,7 +113,8 @@ void __umc_cm_detach_all(struct umc_cm_id *idp)
  * Detaches the QP if this was the last CM attachment of the group on the id
  * (or, as librdmacm, if the application attached it itself and no CM
  * attachment of the group remains), undoes the link state (membership), and
- * drops the list's reference.  Never waits for acks (DESIGN.md).
+ * drops the list's reference.  Never waits for acks (docs/design.md,
+ * "Departures from Linux").
  * Context: idp->lock held.
  */
 void __umc_cm_mc_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc,
@@ -160,7 +163,7 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 		ret = -EINVAL;
 	else if (idp->state != UMC_CM_ADDR_BOUND && idp->state != UMC_CM_ADDR_RESOLVED)
 		ret = -EINVAL;
-	else if (idp->id.qp_type != IBV_QPT_UD) /* kernel-behaviour 2.1 item 3 */
+	else if (idp->id.qp_type != IBV_QPT_UD) /* the kernel's rdma_join_multicast() */
 		ret = -EINVAL;
 	else {
 		mc->next = idp->mc_list;
@@ -186,8 +189,9 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
  *           RDMA_MC_JOIN_FLAG_FULLMEMBER or _SENDONLY_FULLMEMBER.
  * @context: returned in the event's param.ud.private_data.
  *
- * Checks, in librdmacm's then the kernel's order (librdmacm-behaviour 2.2,
- * kernel-behaviour 1.2, 2.1, 2.4, 7 items 1-10 and 21-22).  On success
+ * Checks, in librdmacm's then the kernel's order (librdmacm/cma.c
+ * rdma_join_multicast_ex(); the kernel's ucma.c ucma_process_join(), cma.c
+ * rdma_join_multicast() and the link's join code).  On success
  * exactly one RDMA_CM_EVENT_MULTICAST_JOIN (or _ERROR) follows.  On RoCE
  * it is queued before the call returns: qp_num 0xFFFFFF, the id's Q_Key,
  * ah_attr with is_global 1, dgid the MGID (::ffff:a.b.c.d for IPv4, the
@@ -253,12 +257,13 @@ UMC_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
  *
  * The join is found by comparing the sockaddr byte for byte over its
  * family's length (port and padding included), newest first
- * (librdmacm-behaviour 2.4).  Its queued, undelivered event is discarded
- * (leaving before the join completed cancels it), a full member's IP
- * membership is dropped, and the QP is detached once no other join of the
- * group on this id still uses the attachment (DESIGN.md: librdmacm detaches
- * on the first leave).  Never blocks: an event of this join that the
- * application still holds stays valid until acked.
+ * (librdmacm's rdma_leave_multicast()).  Its queued, undelivered event is
+ * discarded (leaving before the join completed cancels it), a full
+ * member's IP membership is dropped, and the QP is detached once no other
+ * join of the group on this id still uses the attachment (docs/design.md,
+ * "Departures from Linux": librdmacm detaches on the first leave).  Never
+ * blocks: an event of this join that the application still holds stays
+ * valid until acked.
  *
  * Return: 0, or -1 with errno: EINVAL (NULL @id, NULL or unknown-family
  * @addr), EADDRNOTAVAIL (no join of @addr on @id), EIO (the parent's id in
@@ -294,7 +299,7 @@ UMC_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
  * the id's QP unless the join is send-only, there is no QP, or the join was
  * left meanwhile.  A failed attach rewrites the event to MULTICAST_ERROR
  * with status -1 (the ud fields stay) and returns the errno in *@err
- * (librdmacm-behaviour 2.5, kernel-behaviour 7.27).
+ * (librdmacm/cma.c ucma_process_join()).
  *
  * Return: 1 when the event must be dropped (id being destroyed), else 0.
  */

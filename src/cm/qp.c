@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * qp.c - rdma_create_qp(_ex) and rdma_destroy_qp (librdmacm-behaviour 2.6).
+ * qp.c - rdma_create_qp(_ex) and rdma_destroy_qp (librdmacm/cma.c
+ * rdma_create_qp_ex(), ucma_init_ud_qp(), rdma_destroy_qp()).
  *
  * The CM creates the QP on the id's device, with the device's default PD
  * unless given one, and completion channels plus CQs when the caller gives
@@ -239,8 +240,10 @@ UMC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
  * would wait for it).
  *
  * Unlike librdmacm, the QP is first detached from every group it is
- * attached to, by the CM or by the application (DESIGN.md: librdmacm leaks
- * a QP that is still attached, rxe-observed 9); the joins themselves stay
+ * attached to, by the CM or by the application (docs/design.md, "Departures
+ * from Linux": librdmacm's rdma_destroy_qp() ignores the EBUSY that
+ * ibv_destroy_qp() gives for a QP still attached, and the QP leaks); the
+ * joins themselves stay
  * until left.  In a child of fork, the parent's id is left alone.
  * rdma_destroy_qp(3).
  */

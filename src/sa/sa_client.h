@@ -15,8 +15,9 @@
  * restarted: a new subnet epoch), or no lease renewal is answered for a
  * whole lease, the client calls event(UMC_SA_EVENT_PORT_LOST): every
  * membership of the port is gone, and the CM turns this into
- * RDMA_CM_EVENT_MULTICAST_ERROR -ENETRESET for every joined id (kernel
- * CLIENT_REREGISTER, kernel-behaviour 7.19).  It then registers again,
+ * RDMA_CM_EVENT_MULTICAST_ERROR -ENETRESET for every joined id (as the
+ * kernel's core/multicast.c mcast_event_handler() does on
+ * CLIENT_REREGISTER).  It then registers again,
  * asking for the same port GUID, and calls event(UMC_SA_EVENT_PORT_ACTIVE)
  * once registered (the LID and the epoch may have changed; see
  * umc_sa_query_port()).  Transactions pending meanwhile are not failed:

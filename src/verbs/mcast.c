@@ -116,7 +116,8 @@ int umc_dev_member(struct umc_device *dev, const union ibv_gid *mgid, int delta)
 	/*
 	 * A unicast "group" cannot be joined at the IP level; the join still
 	 * completes and the attach at event time fails with EINVAL, which is
-	 * what a program sees on rxe (rxe-observed section 3).
+	 * what a program sees on rxe (librdmacm's ucma_process_join() turns the
+	 * attach's EINVAL into MULTICAST_ERROR).
 	 */
 	if (!umc_gid_is_multicast(mgid))
 		return 0;
@@ -251,7 +252,8 @@ static int __umc_detach(struct umc_device *dev, struct umc_qp *qp, const union i
  * ibv_attach_mcast(3): attach @ibqp to the group @gid.  Returns 0, or
  * EINVAL (GID not multicast, QP not UD, on IB an MLID below 0xC000 or
  * 0xFFFF), ENOMEM (a group, per-group or total attachment limit), the
- * socket error of opening the group (kernel-behaviour 5.1, 7.28-29), or
+ * socket error of opening the group (the kernel's ib_attach_mcast() in
+ * core/verbs.c, rxe_attach_mcast() in sw/rxe/rxe_mcast.c), or
  * EIO for the parent's QP in a child of fork.
  */
 UMC_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
@@ -286,7 +288,8 @@ UMC_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 
 /*
  * umc_qp_detach_all - detach @qp from every group it is attached to, with
- * whatever MLIDs (rdma_destroy_qp, DESIGN.md: a QP is never left attached).
+ * whatever MLIDs (rdma_destroy_qp; docs/design.md, "Departures from
+ * Linux": a QP is never left attached).
  * Returns the number of (GID, MLID) pairs detached.
  */
 int umc_qp_detach_all(struct umc_qp *qp)

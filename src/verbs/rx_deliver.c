@@ -5,7 +5,8 @@
  *
  * The engine (progress.c) hands each burst the link returned to
  * umc_rx_deliver_burst, which hands every packet to every QP attached to
- * its group, as rxe's rxe_rcv_mcast_pkt does (kernel-behaviour 5.2, 7.30):
+ * its group, as rxe's rxe_rcv_mcast_pkt() does (drivers/infiniband/sw/rxe/
+ * rxe_recv.c):
  *
  *   - a packet to DestQP 0xFFFFFF gives each attached QP in RTR or RTS its
  *     own copy; another DestQP goes to that QP of this device, if any;
@@ -15,9 +16,8 @@
  *   - the QP must have a receive posted whose buffer holds the 40-byte GRH
  *     and the payload; a smaller buffer completes with IBV_WC_LOC_LEN_ERR,
  *     the QP goes to the error state and its other receives are flushed,
- *     which is what rxe did when measured (kernel 6.1, rocev2-wire.md
- *     section 8; a reading of newer rxe source, section 1.9, says the
- *     datagram is dropped instead);
+ *     which is what rxe did when measured (kernel 6.1; docs/design.md,
+ *     "RoCEv2 fidelity"; rxe_resp.c's length checks have changed since);
  *   - every SGE of that receive must still lie in a live local-write MR of
  *     the QP's PD; otherwise it completes with IBV_WC_LOC_PROT_ERR, nothing
  *     is written, and the QP goes to the error state (umc_qp_recv);

@@ -26,8 +26,8 @@
  *   48 Scope 7:4 | JoinState 3:0     49 ProxyJoin 7 | reserved 6:0   50 reserved (2)
  *
  * ProxyJoin is bit 7 (0x80) of byte 49, as in the specification, the
- * kernel and libibmad (OpenSM 3.3.23 writes bit 0; see
- * shared/reference/sa-mcmember-opensm.md A1).
+ * kernel and libibmad (OpenSM 3.3.23 writes bit 0: its ib_types.h declares
+ * ib_member_rec_t's proxy_join as a 1-bit field, which GCC puts in bit 0).
  *
  * ClassPortInfo (IBA 13.4.8.1), 72 bytes: CapabilityMask2 and RespTimeValue
  * share the word at byte 4 as CapabilityMask2 << 5 | RespTimeValue.

@@ -2,8 +2,8 @@
 /*
  * roce.h - the RoCEv2 part of a UD packet: the IP/UDP context, the RoCEv2
  * ICRC and the 40-byte GRH area rxe shows a receiver (IBA Vol 1 Annex A17;
- * shared/reference/rocev2-wire.md).  Pure codecs: no I/O, no global state,
- * so every function is tested against shared/vectors/rocev2_vectors.txt.
+ * docs/design.md, "RoCEv2 fidelity").  Pure codecs: no I/O, no global
+ * state, so every function is tested against tests/data/rocev2_vectors.txt.
  *
  * Packet:
  *
@@ -68,8 +68,8 @@ void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, s
  * umc_icrc_start - CRC register after the ICRC's fixed prefix and the
  * transport headers: 8 bytes of 0xFF (the absent LRH), the masked IP
  * header, the masked UDP header, then @hdr_len bytes of transport headers
- * from the BTH on, BTH byte 4 masked (IBA A17.3.3; rocev2-wire.md
- * section 2), fed in one CRC call.
+ * from the BTH on, BTH byte 4 masked (IBA A17.3.3; rxe_icrc.c
+ * rxe_icrc_hdr()), fed in one CRC call.
  * @c:       the datagram's IP/UDP context
  * @udp_len: UDP payload length, BTH through ICRC
  * @hdr:     the transport headers as sent (BTH, DETH, ImmDt)
@@ -167,7 +167,7 @@ unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip);
 /**
  * umc_grh_synth - the 40 bytes rxe writes in front of a UD receive buffer:
  * for IPv4, 20 zero bytes then the IPv4 header (valid checksum); for IPv6,
- * the IPv6 header (rocev2-wire.md section 1.10).
+ * the IPv6 header (union rdma_network_hdr, include/rdma/ib_verbs.h).
  * @udp_len: UDP payload length as received (BTH through ICRC)
  */
 void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len);

@@ -7,7 +7,8 @@
  * the wire.  They are built here for two readers: the ICRC, which covers
  * most of their fields (roce_icrc.c), and the receiver, which is shown the
  * IP header in front of the payload as rxe shows it
- * (shared/reference/rocev2-wire.md sections 1.2-1.4 and 1.10).  What of
+ * (rxe_net.c prepare4(), prepare6(), prepare_udp_hdr(); rxe_resp.c copies
+ * the network header in front of the payload).  What of
  * them a receiving socket shows, its message's name and control messages,
  * is read back into the same context (umc_ip_ctx_from_msg).
  *
@@ -94,7 +95,8 @@ static size_t ipv6_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t u
  * @c->tclass, total length 20 + 8 + @udp_len, identification @c->ip_id, DF if
  * @c->df, fragment offset 0, TTL @c->hop_limit, protocol 17, a valid header
  * checksum.  IPv6 (RFC 8200): traffic class, 20-bit flow label, payload
- * length 8 + @udp_len, next header 17, hop limit.  rocev2-wire.md 1.2, 1.3.
+ * length 8 + @udp_len, next header 17, hop limit.  rxe_net.c prepare4(),
+ * prepare6().
  *
  * Context: pure, any context.
  * Returns: bytes written, 20 or 40.
@@ -113,7 +115,7 @@ size_t umc_ip_hdr_encode(uint8_t *out, const struct umc_ip_ctx *c, size_t udp_le
  * @udp_len: UDP payload length, BTH through ICRC
  * @csum:    checksum field as sent (rxe sends 0; the ICRC masks it)
  *
- * Context: pure, any context.  rocev2-wire.md section 1.4.
+ * Context: pure, any context.  rxe_net.c prepare_udp_hdr().
  */
 void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, size_t udp_len,
 			uint16_t csum)
@@ -132,7 +134,7 @@ void umc_udp_hdr_encode(uint8_t out[UMC_UDP_HLEN], const struct umc_ip_ctx *c, s
  *
  * rxe copies the received network header in front of the payload: for
  * IPv4, 20 zero bytes then the 20-byte IPv4 header; for IPv6, the IPv6
- * header (union rdma_network_hdr; rocev2-wire.md section 1.10).  The IPv4
+ * header (union rdma_network_hdr, include/rdma/ib_verbs.h).  The IPv4
  * header carries a valid checksum, which libibverbs' ibv_init_ah_from_wc()
  * may check to recognise it.
  *

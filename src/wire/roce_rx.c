@@ -3,7 +3,8 @@
  * roce_rx.c - the checks a received RoCEv2 UD datagram passes before any QP
  * sees it: the transport headers (umc_ud_decode), then the ICRC under the
  * datagram's IP/UDP context, with the IPv4 identification solved when the
- * ID the receiver assumed does not explain it (rocev2-wire.md section 8).
+ * ID the receiver assumed does not explain it (docs/design.md, "RoCEv2
+ * fidelity").
  *
  * Pure: the link layer fills the context from the socket and counts what
  * this returns, and the fuzz target feeds it arbitrary bytes.

@@ -3,7 +3,7 @@
  * transport.c - the transport headers of a UD SEND: BTH, DETH and ImmDt.
  *
  * Layouts (all fields big-endian; IBA Vol 1 9.2 BTH, 9.3.3 DETH, 9.3.4
- * ImmDt; shared/reference/rocev2-wire.md sections 1.5-1.7):
+ * ImmDt; the kernel's drivers/infiniband/sw/rxe/rxe_hdr.h):
  *
  *   BTH   0 opcode | 1 SE M PadCnt(2) TVer(4) | 2-3 P_Key |
  *         4 FECN BECN resv6 | 5-7 DestQP | 8 AckReq resv7 | 9-11 PSN
@@ -43,7 +43,7 @@ static inline bool op_has_imm(uint8_t opcode)
  * BTH byte 4 carries FECN and BECN with resv6 zero; byte 8 carries AckReq with
  * resv7 zero; the DETH reserved byte is zero (IBA 9.2, 9.3.3).  ImmDt is
  * copied from @h->imm_be unchanged, since it is already in network order
- * (rocev2-wire.md section 1.7).
+ * (IBA 9.3.4).
  *
  * Context: pure, any context.
  * Returns: bytes written, 20 (UMC_BTH_LEN + UMC_DETH_LEN) or 24 with ImmDt.
@@ -102,7 +102,7 @@ static void bth_decode(const uint8_t *p, struct umc_bth *b)
  * PadCnt pad bytes and the ICRC, and must be a whole number of 4-byte words,
  * since PadCnt pads every IBA packet to a 4-byte boundary (IBA 9.2 PadCnt).
  * The opcode must be UD SEND_ONLY or SEND_ONLY_WITH_IMMEDIATE and TVer 0
- * (IBA 9.2, rxe_recv.c hdr_check; rocev2-wire.md section 1.9).  Reserved
+ * (IBA 9.2, rxe_recv.c hdr_check()).  Reserved
  * bits, MigReq and DestQP are not judged here.  The ICRC is not checked
  * (see umc_icrc_compute()).
  *

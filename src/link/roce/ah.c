@@ -27,8 +27,8 @@ int roce_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct 
 	if (!attr->is_global || sgid >= dev->gid_count)
 		return -EINVAL;
 	/* A source of the other family (an id bound to IPv6 joining an IPv4
-	 * group, rxe-observed case 09) sends from the device's first address
-	 * of the group's family instead. */
+	 * group, whose event's sgid_index names the IPv6 GID, as on rxe) sends
+	 * from the device's first address of the group's family instead. */
 	if (umc_gid_is_v4mapped(&dev->gids[sgid]) != v4)
 		sgid = roce_gid_of_family(dev, v4);
 	if (sgid < 0)
@@ -39,7 +39,7 @@ int roce_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct 
 	memset(ip, 0, sizeof(*ip));
 	ip->family = (uint8_t)umc_gid_to_ip(&grh->dgid, ip->dst);
 	umc_gid_to_ip(&dev->gids[sgid], ip->src); /* same family, checked above */
-	/* IPv4: DF, as rxe.  IPv6: flow label 0 whatever the AH says (rocev2-wire 1.3). */
+	/* IPv4: DF, as rxe.  IPv6: flow label 0 whatever the AH says (rxe_net.c prepare6()). */
 	ip->df = v4;
 	ip->dport = UMC_ROCEV2_UDP_PORT;
 	ip->tclass = grh->traffic_class;

@@ -3,7 +3,7 @@
  * roce.h - the RoCEv2 link layer's objects (link/roce/ only, and tests).
  *
  * RoCEv2 carries the transport headers in UDP datagrams on port 4791 (IBA
- * Annex A17; shared/reference/rocev2-wire.md).  A port is a network
+ * Annex A17; docs/design.md, "RoCEv2 fidelity").  A port is a network
  * interface that is up and has an IP address, loopback included; its GIDs
  * are the interface's addresses (IPv4 as ::ffff:a.b.c.d).  Files:
  *

@@ -6,8 +6,8 @@
  * address and to the QP's rxe-style source port (0xC000 + hash of the QPN),
  * with IP_PMTUDISC_DO so that Linux writes IPv4 ID 0 and DF, and UDP
  * checksum 0 as rxe does.  The ICRC covers those fields, so it is computed
- * here over exactly what the kernel will put on the wire (rocev2-wire.md
- * section 8).  A batch goes out in one sendmmsg().
+ * here over exactly what the kernel will put on the wire (docs/design.md,
+ * "RoCEv2 fidelity").  A batch goes out in one sendmmsg().
  */
 #include <errno.h>
 #include <netinet/udp.h>
@@ -111,7 +111,8 @@ static struct roce_tx *roce_tx_get(struct roce_qp *qp)
 
 /*
  * TOS/traffic class come from the AH, and so does a multicast datagram's
- * TTL/hop limit (rocev2-wire 1.2, 1.3).  A unicast datagram's is the
+ * TTL/hop limit (as rxe_net.c prepare4() and prepare6() take them from the
+ * AV).  A unicast datagram's is the
  * route's, whatever the AH says: Linux replaces a RoCE unicast AH's hop
  * limit with its route's when the AH is created
  * (ib_resolve_unicast_gid_dmac), and the socket's default (IP_TTL and
