@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * ib_procs - CM joins over the simulated InfiniBand link, several processes
- * against a umc-sm started by the test (kernel-behaviour 7 items 11-20,
- * DESIGN.md "Simulated InfiniBand link and umc-sm").
+ * against a umc-sm started by the test (the kernel's cma_join_ib_multicast()
+ * and core/multicast.c; docs/design.md, "The SA client and the IB joins").
  *
  *   ib_procs sendonly     two full-member receivers and a send-only sender:
  *                         JOIN events carry the SA's record (dlid = MLID,

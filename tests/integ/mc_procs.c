@@ -13,7 +13,8 @@
  *                       everything.
  *   mc_procs selfloop   full-member senders: the sender's own attached QP
  *                       receives its own messages (no sender exclusion,
- *                       kernel-behaviour 7.30, rxe-observed 9) unless the
+ *                       rxe_recv.c rxe_rcv_mcast_pkt(); docs/design.md,
+ *                       "Observed on rxe" 7) unless the
  *                       QP was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
  *                       through rdma_create_qp_ex; then it gets everybody
  *                       else's but none of its own.
@@ -27,8 +28,8 @@
  * An agent does what mckey does: rdma_create_id(RDMA_PS_UDP),
  * rdma_resolve_addr(127.0.0.1 -> group), rdma_create_qp, post receives,
  * rdma_join_multicast_ex (FULLMEMBER or SENDONLY_FULLMEMBER), and checks
- * the MULTICAST_JOIN event's fields (kernel-behaviour 7.9-7.11,
- * rxe-observed 2).  The sender uses ibv_create_ah on the event's ah_attr
+ * the MULTICAST_JOIN event's fields (the kernel's cma_make_mc_event();
+ * docs/design.md, "Observed on rxe" 2).  The sender uses ibv_create_ah on the event's ah_attr
  * and the event's qp_num/qkey.
  *
  * Message seq (0, 1, ...): length 8 + seq*53 % 1017 bytes, bytes 0..3 the
@@ -400,7 +401,7 @@ static void cmd_leave(int idx)
 		return;
 	}
 	nd->joined = false;
-	/* kernel-behaviour 7.26: a second leave finds no join. */
+	/* librdmacm's rdma_leave_multicast(): a second leave finds no join. */
 	errno = 0;
 	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&ag.grp) != -1 || errno != EADDRNOTAVAIL) {
 		agent_reply("fail id%d: second leave did not fail with EADDRNOTAVAIL (errno %d)", idx, errno);

@@ -13,8 +13,10 @@
 # Needs tshark and permission to capture on lo (root or CAP_NET_RAW):
 # exits 77 (skipped) otherwise.  Every wait is bounded.
 #
-# References: rocev2-wire.md 1.2-1.7 (field values), 4 (tshark fields and
-# the mellanox_eoib quirk), 8 (ID 0 + DF); kernel-behaviour.md 7.31-32.
+# References: rxe_net.c prepare4() and prepare_udp_hdr(), IBA 9.2-9.3.4
+# (field values); Wireshark's InfiniBand dissector (its fields and the
+# mellanox_eoib heuristic); docs/design.md, "RoCEv2 fidelity" (ID 0 + DF);
+# IBA Annex A17.3.3 (the ICRC).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -73,7 +75,7 @@ roce=$("${TS[@]}" -Y "$F && infiniband && (infiniband.bth.opcode == 100 || infin
 bad=$("${TS[@]}" -Y "$F && (_ws.malformed || _ws.expert)" 2>/dev/null)
 [ -z "$bad" ] || fail "tshark reports problems: $bad"
 # (The detector works: with the EoIB heuristic on, tshark 4.0 marks the
-# 0-byte send Malformed; rocev2-wire.md section 4.  Informational only.)
+# 0-byte send Malformed.  Informational only.)
 quirk=$(tshark -n -r "$PCAP" -Y "$F && _ws.malformed" 2>/dev/null | wc -l)
 echo "# with the mellanox_eoib heuristic enabled: $quirk malformed (tshark quirk)"
 

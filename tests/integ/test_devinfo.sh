@@ -9,9 +9,9 @@
 # 458752 attachments) and 64 P_Keys, and GID 0 = ::ffff:127.0.0.1 of type
 # RoCE v2.  Errors are ibv_devinfo's own: an unknown device, a bad port.
 #
-# References: shared/reference/kernel-behaviour.md 5.1 (rxe_param.h),
-# rxe-observed.md (rxe's GIDs, active_mtu 1024 for a 1500-byte MTU),
-# rocev2-wire.md section 1 (the MTU rule).
+# References: the kernel's drivers/infiniband/sw/rxe/rxe_param.h (the limits,
+# and the MTU rule of eth_mtu_int_to_enum(): active_mtu 1024 for a
+# 1500-byte MTU).
 #
 # Env: UMC_BIN (umc-run; ctest sets it), DEVINFO_BIN (default: ibv_devinfo
 # on PATH).  Skipped (77) without ibv_devinfo.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_netns_gid_gone.sh - kernel-behaviour 7.24: a join whose source
+# test_netns_gid_gone.sh - the kernel's cma_make_mc_event(): a join whose source
 # address is no longer on the interface completes with
 # RDMA_CM_EVENT_MULTICAST_ERROR, status 0 (no GID to build the AH from);
 # with the address still there, the same join gives MULTICAST_JOIN.

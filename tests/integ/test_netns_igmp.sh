@@ -9,9 +9,9 @@
 #   - the sender's N RoCEv2 datagrams crossing the link;
 # and the receiver must get all N messages (exit 0).
 #
-# References: kernel-behaviour.md 7.23 (full member -> IGMP, send-only ->
-# none), rxe-observed.md 6 (IGMPv3 reports, only A sends with mckey -o),
-# DESIGN.md "RoCEv2 link".
+# References: the kernel's cma_iboe_join_multicast() (full member -> IGMP,
+# send-only -> none); docs/design.md, "Observed on rxe" 6 (IGMPv3 reports, only
+# A sends with mckey -o); docs/design.md, "Groups and membership".
 #
 # Needs root (network namespaces, capture) and tshark: exits 77 otherwise.
 # Nothing outside the two namespaces is touched; they are deleted on exit.

@@ -191,8 +191,8 @@ static int rxe_main(void *arg, int cmd)
 			size_t plen = udp_len - off - ((bth[1] >> 4) & 3) - 4;
 			char hex[81] = "";
 
-			/* 20 zero bytes, then the IPv4 header exactly as sent (rocev2-wire 1.10).
-			 */
+			/* 20 zero bytes, then the IPv4 header exactly as sent (union
+			 * rdma_network_hdr, include/rdma/ib_verbs.h). */
 			for (int i = 0; i < 40; i++)
 				snprintf(hex + 2 * i, 3, "%02x", i < 20 ? 0 : ip[i - 20]);
 			agent_reply("ok len=%zu src_qp=0x%x imm=0x%x sum=0x%x grh=%s", 40 + plen,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cm_addrinfo.c - rdma_getaddrinfo / rdma_freeaddrinfo basics
- * (librdmacm-behaviour 2.8).  Numeric hosts only: no DNS.
+ * (librdmacm/addrinfo.c).  Numeric hosts only: no DNS.
  */
 #include <netdb.h>
 

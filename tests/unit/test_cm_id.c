@@ -2,7 +2,8 @@
 /*
  * test_cm_id.c - rdma_create_id, rdma_bind_addr, rdma_resolve_addr,
  * rdma_create_qp(_ex)/rdma_destroy_qp, rdma_get_devices
- * (librdmacm-behaviour 2.6, 2.7 and 7).
+ * (librdmacm/cma.c rdma_create_qp_ex(), rdma_bind_addr(), rdma_resolve_addr(),
+ * rdma_get_devices()).
  */
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cm_join.c - rdma_join_multicast(_ex): the errno table of
- * rxe-observed.md sections 1 and 3 (librdmacm-behaviour 2.2, kernel-behaviour
- * 7 items 1-10, 21-22) and the JOIN event's fields (rxe-observed 2).
+ * docs/design.md, "Observed on rxe" 1 and 3 (librdmacm/cma.c
+ * rdma_join_multicast_ex(); the kernel's rdma_join_multicast() and
+ * cma_iboe_join_multicast()) and the JOIN event's fields (item 2 there).
  */
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ static void expect_join_ex(struct rdma_cm_id *id, uint32_t mask, uint32_t flags,
 	assert_int_equal(errno, err);
 }
 
-/* rxe-observed 1: argument checks, in order, with no event and no state. */
+/* Observed on rxe, 1: argument checks, in order, with no event and no state. */
 static void test_join_ex_arg_checks(void **state)
 {
 	struct fixture *f = *state;
@@ -77,7 +78,7 @@ static void test_join_ex_arg_checks(void **state)
 	assert_int_equal(tcm_leave(f->id, "239.2.0.1"), -1);
 	assert_int_equal(errno, EADDRNOTAVAIL);
 
-	/* The id can still join afterwards (case 04). */
+	/* The id can still join afterwards (observed on rxe, 1). */
 	assert_int_equal(tcm_join(f->id, "239.2.0.1", RDMA_MC_JOIN_FLAG_FULLMEMBER, NULL), 0);
 	ev = tcm_expect(f->ch, RDMA_CM_EVENT_MULTICAST_JOIN);
 	assert_int_equal(rdma_ack_cm_event(ev), 0);
@@ -92,7 +93,7 @@ static void test_join_ex_arg_checks(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-/* rxe-observed 3: a fresh (unbound) id, and an id bound to the wildcard. */
+/* Observed on rxe, 3: a fresh (unbound) id, and an id bound to the wildcard. */
 static void test_join_unbound(void **state)
 {
 	struct fixture *f = *state;
@@ -173,7 +174,7 @@ static void test_join_bad_groups(void **state)
 
 	/* A unicast "group": the join succeeds; with a QP the attach at
 	 * retrieval fails and the event becomes MULTICAST_ERROR, status -1,
-	 * errno EINVAL, ud fields still filled (rxe-observed 3). */
+	 * errno EINVAL, ud fields still filled (observed on rxe, 3). */
 	tcm_create_qp(f->id);
 	assert_int_equal(tcm_join(f->id, "127.0.0.99", RDMA_MC_JOIN_FLAG_FULLMEMBER, f), 0);
 	assert_true(tcm_readable(f->ch, 2000));
@@ -193,7 +194,7 @@ static void test_join_bad_groups(void **state)
 	rdma_destroy_qp(f->id);
 }
 
-/* rxe-observed 3: an RDMA_PS_TCP (RC) id cannot join. */
+/* Observed on rxe, 3: an RDMA_PS_TCP (RC) id cannot join. */
 static void test_join_ps_tcp(void **state)
 {
 	struct fixture *f = *state;
@@ -224,7 +225,7 @@ static void test_join_after_resolve_call(void **state)
 	assert_int_equal(rdma_destroy_id(id), 0);
 }
 
-/* Check every field of a RoCE JOIN event (rxe-observed 2). */
+/* Check every field of a RoCE JOIN event (observed on rxe, 2). */
 static void check_join_event(struct rdma_cm_event *ev, struct rdma_cm_id *id, void *ctx,
 			     const char *group, int sgid_index)
 {
@@ -343,7 +344,7 @@ static void test_event_fields_resolved(void **state)
 	}
 }
 
-/* Bound to ::1, joining an IPv4 group: sgid_index is ::1's (case 09). */
+/* Bound to ::1, joining an IPv4 group: sgid_index is ::1's (observed on rxe, 2). */
 static void test_event_sgid_index_v6_source(void **state)
 {
 	struct fixture *f = *state;
@@ -408,7 +409,7 @@ static void test_join_ipv6_extension(void **state)
 	assert_int_equal(errno, EADDRNOTAVAIL);
 }
 
-/* rxe-observed 4: the same address twice; two events in join order. */
+/* Observed on rxe, 4: the same address twice; two events in join order. */
 static void test_join_twice(void **state)
 {
 	struct fixture *f = *state;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cm_leave.c - rdma_leave_multicast and rdma_destroy_id
- * (rxe-observed 4 and 5, kernel-behaviour 7 items 24-26 and 33), including
- * the cases where librdmacm hangs or double-frees and umcast must not
- * (DESIGN.md, deliberate choices).
+ * (docs/design.md, "Observed on rxe" 4 and 5; the kernel's cma_leave_mc_groups()),
+ * including the cases where librdmacm hangs or double-frees and umcast
+ * must not (docs/design.md, "Departures from Linux").
  */
 #include "test_cm_util.h"
 
@@ -73,7 +73,7 @@ static void test_leave_memcmp(void **state)
 	assert_int_equal(tcm_members("239.3.0.2"), 0);
 }
 
-/* Leave before the JOIN event was read: the event is discarded (case 15). */
+/* Leave before the JOIN event was read: the event is discarded (observed on rxe, 5). */
 static void test_leave_before_event(void **state)
 {
 	struct fixture *f = *state;
@@ -100,7 +100,7 @@ static void test_leave_before_event(void **state)
 }
 
 /* Leave while the JOIN event is held unacked: librdmacm blocks forever
- * (case 19); umcast returns at once and the event stays valid. */
+ * (observed on rxe, 5); umcast returns at once and the event stays valid. */
 static void test_leave_with_held_event(void **state)
 {
 	struct fixture *f = *state;
@@ -121,7 +121,7 @@ static void test_leave_with_held_event(void **state)
 }
 
 /* Destroy without leave: memberships dropped, the QP detached, pending
- * events discarded (case 10, kernel-behaviour 7.33). */
+ * events discarded (the kernel's cma_leave_mc_groups()). */
 static void test_destroy_leaves_groups(void **state)
 {
 	struct fixture *f = *state;
@@ -190,7 +190,7 @@ static void test_destroy_with_held_events(void **state)
 	assert_int_equal(rdma_ack_cm_event(ev1), 0);
 }
 
-/* Two ids on one group: id1 full member, id2 send-only (case 14). */
+/* Two ids on one group: id1 full member, id2 send-only (observed on rxe, 5). */
 static void test_two_ids_membership(void **state)
 {
 	struct fixture *f = *state;
@@ -230,7 +230,7 @@ static void test_manual_attach(void **state)
 	rdma_destroy_qp(f->id);
 }
 
-/* rdma_destroy_qp on an attached QP detaches it first (DESIGN.md). */
+/* rdma_destroy_qp on an attached QP detaches it first (docs/design.md). */
 static void test_destroy_qp_attached(void **state)
 {
 	struct fixture *f = *state;
@@ -249,7 +249,7 @@ static void test_destroy_qp_attached(void **state)
 	assert_int_equal(tcm_members("239.3.0.12"), 0);
 }
 
-/* ---- synchronous ids (rxe-observed 5, cases 11, 16, 17, 18) ---------- */
+/* ---- synchronous ids (librdmacm's ucma_complete(), rdma_destroy_id()) ---- */
 
 static struct rdma_cm_id *sync_joined(const char *group)
 {

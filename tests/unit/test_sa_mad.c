@@ -3,8 +3,8 @@
  * test_sa_mad.c - the SA MAD codecs (src/wire/ib_mad.c, ib_rmpp.c) against
  * byte layouts written out by hand from IBA Vol 1 13.4.3 (MAD header),
  * 13.6.2 (RMPP header and PayloadLength), 15.2.1.1 (SA header), 15.2.5.17
- * (MCMemberRecord) and 13.4.8.1 (ClassPortInfo), and the live OpenSM
- * values of shared/reference/sa-mcmember-opensm.md (B, X).
+ * (MCMemberRecord) and 13.4.8.1 (ClassPortInfo), and the values OpenSM
+ * 3.3.23 gave on ibsim (tests/integ/sa_diff/matrix.seq, steps B and X).
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -3,10 +3,10 @@
  * test_sm_mcmember.c - umc-sm's SA rules (sm/sa.c, mcmember.c, groups.c,
  * cpi.c) driven through umc_sm_sa_process(), the pure entry point.
  *
- * Source of truth: shared/reference/sa-mcmember-opensm.md, A2 (OpenSM
- * 3.3.23's rules and statuses) and B (the live results: the test letters
- * A..X below are the rows of its test matrix), minus the OpenSM defects
- * listed there, which have tests of their own here.
+ * Source of truth: OpenSM 3.3.23's rules and statuses
+ * (opensm/osm_sa_mcmember_record.c) and the answers it gave on ibsim (the
+ * test letters A..X below are the steps of tests/integ/sa_diff/matrix.seq),
+ * minus OpenSM's defects, which have tests of their own here.
  * Every SA status the rules can produce is asserted at least once.
  */
 #include <setjmp.h>

@@ -10,20 +10,22 @@
  * umc_dev_member(dev, mgid, +1), which is what a CM full-member join does.
  *
  * References:
- *   kernel-behaviour.md 5.2 and 7.30 (every attached QP with matching
- *     Q_Key gets its own copy; Q_Key violations skipped and counted; no
- *     sender exclusion);
- *   rocev2-wire.md 1.10 (byte_len = 40 + payload, IBV_WC_GRH, the GRH
- *     area = 20 zero bytes + the IPv4 header with a valid checksum,
- *     imm_data as on the wire), 1.5 (PSN +1 per packet, SE from
- *     IBV_SEND_SOLICITED), section 1 and 8 (a UD message above the path
- *     MTU completes successfully, is not sent and consumes a PSN; a
- *     payload larger than the posted buffer completes with a local length
- *     error, the QP goes to the error state, the remaining receives are
- *     flushed);
- *   rxe-observed.md 9 (GRH: TOS 0, DF, TTL 64, valid checksum);
- *   DESIGN.md (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB honoured; drops counted
- *     per reason; completion channel fds work with poll(2)).
+ *   rxe_recv.c rxe_rcv_mcast_pkt() and check_keys() (every attached QP
+ *     with a matching Q_Key gets its own copy; Q_Key violations are
+ *     skipped and counted; no sender exclusion);
+ *   rxe_resp.c and union rdma_network_hdr (byte_len = 40 + payload,
+ *     IBV_WC_GRH, the GRH area = 20 zero bytes + the IPv4 header with a
+ *     valid checksum, imm_data as on the wire);
+ *   IBA 9.2 (PSN +1 per packet, SE from IBV_SEND_SOLICITED) and C10-93.1.1
+ *     (a UD message above the path MTU completes successfully, is not
+ *     sent and consumes a PSN);
+ *   docs/design.md, "RoCEv2 fidelity" (a payload larger than the posted
+ *     buffer completes with a local length error, the QP goes to the error
+ *     state, the remaining receives are flushed) and "Observed on rxe" 7
+ *     (GRH: TOS 0, DF, TTL 64, valid checksum);
+ *   docs/design.md, "Departures from Linux" (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
+ *     honoured) and "Counters" (drops counted per reason); completion
+ *     channel fds work with poll(2) (ibv_get_cq_event(3)).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -289,7 +291,7 @@ static void test_gather_inline_empty(void **state)
 	t_assert_cq_empty(f->a.cq);
 }
 
-/* kernel-behaviour 5.2 check_type_state: a QP receives from RTR on, not in INIT. */
+/* rxe_recv.c check_type_state(): a QP receives from RTR on, not in INIT. */
 static void test_receive_needs_rtr(void **state)
 {
 	struct fx *f = *state;
@@ -326,7 +328,7 @@ static void test_receive_needs_rtr(void **state)
 	t_qp_free(&r);
 }
 
-/* kernel-behaviour 7.30: no sender exclusion; the sender's attached QP gets a copy. */
+/* rxe_rcv_mcast_pkt(): no sender exclusion; the sender's attached QP gets a copy. */
 static void test_sender_attached_gets_copy(void **state)
 {
 	struct fx *f = *state;
@@ -356,7 +358,7 @@ static void test_sender_attached_gets_copy(void **state)
 	assert_true(sent && got);
 }
 
-/* kernel-behaviour 7.28: a duplicate attach is a no-op: still ONE copy. */
+/* ib_uverbs_attach_mcast(): a duplicate attach is a no-op: still ONE copy. */
 static void test_duplicate_attach_one_copy(void **state)
 {
 	struct fx *f = *state;
@@ -374,7 +376,7 @@ static void test_duplicate_attach_one_copy(void **state)
 	t_assert_cq_empty(f->a.cq);
 }
 
-/* kernel-behaviour 5.2 check_keys: a Q_Key mismatch is skipped and counted. */
+/* rxe_recv.c check_keys(): a Q_Key mismatch is skipped and counted. */
 static void test_qkey_mismatch(void **state)
 {
 	struct fx *f = *state;
@@ -535,8 +537,9 @@ static void test_no_recv_dropped(void **state)
 }
 
 /*
- * rocev2-wire 8: a payload larger than the posted buffer completes with a
- * local length error, the QP goes to ERR, the remaining receives flush.
+ * docs/design.md, "RoCEv2 fidelity": a payload larger than the posted
+ * buffer completes with a local length error, the QP goes to ERR, the
+ * remaining receives flush.
  */
 static void test_short_buffer_loc_len_err(void **state)
 {
@@ -601,7 +604,7 @@ static struct wire sniff(int fd)
 }
 
 /*
- * rocev2-wire section 1 / rxe-observed 9: above the path MTU a UD send
+ * IBA C10-93.1.1, docs/design.md, "Observed on rxe" 7: above the path MTU a UD send
  * completes successfully, nothing goes on the wire, the PSN is consumed.
  */
 static void test_send_above_mtu(void **state)

@@ -3,12 +3,12 @@
  * test_verbs_destqp.c - only datagrams addressed to the multicast QPN
  * 0xFFFFFF are fanned out to the QPs attached to the group.
  *
- * rxe (kernel-behaviour 5.2; rocev2-wire.md 1.9 item 4): rxe_rcv hands a
+ * rxe (drivers/infiniband/sw/rxe/rxe_recv.c): rxe_rcv hands a
  * packet to rxe_rcv_mcast_pkt, which looks the group up by destination IP
  * and gives every attached QP a copy, only when BTH DestQP is 0xFFFFFF;
  * any other DestQP is a unicast QP lookup (hdr_check), and a QPN that does
- * not exist drops the packet.  kernel-behaviour 7.30: "a packet to DestQP
- * 0xFFFFFF is delivered as a separate copy to every QP attached".  A
+ * not exist drops the packet: only a packet to DestQP 0xFFFFFF is
+ * delivered, as a separate copy, to every QP attached.  A
  * program whose sends carry a wrong remote_qpn therefore receives nothing
  * on rxe or a NIC, and must receive nothing on umcast either.
  */

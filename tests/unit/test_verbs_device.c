@@ -5,9 +5,9 @@
  * ibv_query_port (active_mtu derived from lo's MTU as rxe does, Ethernet
  * link layer), ibv_query_gid (index 0 = ::ffff:127.0.0.1), ibv_query_pkey.
  *
- * References: kernel-behaviour.md 5.1 (rxe_param.h limits), rocev2-wire.md
- * section 1 (rxe's active MTU = netdev MTU - 80 rounded down to an IB MTU),
- * DESIGN.md "Devices and addressing".
+ * References: the kernel's drivers/infiniband/sw/rxe/rxe_param.h (the
+ * limits, and eth_mtu_int_to_enum(): rxe's active MTU = netdev MTU - 80
+ * rounded down to an IB MTU); link/roce/port.c (devices and GIDs).
  */
 #include "verbs_util.h"
 #include "link/roce/roce.h"
@@ -24,7 +24,7 @@ static enum ibv_mtu expected_lo_mtu(void)
 	return umc_mtu_from_netdev(mtu);
 }
 
-/* rxe's rule (rocev2-wire.md 1): netdev MTU - 80, rounded down to an IB MTU. */
+/* rxe's rule (rxe_param.h eth_mtu_int_to_enum()): netdev MTU - 80, rounded down. */
 static void test_mtu_from_netdev(void **state)
 {
 	static const struct {

@@ -3,11 +3,12 @@
  * test_verbs_mcast.c - ibv_attach_mcast / ibv_detach_mcast: the errno table
  * and the limits.
  *
- * References: kernel-behaviour.md 5.1 and section 7 items 28-29 (uverbs'
+ * References: the kernel's ib_uverbs_attach_mcast(), ib_attach_mcast() and
+ * rxe_mcast.c (uverbs'
  * per-QP (gid, mlid) list: duplicate attach is a 0 no-op, detaching an
  * unattached pair is EINVAL; the GID must be multicast; rxe's limits
  * 8192 groups / 56 QPs per group / 458752 in all, ENOMEM beyond), and
- * rxe-observed.md section 9 (57th attach ENOMEM, ibv_destroy_qp of an
+ * docs/design.md, "Observed on rxe" 7 (57th attach ENOMEM, ibv_destroy_qp of an
  * attached QP EBUSY, non-multicast GID EINVAL).
  *
  * Delivery consequences of duplicates (one copy only) are checked in

@@ -664,8 +664,8 @@ static void test_sq_sig_all_depth(void **state)
 
 /*
  * A CQ with room for both queues never overflows: the QP sends to a group
- * it is attached to (it gets a copy of each datagram, kernel-behaviour
- * 7.30), and however much the application posts without polling, the CQ
+ * it is attached to (it gets a copy of each datagram, as rxe's
+ * rxe_rcv_mcast_pkt() gives), and however much the application posts without polling, the CQ
  * holds every completion.
  */
 static void test_cq_sized_for_queues(void **state)

@@ -6,16 +6,17 @@
  * that fields no verbs sender would produce can be tried.
  *
  * References:
- *   rocev2-wire.md 1.9 (what an rxe receiver requires: TVer 0, a UD
- *     opcode, a correct ICRC, P_Key matching 0xFFFF: 0xFFFF and 0x7FFF
- *     pass), 2 and 8 (the ICRC covers the IPv4 ID; rxe sends non-zero IDs,
- *     which a UDP socket never sees: DESIGN.md asks for a documented,
- *     counted check - umcast solves the ID from the ICRC, roce.c), 1.10
- *     (the GRH shows the received IPv4 header, ID included);
- *   kernel-behaviour 5.2 (bad P_Key: counted, skipped), 7.32 (bad ICRC:
+ *   rxe_recv.c hdr_check() and check_keys() (what an rxe receiver
+ *     requires: TVer 0, a UD opcode, a correct ICRC, P_Key matching
+ *     0xFFFF: 0xFFFF and 0x7FFF pass);
+ *   docs/design.md, "RoCEv2 fidelity" (the ICRC covers the IPv4 ID; rxe
+ *     sends non-zero IDs, which a UDP socket never sees: umcast solves the
+ *     ID from the ICRC, counted; wire/roce_rx.c), and the GRH shows the
+ *     received IPv4 header, ID included;
+ *   rxe_recv.c (bad P_Key: counted, skipped), rxe_icrc.c (bad ICRC:
  *     silent drop);
- *   DESIGN.md (drops counted per reason: bad ICRC, Q_Key, no receive,
- *     too long, malformed).
+ *   docs/design.md, "Counters" (drops counted per reason: bad ICRC,
+ *     Q_Key, no receive, too long, malformed).
  */
 #include <netinet/ip.h>
 
@@ -260,9 +261,10 @@ static void test_malformed(void **state)
 }
 
 /*
- * rxe's IPv4 IDs are not 0 (rocev2-wire 8).  A datagram whose ICRC covers
- * ID 0x1234 is accepted by solving the ID (counted), and the GRH shows
- * the ID that was on the wire.  Needs a raw IP socket (CAP_NET_RAW).
+ * rxe's IPv4 IDs are not 0 (docs/design.md, "RoCEv2 fidelity").  A
+ * datagram whose ICRC covers ID 0x1234 is accepted by solving the ID
+ * (counted), and the GRH shows the ID that was on the wire.  Needs a raw
+ * IP socket (CAP_NET_RAW).
  */
 static void test_nonzero_ip_id_solved(void **state)
 {

@@ -3,9 +3,10 @@
  * test_verbs_selfblock.c - IBV_QP_CREATE_BLOCK_SELF_MCAST_LB must block
  * exactly the QP's own datagrams: no more, no less.
  *
- * DESIGN.md: the flag "is honoured, as ConnectX NICs do": the QP does not
+ * docs/design.md, "Departures from Linux": the flag is honoured, as
+ * ConnectX NICs do: the QP does not
  * receive the multicast datagrams it sent itself; every other sender's
- * datagrams are delivered as usual (kernel-behaviour 7.30).  umcast runs
+ * datagrams are delivered as usual (rxe_rcv_mcast_pkt()).  umcast runs
  * one HCA per process, so two processes on one host are two HCAs: a QP of
  * another process is never "self".  QPNs are unique on the host, as on one
  * rxe device: two processes numbering their QPs from the same

@@ -3,7 +3,7 @@
  * test_wire.c - the RoCEv2 UD codecs (src/wire) against known answers.
  *
  * Sources of truth:
- *  - tests/data/rocev2_vectors.txt (a copy of shared/vectors): V1..V7 are
+ *  - tests/data/rocev2_vectors.txt: V1..V7 are
  *    rebuilt from their described field values with our encoders and must
  *    match byte for byte; the -GRH lines are the receive GRH; X1 is a
  *    ConnectX-4 Lx CNP capture whose ICRC we must reproduce.

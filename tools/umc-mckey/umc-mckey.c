@@ -4,8 +4,8 @@
  * datagrams on it.
  *
  * The options, the output lines and the exit status follow rdma-core's
- * mckey(1) as documented in shared/reference/librdmacm-behaviour.md
- * section 3.1, so that a run of umc-mckey can be compared line by line with
+ * mckey(1) (librdmacm/examples/mckey.c and librdmacm/man/mckey.1), so
+ * that a run of umc-mckey can be compared line by line with
  * a run of mckey on real hardware.  The deliberate differences (listed in
  * umc-mckey.1.md, "DIFFERENCES FROM mckey(1)") are all about making the tool
  * usable in tests:
