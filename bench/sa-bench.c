@@ -11,7 +11,8 @@
  * the Sets per second of all processes together, from the start to the
  * last answer.  Phase 2: one process creates -g (default 10 000) groups,
  * 64 Sets in flight, and the time that takes is printed (umc-sm lets one
- * port create 8192 unless started with --max-groups-per-port).
+ * port, and one user, create 8192 unless started with --max-groups-per-port
+ * and --max-groups-per-host).
  * Every Set must succeed (status 0), or sa-bench exits 1.
  */
 #include <arpa/inet.h>

@@ -114,9 +114,9 @@ on_umc_sm() {
 	shift
 	rm -f "$TMP/ready"
 	mkfifo "$TMP/ready"
-	# One port creates all CREATE groups: above umc-sm's default cap of 8192 per port.
-	"$UMC_SM" --listen 127.0.0.1:0 --ready-fd 3 --max-groups-per-port 16384 3>"$TMP/ready" \
-		>/dev/null 2>"$TMP/umc-sm.log" &
+	# One port creates all CREATE groups: above umc-sm's default caps of 8192.
+	"$UMC_SM" --listen 127.0.0.1:0 --ready-fd 3 --max-groups-per-port 16384 \
+		--max-groups-per-host 16384 3>"$TMP/ready" >/dev/null 2>"$TMP/umc-sm.log" &
 	SM_PID=$!
 	read -r -t 30 ready <"$TMP/ready" || die "umc-sm did not get ready: $(tail -3 "$TMP/umc-sm.log")"
 	addr=${ready#*ready on }

@@ -23,13 +23,14 @@ static const char usage_text[] =
 	"      --lease MS              port lease in ms (default 10000; 100..3600000)\n"
 	"      --sm-key KEY            SM_Key of trusted SA requests (default 1); given, it\n"
 	"                              lets requests with it change other ports' memberships\n"
+	"      --sm-key-file FILE      the same, read from FILE (not seen in ps)\n"
 	"      --mcast-base ADDR       IPv4 group of MLID 0xC000 (default 239.255.192.0)\n"
 	"      --data-port PORT        UDP port of IB packets to MLID groups (default 4796)\n"
 	"      --max-mlid MLID         highest MLID to assign (default 0xFFFE)\n"
 	"      --mtu BYTES             active MTU of every port: 256..4096 (default 2048)\n"
 	"      --max-ports-per-host N  ports one source host may register (default 1024)\n"
 	"      --max-groups-per-port N groups one port may be a member of (default 8192)\n"
-	"      --max-groups-per-host N memberships of one source host's ports (default 16384)\n"
+	"      --max-groups-per-host N memberships of one source host's ports (default 8192)\n"
 	"      --max-rmpp-per-port N   GetTable transfers open to one port (default 4)\n"
 	"      --max-rmpp-per-host N   ... to one source host's ports (default 16)\n"
 	"      --rmpp-time-limit MS    total time of a GetTable transfer, then it is aborted\n"
@@ -45,6 +46,7 @@ enum {
 	OPT_PREFIX,
 	OPT_LEASE,
 	OPT_SM_KEY,
+	OPT_SM_KEY_FILE,
 	OPT_RMPP_TIME,
 	OPT_MCAST_BASE,
 	OPT_DATA_PORT,
@@ -77,6 +79,7 @@ static const struct option long_opts[] = {
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "lease", required_argument, NULL, OPT_LEASE },
 	{ "sm-key", required_argument, NULL, OPT_SM_KEY },
+	{ "sm-key-file", required_argument, NULL, OPT_SM_KEY_FILE },
 	{ "rmpp-time-limit", required_argument, NULL, OPT_RMPP_TIME },
 	{ "mcast-base", required_argument, NULL, OPT_MCAST_BASE },
 	{ "data-port", required_argument, NULL, OPT_DATA_PORT },
@@ -111,6 +114,30 @@ static int number(const char *opt, const char *arg, unsigned long long lo, unsig
 	if (errno || end == arg || *end || arg[0] == '-' || *out < lo || *out > hi)
 		return bad(opt, arg, "not a number in range");
 	return 0;
+}
+
+/*
+ * The SM key from the first line of @path (a number, as --sm-key takes):
+ * a file its owner alone can read keeps the key out of ps(1) and
+ * /proc/PID/cmdline, which every local user can read.
+ */
+static int key_file(const char *path, unsigned long long *out)
+{
+	char line[64] = "";
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return bad("--sm-key-file", path, strerror(errno));
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	char opt[PATH_MAX + 20];
+	size_t n;
+
+	n = strcspn(line, " \t\r\n");
+	line[n] = 0;
+	snprintf(opt, sizeof(opt), "--sm-key-file %s:", path);
+	return number(opt, line, 0, UINT64_MAX, out);
 }
 
 static int prefix(const char *arg, uint64_t *out)
@@ -203,7 +230,9 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			cfg->rmpp_time_ms = (uint32_t)v;
 			break;
 		case OPT_SM_KEY:
-			if (number("--sm-key", optarg, 0, UINT64_MAX, &v))
+		case OPT_SM_KEY_FILE:
+			if (c == OPT_SM_KEY ? number("--sm-key", optarg, 0, UINT64_MAX, &v)
+					    : key_file(optarg, &v))
 				return UMC_SM_OPT_ERROR;
 			cfg->sm_key = v;
 			cfg->sm_key_set = true;

@@ -218,7 +218,7 @@ enum umc_sm_param {
 	/* umc-sm's caps per source host and per port (umc-sm(8) CAPS). */
 	UMC_SM_MAX_PORTS_PER_HOST = 1024,
 	UMC_SM_MAX_GROUPS_PER_PORT = UMC_MAX_MCAST_GRP, /* what a device can attach anyway */
-	UMC_SM_MAX_GROUPS_PER_HOST = 16384,
+	UMC_SM_MAX_GROUPS_PER_HOST = 8192, /* half the MLIDs: no one host takes them all */
 	/* A port told BUSY by umc-sm has its queries dropped for this long. */
 	UMC_SM_BUSY_QUIET_MS = 100,
 	/* Requests that wait (umc-sm's defer.c): more are refused. */

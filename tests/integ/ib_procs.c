@@ -1173,14 +1173,16 @@ static void scenario_unicast(void)
  * Before the SA client bounded the responses in flight (UMC_SA_WINDOW),
  * umc-sm's answers overflowed the port's socket buffer, the resends,
  * sent together, overflowed it again, and some joins ended with
- * -ETIMEDOUT against an idle SA.  umc-sm lets the port be a member of
- * all of them (its default cap is 8192 groups per port).
+ * -ETIMEDOUT against an idle SA.  umc-sm lets the port, and its user, be
+ * a member of all of them (its default caps are 8192 groups per port and
+ * per source host).
  */
 static void scenario_storm(void)
 {
 	unsigned join, emfile, timedout, other, overflow;
 	char cap[16];
-	const char *const args[] = {"--max-groups-per-port", cap, NULL};
+	const char *const args[] = {"--max-groups-per-port", cap, "--max-groups-per-host", cap,
+				    NULL};
 	struct test_sm sm;
 	struct agent a;
 	const char *r;

@@ -508,6 +508,63 @@ static void test_join_leave(void **state)
 	test_sm_free(&sm);
 }
 
+/*
+ * The SM key given in a file (--sm-key-file): requests that carry it are
+ * trusted and may change another port's membership (a proxy join), those
+ * without it may not (0x0700, ERR_REQ_DENIED); the default key 1 is no
+ * longer trusted at all (dropped unanswered).
+ */
+static void test_sm_key_file(void **state)
+{
+	char path[] = "/tmp/umc-sm-key.XXXXXX";
+	const char *const args[] = { "--sm-key-file", path, NULL };
+	struct umc_sa_client *a, *b;
+	struct umc_sa_port_attr pa;
+	struct umc_sa_result res;
+	struct umc_mcmember r;
+	uint8_t mad[UMC_MAD_SIZE], mgid[16];
+	struct test_sm sm;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0x5ec7e7\n", 9), 9);
+	close(fd);
+	start(&sm, args);
+	unlink(path);
+	a = client(&sm, 6001, NULL);
+	b = client(&sm, 6002, NULL);
+	mgid_n(mgid, 6);
+	assert_int_equal(join(b, mgid, UMC_JOIN_FULL), 0);
+	umc_sa_query_port(a, &pa); /* b proxy-joins a */
+	sa_rec_init(&r, mgid, pa.gid, UMC_JOIN_NON);
+	sa_mad_build(mad, UMC_MAD_METHOD_SET, UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_JOIN_MASK, 0, &r);
+	assert_int_equal(umc_sa_call(b, mad, 0, 2, &res), 0);
+	assert_int_equal(res.status, UMC_SA_STATUS_DENIED);
+	umc_sa_result_free(&res);
+	sa_mad_build(mad, UMC_MAD_METHOD_SET, UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_JOIN_MASK,
+		     0x5ec7e7, &r);
+	assert_int_equal(umc_sa_call(b, mad, 0, 2, &res), 0);
+	assert_int_equal(res.status, 0);
+	umc_sa_result_free(&res);
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+		     UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, 0x5ec7e7, &r);
+	assert_int_equal(umc_sa_call(b, mad, 0, 2, &res), 0);
+	umc_mcmember_decode(res.data, &r);
+	assert_int_equal(r.join_state, UMC_JOIN_NON);
+	assert_true(r.proxy_join);
+	umc_sa_result_free(&res);
+	sa_mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
+		     UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, UMC_SM_DEFAULT_SM_KEY, &r);
+	assert_int_equal(umc_sa_call(b, mad, 300, 0, &res), -ETIMEDOUT);
+	umc_sa_close(a);
+	umc_sa_close(b);
+	stop(&sm);
+	assert_int_equal(test_sm_counter(&sm, "sa_bad_smkey"), 1);
+	test_sm_free(&sm);
+}
+
 /* Send-only full members with and without SM support. */
 static void test_sendonly(void **state)
 {
@@ -672,7 +729,8 @@ static void pipeline_next(struct pipeline *p)
 /* 10 000 groups, created PIPELINE Sets at a time, come back whole through RMPP GetTable. */
 static void test_get_table_10000(void **state)
 {
-	const char *const per_port[] = { "--max-groups-per-port", "10000", NULL };
+	const char *const per_port[] = { "--max-groups-per-port", "10000", "--max-groups-per-host",
+					  "10000", NULL };
 	struct pipeline p = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
 	struct umc_sa_port_attr pa;
 	struct umc_sa_result res;
@@ -684,7 +742,7 @@ static void test_get_table_10000(void **state)
 	unsigned i, seen_bcast = 0;
 
 	(void)state;
-	start(&sm, per_port); /* one port joins them all: above the default 8192 */
+	start(&sm, per_port); /* one port joins them all: above the defaults' 8192 */
 	c = client(&sm, 6001, NULL);
 	umc_sa_query_port(c, &pa);
 	t0 = t_now_ms();
@@ -1149,6 +1207,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_other_version_register),
 		cmocka_unit_test(test_rmpp_reply_to_get),
 		cmocka_unit_test(test_join_leave),	cmocka_unit_test(test_sendonly),
+		cmocka_unit_test(test_sm_key_file),
 		cmocka_unit_test(test_lease_expiry),	cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_get_table_10000), cmocka_unit_test(test_timeout_cancel),
 		cmocka_unit_test(test_window_storm),	cmocka_unit_test(test_window_silent),

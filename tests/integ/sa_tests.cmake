@@ -4,8 +4,8 @@ target_compile_definitions(sa_integ PRIVATE _GNU_SOURCE)
 target_link_libraries(sa_integ umc_testlib umcast_static PkgConfig::CMOCKA)
 add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
-    sendonly lease_expiry restart get_table_10000 timeout_cancel window_storm window_silent
-    hostile umc_sa_tool
+    sendonly sm_key_file lease_expiry restart get_table_10000 timeout_cancel window_storm
+    window_silent hostile umc_sa_tool
     umc_sa_rmpp_reply rmpp_reply_to_get)
   umc_test(integ/sa_${t} sa_integ test_${t})
 endforeach()

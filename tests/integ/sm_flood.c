@@ -720,7 +720,8 @@ static bool can_be_other_user(void)
  */
 static void test_gettable_flood(void **state)
 {
-	const char *const args[] = { "--max-groups-per-port", "16384", NULL };
+	const char *const args[] = { "--max-groups-per-port", "16384", "--max-groups-per-host",
+				     "16384", NULL };
 	const char *const counters[] = { "deferred", "shed_query", "cap_rmpp", "sa_busy",
 					 "rmpp_transfers", "lease_expired", NULL };
 	struct run r;
@@ -818,8 +819,8 @@ static void table_midway(void *ctx)
  */
 static void test_rmpp_hold(void **state)
 {
-	const char *const args[] = { "--max-groups-per-port", "16384", "--rmpp-time-limit", "2000",
-				     NULL };
+	const char *const args[] = { "--max-groups-per-port", "16384", "--max-groups-per-host",
+				     "16384", "--rmpp-time-limit", "2000", NULL };
 	const char *const counters[] = { "rmpp_transfers", "shed_query", "cap_rmpp", "sa_busy",
 					 "rmpp_too_long", "rmpp_acks", NULL };
 	struct run r;
