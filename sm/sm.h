@@ -116,7 +116,7 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(sa_unsupported)   /* method/attribute not supported: answered 0x0008/0x000C */           \
 	X(sa_rejected)	    /* answered with another non-zero status */                            \
 	X(sa_rmpp_bad)	    /* RMPP DATA or version the SA does not take: dropped */               \
-	X(sa_busy)	    /* GetTable refused for too many transfers: BUSY */                    \
+	X(sa_busy)	    /* answered BUSY: a transfer cap, a full queue */                      \
 	X(rmpp_transfers)   /* multi-segment GetTable responses started */                         \
 	X(rmpp_segments)    /* DATA segments sent, resends included */                             \
 	X(rmpp_resends)	    /* windows resent (timeout or repeated ACK) */                         \
