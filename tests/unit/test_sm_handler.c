@@ -415,17 +415,24 @@ static void test_rmpp_loss(void **state)
 	}
 }
 
-static void test_rmpp_busy_and_restart(void **state)
+/* Port 0 gets all the transfers it may have, TIDs 1 up. */
+static void fill_transfers(struct fx *f)
 {
-	struct fx *f = *state;
-	struct umc_sa_hdr h;
-	size_t before;
 	uint64_t t;
 
 	make_groups(f, 10);
 	for (t = 1; t <= UMC_SM_RMPP_MAX_PER_PORT; t++)
 		get_table(f, t);
 	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
+}
+
+static void test_rmpp_busy_and_restart(void **state)
+{
+	struct fx *f = *state;
+	struct umc_sa_hdr h;
+	size_t before;
+
+	fill_transfers(f);
 	get_table(f, 99);
 	umc_sa_hdr_decode(last(f).mad, UMC_MAD_SIZE, &h);
 	assert_int_equal(h.mad.status, UMC_MAD_STATUS_BUSY);
@@ -671,12 +678,8 @@ static void test_busy_before_building(void **state)
 	unsigned long deferred;
 	struct umc_sa_hdr h;
 	size_t before;
-	uint64_t t;
 
-	make_groups(f, 10);
-	for (t = 1; t <= UMC_SM_RMPP_MAX_PER_PORT; t++)
-		get_table(f, t);
-	assert_int_equal(f->sm->ntxns, UMC_SM_RMPP_MAX_PER_PORT);
+	fill_transfers(f);
 	free(f->sm->table); /* the scratch table: built again only when a table is */
 	f->sm->table = NULL;
 	f->sm->table_cap = 0;

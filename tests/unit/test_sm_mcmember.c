@@ -598,16 +598,11 @@ static void test_proxy(void **state)
 	fx_free(f);
 }
 
-/* Trusted Get of port @j's membership of @mgid: its ProxyJoin (the state must hold one). */
+/* fx_member_get(): the ProxyJoin of a membership the state holds. */
 static bool fx_member_proxy(struct fx *f, const char *mgid, unsigned j)
 {
-	struct umc_mcmember r = fx_rec(f, j, mgid, 0);
-	uint8_t mad[UMC_MAD_SIZE];
-	struct sa_res res;
+	struct sa_res res = fx_member_get(f, mgid, j);
 
-	mad_build(mad, UMC_MAD_METHOD_GET, UMC_SA_ATTR_MCMEMBER_RECORD,
-		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, f->sm->cfg.sm_key, &r);
-	res = fx_sa(f, 0, mad);
 	assert_int_equal(res.h.mad.status, 0);
 	return res.rec.proxy_join;
 }

@@ -200,8 +200,8 @@ static inline uint16_t fx_leave(struct fx *f, unsigned i, const char *mgid, uint
 	return res.h.mad.status;
 }
 
-/* Trusted (SM_Key = umc-sm's) Get of @mgid for port @j's membership: the JoinState, or -status. */
-static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
+/* Trusted (SM_Key = umc-sm's) Get, from port 0, of port @j's membership of @mgid. */
+static inline struct sa_res fx_member_get(struct fx *f, const char *mgid, unsigned j)
 {
 	struct umc_mcmember r = fx_rec(f, j, mgid, 0);
 	uint8_t mad[UMC_MAD_SIZE];
@@ -211,6 +211,14 @@ static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
 		  UMC_MCM_COMP_MGID | UMC_MCM_COMP_PORT_GID, f->sm->cfg.sm_key, &r);
 	res = fx_sa(f, 0, mad);
 	assert_int_equal(res.kind, UMC_SM_SA_REPLY_MAD);
+	return res;
+}
+
+/* fx_member_get(): the JoinState, or -status. */
+static inline int fx_member_state(struct fx *f, const char *mgid, unsigned j)
+{
+	struct sa_res res = fx_member_get(f, mgid, j);
+
 	return res.h.mad.status ? -(int)res.h.mad.status : res.rec.join_state;
 }
 
