@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sm.h"
 
@@ -37,7 +36,6 @@ static void ring_add(struct umc_sm_defer *q, struct umc_sm_host *h)
 		q->ring->ring_next = h;
 	}
 	q->ring = h; /* last in this round */
-	h->on_ring = true;
 }
 
 static void ring_remove(struct umc_sm_defer *q, struct umc_sm_host *h)
@@ -54,7 +52,6 @@ static void ring_remove(struct umc_sm_defer *q, struct umc_sm_host *h)
 			q->ring = prev;
 	}
 	h->ring_next = NULL;
-	h->on_ring = false;
 }
 
 /**
@@ -84,7 +81,7 @@ int umc_sm_defer(struct umc_sm *sm, const struct umc_sm_deferred *d)
 		h->queue_tail = &c->next;
 		h->queued++;
 		q->nqueries++;
-		if (!h->on_ring)
+		if (!h->ring_next)
 			ring_add(q, h);
 	} else {
 		if (!q->reg)

@@ -24,24 +24,36 @@ static struct umc_sm_host *host_of(struct umc_hnode *n)
 }
 
 /**
+ * umc_sm_host_key_addr - the source host an address alone tells.
+ * @src: a datagram's source
+ *
+ * Returns: UMC_SM_HOST_LOCAL for all of 127/8, else UMC_SM_HOST_ADDR with
+ * the address.
+ */
+uint64_t umc_sm_host_key_addr(const struct sockaddr_in *src)
+{
+	uint32_t addr = ntohl(src->sin_addr.s_addr);
+
+	if ((addr >> 24) == 127)
+		return umc_sm_host_key_make(UMC_SM_HOST_LOCAL, 0);
+	return umc_sm_host_key_make(UMC_SM_HOST_ADDR, addr);
+}
+
+/**
  * umc_sm_host_key - the source host of a datagram.
  * @sm:  the state (sm->out.source)
  * @src: where it came from
  * @dst: our address it was sent to, or NULL if not known
  *
- * Returns: sm->out.source's key when it has one; else the address's key,
- * all of 127/8 being UMC_SM_HOST_LOCAL.
+ * Returns: sm->out.source's key when it has one, else
+ * umc_sm_host_key_addr().
  */
 uint64_t umc_sm_host_key(struct umc_sm *sm, const struct sockaddr_in *src,
 			 const struct sockaddr_in *dst)
 {
-	uint32_t addr = ntohl(src->sin_addr.s_addr);
-
 	if (sm->out.source)
 		return sm->out.source(sm->out.ctx, src, dst);
-	if ((addr >> 24) == 127)
-		return umc_sm_host_key_make(UMC_SM_HOST_LOCAL, 0);
-	return umc_sm_host_key_make(UMC_SM_HOST_ADDR, addr);
+	return umc_sm_host_key_addr(src);
 }
 
 /**

@@ -13,7 +13,6 @@
  * sock_diag, or the sender closed its socket at once), a 127/8 source is
  * "this host", one host for all of them.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -104,16 +103,14 @@ static int socket_owner(int fd, const struct sockaddr_in *src, const struct sock
  * @dst: our address it was sent to (NULL: not known)
  *
  * Returns: umc_sm_host_key_make(UMC_SM_HOST_USER, uid) when a socket of
- * this host sends from @src; else UMC_SM_HOST_LOCAL for a 127/8 source
- * and UMC_SM_HOST_ADDR with the address for any other.
+ * this host sends from @src; else umc_sm_host_key_addr(): "this host" for
+ * a 127/8 source, the address for any other.
  */
 uint64_t umc_sm_peer_key(int fd, const struct sockaddr_in *src, const struct sockaddr_in *dst)
 {
-	uint32_t addr = ntohl(src->sin_addr.s_addr), uid;
+	uint32_t uid;
 
 	if (fd >= 0 && dst && !socket_owner(fd, src, dst, &uid))
 		return umc_sm_host_key_make(UMC_SM_HOST_USER, uid);
-	if ((addr >> 24) == 127)
-		return umc_sm_host_key_make(UMC_SM_HOST_LOCAL, 0);
-	return umc_sm_host_key_make(UMC_SM_HOST_ADDR, addr);
+	return umc_sm_host_key_addr(src);
 }

@@ -235,8 +235,7 @@ struct umc_sm_host {
 	unsigned txns;	  /* GetTable transfers open to those ports */
 	struct umc_sm_deferred *queue, **queue_tail; /* scanning queries waiting */
 	unsigned queued;
-	struct umc_sm_host *ring_next; /* on the ring of hosts with queries waiting */
-	bool on_ring;
+	struct umc_sm_host *ring_next; /* on the ring of hosts with queries waiting; NULL: not */
 	struct umc_hnode node;
 };
 
@@ -247,6 +246,8 @@ struct umc_sm_host {
  */
 uint64_t umc_sm_host_key(struct umc_sm *sm, const struct sockaddr_in *src,
 			 const struct sockaddr_in *dst);
+/* umc_sm_host_key_addr - what the address alone says: 127/8 is one UMC_SM_HOST_LOCAL. */
+uint64_t umc_sm_host_key_addr(const struct sockaddr_in *src);
 /* umc_sm_host_get - the host of @key, made if new (NULL: ENOMEM); counts a port in. */
 struct umc_sm_host *umc_sm_host_get(struct umc_sm *sm, uint64_t key);
 /* umc_sm_host_find - the host of @key, or NULL. */
