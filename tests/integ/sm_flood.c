@@ -207,7 +207,8 @@ static int raw_create(struct raw_port *p, unsigned first, unsigned n)
 		len = recv(p->fd, buf, sizeof(buf), 0);
 		if (len > 0 && !umc_sm_msg_decode(buf, (size_t)len, &r) &&
 		    r.hdr.type == UMC_SM_SA_REPLY) {
-			if (get_be16(r.mad + 4)) /* MAD status */
+			/* a reply that is not OK has no MAD (sm_proto.h) */
+			if (r.hdr.status || get_be16(r.mad + 4))
 				return -EIO;
 			done++;
 		}
