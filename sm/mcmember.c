@@ -3,8 +3,8 @@
  * mcmember.c - the SA's MCMemberRecord rules: SubnAdmSet (join, create),
  * SubnAdmDelete (leave), SubnAdmGet and SubnAdmGetTable (IBA 15.2.5.17,
  * o15-0.1.x / o15-0.2.x), as OpenSM 3.3.23's osm_sa_mcmember_record.c
- * applies them (shared/reference/sa-mcmember-opensm.md A2), without the
- * defects listed there:
+ * applies them (its answers, seen live on ibsim, are the ones recorded in
+ * tests/integ/sa_diff/matrix.seq), without these defects of it:
  *   - ProxyJoin is bit 7 of byte 49 on output and ignored in requests (the
  *     SA decides what is a proxy join: the PortGID's port is not the
  *     requester);

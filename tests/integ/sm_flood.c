@@ -68,7 +68,7 @@ enum {
 	PROBE_MS = 100,	      /* the probe port renews this often */
 	PROBE_WAIT_MS = LEASE_MS / 3, /* ... and gives a RENEW this long (the library's period) */
 	VICTIM_MIN = 5,	      /* joins, leaves and renewals the victim must have made */
-	MAX_SAMPLES = 100000,
+	MAX_SAMPLES = 100000, /* latencies kept of each kind */
 	GROUPS_16K = 16000,   /* the flooder's groups for the GetTable floods */
 	HOLDERS = 20,	      /* the RMPP flooder's ports, each holding transfers */
 	HOLD_ACK_MS = 150,    /* how often a holder ACKs one more segment */
