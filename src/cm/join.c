@@ -9,8 +9,8 @@
  * one (rdma_cap_ib_mcast()): links never name the CM.
  *
  * Without multicast, a join fails with ENOSYS, as the kernel's
- * rdma_join_multicast does on a port that is neither RoCE nor
- * IB-multicast capable (drivers/infiniband/core/cma.c), and so does choosing a
+ * rdma_join_multicast() (drivers/infiniband/core/cma.c) does on a port
+ * that is neither RoCE nor IB-multicast capable, and so does choosing a
  * default Q_Key.
  */
 #include <errno.h>
