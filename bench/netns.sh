@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/netns.sh - the private network namespace the bench scripts run in
-# (bench/run.sh, bench/rx-instr.sh, bench/footprint.sh and bench/sm-bench.sh
-# source it).
+# (bench/run.sh, bench/rx-instr.sh, bench/footprint.sh, bench/sm-bench.sh
+# and bench/join-storm.sh source it).
 #
 # UMC_BENCH_INNER says where a script runs: unset before it has chosen,
 # "netns" in the namespace it executed itself again in, "host" when it
@@ -27,12 +27,14 @@ bench_netns_enter() {
 
 # bench_netns_lo [mcast]: in that namespace (UMC_BENCH_INNER=netns), bring
 # lo up and, with "mcast", route 224.0.0.0/4 to it (src 127.0.0.1), so no
-# datagram and no IGMP report can leave the machine.  Elsewhere nothing.
+# datagram and no IGMP report can leave the machine; again in a script run
+# from another (join-storm.sh from run.sh) changes nothing.  Elsewhere
+# nothing.
 # shellcheck disable=SC2120 # its one argument is optional
 bench_netns_lo() {
 	[ "${UMC_BENCH_INNER:-}" = netns ] || return 0
 	ip link set lo up
 	if [ "${1:-}" = mcast ]; then
-		ip route add 224.0.0.0/4 dev lo src 127.0.0.1
+		ip route replace 224.0.0.0/4 dev lo src 127.0.0.1
 	fi
 }
