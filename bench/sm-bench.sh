@@ -8,8 +8,15 @@
 # Prints a table and the lines
 #   ratio sm_joins_vs_opensm VALUE     umc-sm joins/s / OpenSM joins/s
 #   ratio sm_create_vs_opensm VALUE    OpenSM seconds / umc-sm seconds (10 000 groups)
+#   ratio sm_joins_floor_vs_opensm VALUE  sa-null joins/s / OpenSM joins/s
+#   ratio sm_joins_vs_floor VALUE      umc-sm joins/s / sa-null joins/s
 # (medians of the per-repetition ratios of back-to-back runs, with their
-# spread), also written to $BUILD/sm-bench-summary.txt.
+# spread), also written to $BUILD/sm-bench-summary.txt.  sa-null
+# (bench/sa-null.c) is the floor: it answers the same datagrams with
+# umc-sm's loop (poll, recvmmsg, sendmmsg) and does nothing else, so no SA
+# over umc-sm's transport can reach a higher sm_joins_vs_opensm than its
+# sm_joins_floor_vs_opensm; it runs between umc-sm and OpenSM in each
+# repetition, with the same client.
 #
 # How the comparison is kept fair:
 # - One client program (tests/integ/sa_diff: sa_client bench) sends the same
@@ -59,6 +66,7 @@ PROC_TIMEOUT=${PROC_TIMEOUT:-600}
 OPENSM_SH=$ROOT/tests/integ/sa_diff/opensm.sh
 CLIENT=$BUILD/bin/sa_client
 UMC_SM=$BUILD/bin/umc-sm
+SA_NULL=$BUILD/bin/sa-null
 # shellcheck source=bench/netns.sh
 . "$ROOT/bench/netns.sh"
 
@@ -72,7 +80,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		mkdir -p "$BUILD"
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
 			>"$BUILD/sm-bench-cmake.log" 2>&1 || { cat "$BUILD/sm-bench-cmake.log" >&2; exit 1; }
-		cmake --build "$BUILD" -j"$(nproc)" --target umc-sm sa_client \
+		cmake --build "$BUILD" -j"$(nproc)" --target umc-sm sa-null sa_client \
 			>"$BUILD/sm-bench-build.log" 2>&1 ||
 			{ tail -40 "$BUILD/sm-bench-build.log" >&2; die "build failed (sa_client needs libibumad-dev)"; }
 	fi
@@ -83,6 +91,7 @@ bench_netns_lo
 
 [ -x "$CLIENT" ] || die "$CLIENT not built (libibumad-dev: scripts/deps.sh test)"
 [ -x "$UMC_SM" ] || die "$UMC_SM not built"
+[ -x "$SA_NULL" ] || die "$SA_NULL not built"
 [ "$PROCS" -ge 1 ] && [ "$PROCS" -le 9 ] || die "PROCS must be 1..9 (ibsim serves 10 clients, OpenSM is one)"
 [ "$CREATE" -ge 1 ] && [ "$CREATE" -le 16382 ] || die "CREATE must be 1..16382 (0xC001..0xFFFE)"
 rc=0
@@ -107,27 +116,35 @@ value() {
 	VAL=${VAL:--}
 }
 
-# on_umc_sm NAME BENCH-ARGS...: a fresh umc-sm, one sa_client bench run; VAL = NAME's value
-# (not in a subshell: the EXIT trap must see SM_PID)
-on_umc_sm() {
-	local name=$1 ready addr
-	shift
+# on_server SERVER... -- NAME BENCH-ARGS...: a fresh SA server (umc-sm or
+# sa-null), one sa_client bench run; VAL = NAME's value (not in a subshell:
+# the EXIT trap must see SM_PID)
+on_server() {
+	local server=() name ready addr
+	while [ "$1" != -- ]; do server+=("$1"); shift; done
+	name=$2
+	shift 2
 	rm -f "$TMP/ready"
 	mkfifo "$TMP/ready"
-	# One port creates all CREATE groups: above umc-sm's default caps of 8192.
-	"$UMC_SM" --listen 127.0.0.1:0 --ready-fd 3 --max-groups-per-port 16384 \
-		--max-groups-per-host 16384 3>"$TMP/ready" >/dev/null 2>"$TMP/umc-sm.log" &
+	"${server[@]}" --listen 127.0.0.1:0 --ready-fd 3 3>"$TMP/ready" >/dev/null 2>"$TMP/sa.log" &
 	SM_PID=$!
-	read -r -t 30 ready <"$TMP/ready" || die "umc-sm did not get ready: $(tail -3 "$TMP/umc-sm.log")"
+	read -r -t 30 ready <"$TMP/ready" || die "${server[0]##*/} did not get ready: $(tail -3 "$TMP/sa.log")"
 	addr=${ready#*ready on }
 	addr=${addr%% *}
 	timeout "$PROC_TIMEOUT" "$CLIENT" --sm "$addr" bench "$@" >"$TMP/run.out" 2>"$TMP/run.err" ||
-		log "   umc-sm bench $*: failed: $(tail -3 "$TMP/run.err")"
+		log "   ${server[0]##*/} bench $*: failed: $(tail -3 "$TMP/run.err")"
 	kill "$SM_PID"
-	wait "$SM_PID" || die "umc-sm did not exit cleanly: $(tail -3 "$TMP/umc-sm.log")"
+	wait "$SM_PID" || die "${server[0]##*/} did not exit cleanly: $(tail -3 "$TMP/sa.log")"
 	SM_PID=
 	value "$name" "$TMP/run.out"
 }
+
+# on_umc_sm NAME BENCH-ARGS...: against a fresh umc-sm.  One port creates
+# all CREATE groups: above umc-sm's default caps of 8192.
+on_umc_sm() { on_server "$UMC_SM" --max-groups-per-port 16384 --max-groups-per-host 16384 -- "$@"; }
+
+# on_null NAME BENCH-ARGS...: against sa-null, an SA that does nothing (the floor)
+on_null() { on_server "$SA_NULL" -- "$@"; }
 
 # on_opensm NAME HCAS BENCH-ARGS...: a fresh ibsim + OpenSM, one run; VAL = NAME's value
 on_opensm() {
@@ -153,23 +170,29 @@ pairs() {
 pratio() { pairs "$1" "$2" | median | awk '{ if ($1 == "-") print "-"; else printf "%.2f\n", $1 }'; }
 prange() { pairs "$1" "$2" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "%.2f-%.2f\n", lo, hi; else print "-"}'; }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 log "== $REPS repetitions: joins ($PROCS processes x $JOINS), create $CREATE groups"
-J_SM= J_OSM= C_SM= C_OSM=
+J_SM= J_OSM= J_NULL= C_SM= C_OSM=
 for ((r = 1; r <= REPS; r++)); do
 	on_umc_sm joins_per_sec joins "$PROCS" "$JOINS"
 	j_sm=$VAL
+	on_null joins_per_sec joins "$PROCS" "$JOINS"
+	j_null=$VAL
 	on_opensm joins_per_sec "$PROCS" joins "$PROCS" "$JOINS"
 	j_osm=$VAL
 	on_umc_sm create_seconds create "$CREATE"
 	c_sm=$VAL
 	on_opensm create_seconds 1 create "$CREATE"
 	c_osm=$VAL
-	log "   rep $r: joins/s umc-sm $j_sm, OpenSM $j_osm; create $CREATE: umc-sm $c_sm s, OpenSM $c_osm s"
-	J_SM+="$j_sm " J_OSM+="$j_osm " C_SM+="$c_sm " C_OSM+="$c_osm "
+	log "   rep $r: joins/s umc-sm $j_sm, sa-null $j_null, OpenSM $j_osm;" \
+		"create $CREATE: umc-sm $c_sm s, OpenSM $c_osm s (load $(cut -d' ' -f1 /proc/loadavg))"
+	J_SM+="$j_sm " J_OSM+="$j_osm " J_NULL+="$j_null " C_SM+="$c_sm " C_OSM+="$c_osm "
 done
 
 med() { tr ' ' '\n' | median; }
 r_joins=$(pratio "$J_SM" "$J_OSM")
+r_floor=$(pratio "$J_NULL" "$J_OSM")
+r_vs_floor=$(pratio "$J_SM" "$J_NULL")
 r_create=$(pratio "$C_OSM" "$C_SM")
 {
 	echo "SA joins and group creation: umc-sm vs OpenSM 3.3.23 on ibsim ($REPS repetitions, medians)"
@@ -178,9 +201,17 @@ r_create=$(pratio "$C_OSM" "$C_SM")
 		"$(med <<<"$J_SM")" "$(med <<<"$J_OSM")" "$r_joins" "$(prange "$J_SM" "$J_OSM")"
 	printf '  %-36s %14s %14s %8s  (%s)\n' "seconds to create $CREATE groups" \
 		"$(med <<<"$C_SM")" "$(med <<<"$C_OSM")" "$r_create" "$(prange "$C_OSM" "$C_SM")"
+	printf '  %-36s %14s %14s %8s  (%s)\n' "joins/s, sa-null (the floor)" \
+		"$(med <<<"$J_NULL")" "$(med <<<"$J_OSM")" "$r_floor" "$(prange "$J_NULL" "$J_OSM")"
+	printf '  %-36s %14s %14s %8s  (%s)\n' "joins/s, umc-sm / sa-null" \
+		"$(med <<<"$J_SM")" "$(med <<<"$J_NULL")" "$r_vs_floor" "$(prange "$J_SM" "$J_NULL")"
+	echo "  (sa-null answers the same datagrams with the same loop and does nothing else:"
+	echo "   no SA over umc-sm's transport can beat it; load $LOAD_BEFORE before, $(cut -d' ' -f1-3 /proc/loadavg) after)"
 	echo
 	echo "ratio sm_joins_vs_opensm $r_joins"
 	echo "ratio sm_create_vs_opensm $r_create"
+	echo "ratio sm_joins_floor_vs_opensm $r_floor"
+	echo "ratio sm_joins_vs_floor $r_vs_floor"
 } | tee "$TMP/table"
 grep '^ratio ' "$TMP/table" >"$BUILD/sm-bench-summary.txt"
 log "summary: $BUILD/sm-bench-summary.txt"
