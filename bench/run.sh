@@ -24,8 +24,8 @@
 #     OpenSM 3.3.23 on ibsim (bench/sm-bench.sh; SM_BENCH=0 skips it);
 #   - join storms: 100 and 1000 InfiniBand ports joining at once, one group
 #     and 8 groups each, as processes and as ports simulated over umc-sm's
-#     protocol: timeouts and join latency (bench/join-storm.sh; STORM=0
-#     skips it);
+#     protocol: timeouts and join latency (bench/join-storm.sh, STORM_REPS
+#     repetitions of STORM_N; STORM=0 skips it);
 #   - diagnostic: umcast again with UMC_RX_THREAD=0; the transport's
 #     floor, raw UDP round trips with RoCEv2's datagram shape (udp-perf -G,
 #     busy and on an epoll set), and with RoCEv2's user-space work too
@@ -42,6 +42,7 @@
 # p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
 # fanout4_loss_minus_udp_SIZE (percentage points), evlat_p50_vs_udp_64,
 # icrc_vs_crc32_4096, ib_rate_vs_roce_64 and sm_joins_vs_opensm; issue 36's
+# p50_vs_floor_SIZE (umcast's busy p50 over udp-perf -V's, with DIAG) and
 # sm_joins_floor_vs_opensm (bench/sa-null.c's joins/s over OpenSM's: the
 # most any SA over umc-sm's transport could reach), and join-storm.sh's
 # lines (storm_timeouts, stormN_*).  Every value is the median over the
@@ -75,6 +76,7 @@ EV_N=${EV_N:-$LAT_N}    # round trips per event-driven latency run
 PROC_TIMEOUT=${PROC_TIMEOUT:-60}
 SM_BENCH=${SM_BENCH:-1} # 0: no umc-sm / OpenSM comparison
 STORM=${STORM:-1}       # 0: no join storms
+STORM_REPS=${STORM_REPS:-3} # repetitions of each storm; STORM_N ("100 1000") passes through
 IB=${IB:-1}             # 0: no umcast over the simulated InfiniBand link
 IB_ADDR=127.0.0.2       # umc_ib0's IPoIB address (UMC_IB_ADDR's default)
 IB_MTU=2048             # umc-sm's path MTU: larger messages are not measured on umc_ib0
@@ -413,9 +415,9 @@ fi
 STORM_TABLE=
 if [ "$STORM" = 1 ]; then
 	rm -f "$BUILD/storm-summary.txt"
-	log "== join storms (bench/join-storm.sh, 3 repetitions)"
+	log "== join storms (bench/join-storm.sh, $STORM_REPS repetitions)"
 	rc=0
-	REPS=3 NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/join-storm.sh" >"$TMP/storm.out" || rc=$?
+	REPS=$STORM_REPS NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/join-storm.sh" >"$TMP/storm.out" || rc=$?
 	if [ "$rc" = 0 ]; then
 		STORM_TABLE=$(grep -v '^ratio ' "$TMP/storm.out")
 	else
@@ -479,6 +481,8 @@ for size in $SIZES; do
 	done
 	figure "diag_rate_vs_udp_$size" ratio "${RS[umcast0,$size,1]:-}" "${RS[udp,$size,1]:-}"
 	figure "diag_p50_vs_udp_$size" ratio "${LA[umcast0,$size]:-}" "${LA[udp,$size]:-}"
+	# issue 36's name for the busy p50 over its floor, diag_p50_vs_udp_work_SIZE
+	figure "p50_vs_floor_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpV,$size]:-}"
 	figure "udp_vs_lf_$size" ratio "${RS[udp,$size,1]:-}" "${RS[libfabric,$size,1]:-}"
 done
 figure icrc_vs_crc32_4096 ratio "$ICRC_S" "$ISAL_S"
@@ -489,7 +493,9 @@ if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
 	done
 fi
 if [ "$STORM" = 1 ] && [ -r "$BUILD/storm-summary.txt" ]; then
-	FIG[storm_timeouts]=$(sed -n 's/^ratio storm_timeouts //p' "$BUILD/storm-summary.txt")
+	for f in storm_timeouts storm_errors; do
+		FIG[$f]=$(sed -n "s/^ratio $f //p" "$BUILD/storm-summary.txt")
+	done
 fi
 
 # The summary: the names issue 7 lists, in its order, for the sizes run.
@@ -498,6 +504,9 @@ fi
 		[[ $name == fanout4* ]] && [ -z "$FAN4" ] && continue
 		for size in $SIZES; do echo "ratio ${name}_$size ${FIG[${name}_$size]:--}"; done
 	done
+	if [ "$DIAG" = 1 ]; then
+		for size in $SIZES; do echo "ratio p50_vs_floor_$size ${FIG[p50_vs_floor_$size]:--}"; done
+	fi
 	case " $SIZES " in *" 64 "*)
 		echo "ratio evlat_p50_vs_udp_64 ${FIG[evlat_p50_vs_udp_64]:--}"
 		[ "$IB" = 1 ] && echo "ratio ib_rate_vs_roce_64 ${FIG[ib_rate_vs_roce_64]:--}" ;;
@@ -671,7 +680,7 @@ if [ -n "$STORM_TABLE" ]; then
 	echo "$STORM_TABLE"
 fi
 echo
-echo "Targets (issue 7; ib_rate and sm_joins: issue 8; storm: issue 36), from $SUMMARY"
+echo "Targets (issue 7; ib_rate and sm_joins: issue 8; storm and p50_vs_floor: issue 36), from $SUMMARY"
 for size in $SIZES; do
 	if have_lf; then target "rate_vs_lf_$size" '>=' 1.0; fi
 done
@@ -679,6 +688,9 @@ for size in $SIZES; do
 	case $size in 4096) target "rate_vs_udp_$size" '>=' 0.92 ;; *) target "rate_vs_udp_$size" '>=' 0.95 ;; esac
 done
 for size in $SIZES; do target "p50_vs_udp_$size" '<=' 1.05; done
+if [ "$DIAG" = 1 ]; then
+	for size in $SIZES; do target "p50_vs_floor_$size" '<=' 1.05; done
+fi
 if [ -n "$FAN4" ]; then
 	for size in $SIZES; do
 		target "fanout4_vs_udp_$size" '>=' 0.95
@@ -692,7 +704,10 @@ if [ -n "${FIG[sm_joins_vs_opensm]:-}" ]; then
 	target sm_joins_vs_opensm '>=' 5
 	printf '  (its floor: sa-null / OpenSM joins/s: %s)\n' "${FIG[sm_joins_floor_vs_opensm]}"
 fi
-[ -n "${FIG[storm_timeouts]:-}" ] && target storm_timeouts '<=' 0
+if [ -n "${FIG[storm_timeouts]:-}" ]; then
+	target storm_timeouts '<=' 0
+	target storm_errors '<=' 0 # every join succeeds or fails with its documented errno
+fi
 have_lf && printf '  (for scale: raw UDP / libfabric rate at %s B: %s)\n' \
 	"${SIZES%% *}" "$(fig "udp_vs_lf_${SIZES%% *}")"
 echo
