@@ -69,6 +69,13 @@ static void registered(struct umc_sa_client *c, const struct umc_sm_msg *m, uint
 		a->gid[8 + i] = (uint8_t)(m->port.port_guid >> (56 - 8 * i));
 	}
 	a->active = 1;
+	/*
+	 * Registered again with the SM we lost the port at (it did not restart:
+	 * a lease that passed unanswered, a client reregister): its epoch is
+	 * ours again, and its answers are no longer the old port's.
+	 */
+	if (c->old_epoch == a->epoch)
+		c->old_epoch = 0;
 	c->req_guid = m->port.port_guid; /* keep the GUID across re-registrations */
 	c->reg_ptid = 0;
 	c->last_renewed = now;
@@ -219,7 +226,8 @@ static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len,
 		return on_register_reply(c, &m, now);
 	if (!c->attr.active || m.hdr.epoch == c->old_epoch)
 		return; /* a late answer to the port we had before */
-	if (m.hdr.status == UMC_SM_UNKNOWN_PORT)
+	/* About our port (a late one about the port before has its LID). */
+	if (m.hdr.status == UMC_SM_UNKNOWN_PORT && m.hdr.lid == c->attr.info.lid)
 		return port_lost(c, now);
 	if (m.hdr.epoch != c->attr.epoch || m.hdr.lid != c->attr.info.lid)
 		return;

@@ -33,6 +33,9 @@
  *                         joining again works
  *   ib_procs timeout      an SM that stops answering: the join ends with
  *                         MULTICAST_ERROR -ETIMEDOUT (3 s with retries)
+ *   ib_procs lapse        umc-sm silent for longer than the lease: one
+ *                         -ENETRESET per joined id, then the port registers
+ *                         again at the same SM and works there
  *   ib_procs smctl        umc-sm told by umc-ctl to reject a group's joins
  *                         (-EINVAL, until off), to be silent (-ETIMEDOUT),
  *                         and to fail over (one -ENETRESET per joined id,
@@ -935,7 +938,7 @@ static void scenario_exit(void)
  * The SM the @nproc agents @a registered with started over (a restart, a
  * failover): every one of the @nids joined ids of each gets exactly one
  * MULTICAST_ERROR -ENETRESET and nothing else; then each agent's id 0
- * leaves and joins @grp0 again, which works.
+ * leaves and joins @grp0 again, which works (no @grp0: not).
  */
 static void expect_one_reset_each(struct agent *a, int nproc, int nids, const char *grp0)
 {
@@ -969,7 +972,7 @@ static void expect_one_reset_each(struct agent *a, int nproc, int nids, const ch
 			agent_fail("process %d: %d other events", i, other);
 	}
 	/* Leave and join again: works at the new SM. */
-	for (int i = 0; i < nproc; i++) {
+	for (int i = 0; grp0 && i < nproc; i++) {
 		expect_prefix(ask(&a[i], "leave 0 %s", grp0), "ok", "leave after reset");
 		expect_prefix(ask(&a[i], "join 0 %s full", grp0), "ok JOIN 0 0 ", "join again");
 	}
@@ -1083,6 +1086,48 @@ static void scenario_smctl(void)
 		agent_fail("umc-sm's counters: sa_fault_rejected %ld failovers %ld silent_dropped %ld",
 			   test_sm_counter(&sm, "sa_fault_rejected"), test_sm_counter(&sm, "failovers"),
 			   test_sm_counter(&sm, "silent_dropped"));
+	test_sm_free(&sm);
+}
+
+/*
+ * umc-sm silent for longer than the lease: the port is lost (one
+ * -ENETRESET per joined id) and, when the SM answers again, registered
+ * again at the same SM (same epoch), where it works as before: a join is
+ * answered, and the renewals keep the port (no further event).
+ */
+static void scenario_lapse(void)
+{
+	char lease[16];
+	const char *args[] = {"--lease", lease, NULL};
+	struct test_sm sm;
+	struct agent a;
+	char grp[2][32];
+	uint64_t end;
+	const char *r;
+
+	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
+	start_sm(&sm, args);
+	for (int j = 0; j < 2; j++)
+		scenario_group(grp[j], 30 + j);
+	start(&a, "A");
+	for (int j = 0; j < 2; j++) {
+		expect_prefix(ask(&a, "open udp"), "ok", "open");
+		expect_prefix(ask(&a, "join %d %s full", j, grp[j]), "ok JOIN", "join");
+	}
+	umc_ctl(&sm, "silent 30", "silent for 30 s", false);
+	expect_one_reset_each(&a, 1, 2, NULL);
+	umc_ctl(&sm, "silent 0", "answering again", false);
+	end = t_deadline(5000);
+	while (!strstr(r = ask(&a, "port"), "state 4 ") && t_left_ms(end) > 0)
+		usleep(20000);
+	if (!strstr(r, "state 4 "))
+		agent_fail("the port after the SM answers again: %s (expected ACTIVE)", r);
+	expect_prefix(ask(&a, "leave 0 %s", grp[0]), "ok", "leave after the reset");
+	expect_prefix(ask(&a, "join 0 %s full", grp[0]), "ok JOIN 0 0 ", "a join at the same SM");
+	/* Three leases: the renewals are answered and heard. */
+	expect_prefix(ask(&a, "event %d", 3 * LEASE_MS), "ok none", "events after the join");
+	agent_finish(&a);
+	stop_sm(&sm);
 	test_sm_free(&sm);
 }
 
@@ -1252,6 +1297,7 @@ static const struct {
 	{"exit", scenario_exit},
 	{"restart", scenario_restart},
 	{"timeout", scenario_timeout},
+	{"lapse", scenario_lapse},
 	{"smctl", scenario_smctl},
 	{"nosm", scenario_nosm},
 	{"unicast", scenario_unicast},

@@ -34,7 +34,7 @@ add_executable(ib_procs ib_procs.c agent.c)
 target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
 target_link_libraries(ib_procs umc_testlib umcast_static)
 add_dependencies(ib_procs umc-sm umc-ctl)
-foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout smctl nosm unicast
-    storm)
+foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout lapse smctl nosm
+    unicast storm)
   umc_test(integ/ib_${t} ib_procs ${t})
 endforeach()
