@@ -72,6 +72,7 @@ check_page 3 rdma_join_multicast_ex RDMA_JOIN_MULTICAST_EX "a Send Only Full Mem
 check_page 8 umc-sm UMC-SM "--no-sendonly"
 check_page 8 umc-sm UMC-SM "RUN-TIME CONTROL"
 check_page 1 umc-ctl UMC-CTL "umc-ctl - change a running umc-sm"
+check_page 1 umc-gapwatch UMC-GAPWATCH "umc-gapwatch - receive a multicast group"
 check_page 1 umc-mckey UMC-MCKEY "DIFFERENCES FROM mckey(1)"
 check_page 1 umc-perf UMC-PERF "umc-perf"
 
