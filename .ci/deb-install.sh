@@ -14,7 +14,7 @@ say() { echo "deb-install: $* (at $((SECONDS - start)) s)"; }
 say "apt-get install" /out/*.deb
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends /out/*.deb >/dev/null
-for t in umc-mckey umc-perf umc-run umc-sa umc-ctl umc-gapwatch umc-sm; do
+for t in umc-mckey umc-perf umc-run umc-sa umc-ctl umc-stat umc-gapwatch umc-sm; do
 	"$t" --version
 done
 

@@ -35,6 +35,7 @@ enum umc_lock_rank {
 	UMC_LOCK_SA_CALL,	/* a waited SA transaction's waiter (sa/sa_txn.c umc_sa_call) */
 	UMC_LOCK_CM_CHANNEL,	/* chan->lock: a CM event channel's queue (cm/channel.c) */
 	UMC_LOCK_DEVS,		/* the device list, its probes, the open contexts (verbs/device.c) */
+	UMC_LOCK_FAULT_SET,	/* umc_fault_set_lock: the fault rules in force (fault/stage.c) */
 	UMC_LOCK_SA_CLIENT,	/* c->lock: an SA client's state (sa/sa_int.h) */
 	UMC_LOCK_DEV_RX,	/* dev->rx_lock: the receive engine (verbs/progress.c) */
 	UMC_LOCK_DEV,		/* dev->lock: groups, QP list, attachments (link/driver.h) */
@@ -49,6 +50,8 @@ enum umc_lock_rank {
 	UMC_LOCK_COMP_CHANNEL,	/* ch->lock: a completion channel's events (verbs/cq.c) */
 	UMC_LOCK_CQ_EVENTS,	/* ibv_cq.mutex: a CQ's event counts (verbs/cq.c) */
 	UMC_LOCK_WATCH,		/* dev->watch_lock: the channels watching the endpoints */
+	UMC_LOCK_FAULT,		/* fd->lock: a device's fault streams, sent datagrams held (fault/) */
+	UMC_LOCK_STAT,		/* umc_stat_lock: the counters file's records (stat/objects.c) */
 	UMC_LOCK_MR,		/* the MR table (verbs/pd_mr.c) */
 	UMC_LOCK_FD,		/* the descriptor registry (verbs/fork.c) */
 	UMC_LOCK_RANKS

@@ -233,6 +233,7 @@ enum umc_sm_param {
 	UMC_SA_REGISTER_RESEND_MS = 250,
 	UMC_SA_RESOLVE_TIMEOUT_MS = 1000,
 	UMC_SA_CLOSE_WAIT_MS = 100, /* UNREGISTER reply wait on close */
+	UMC_SA_PORT_REQ_WAIT_MS = 2000, /* umc-ctl reregister/port-down: the events raised */
 	UMC_SA_RMPP_WINDOW = 32,    /* segments the client lets the SM send per ACK */
 	/*
 	 * Response datagrams the client's sent transactions may bring at once

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cm/cm_int.h"
+#include "stat/stat.h"
 
 /* ------------------------------------------------------------------------- */
 /* Channels                                                                  */
@@ -298,6 +299,10 @@ static int cm_event_process(struct umc_cm_event *evt, int *err)
 		return umc_cm_process_addr(evt);
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 		return umc_cm_process_join(evt, err);
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		if (evt->mc && !evt->mc->left)
+			umc_cm_mc_stat(evt->mc, UMC_STAT_ERROR);
+		return cm_event_id_dead(evt);
 	default:
 		return cm_event_id_dead(evt);
 	}

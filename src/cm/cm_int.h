@@ -156,6 +156,7 @@ struct umc_cm_attach {
 
 struct umc_cm_id {
 	struct rdma_cm_id id;
+	uint32_t num; /* its number in this process, from 1 (umc-stat's "id") */
 	pthread_mutex_t lock;
 	int lock_cancel; /* the holder's cancel state before __umc_cm_id_lock */
 	atomic_int refcnt;
@@ -267,6 +268,12 @@ struct umc_cm_mc {
 };
 
 void umc_cm_mc_put(struct umc_cm_mc *mc);
+/*
+ * umc_cm_mc_stat - what the counters file shows of join @mc (umc-stat):
+ * @state an enum umc_stat_join_state, or 0 when it is gone.  A join whose
+ * MGID is not known yet (an InfiniBand join before its event) is not shown.
+ */
+void umc_cm_mc_stat(struct umc_cm_mc *mc, int state);
 int umc_cm_process_join(struct umc_cm_event *evt, int *err);
 void __umc_cm_mc_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc,
 		       struct umc_cm_event **discarded);

@@ -96,6 +96,9 @@ static void __cm_publish(struct umc_cm_id *idp)
 	id->route.addr.addr.ibaddr.pkey = htobe16(UMC_DEFAULT_PKEY);
 }
 
+/* Ids made in this process: each gets the next number (umc-stat's "id"). */
+static atomic_uint umc_cm_id_count;
+
 /**
  * rdma_create_id - allocate a CM id.
  * @channel: where its events are reported; NULL makes the id synchronous:
@@ -154,6 +157,7 @@ UMC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 	pthread_mutex_init(&idp->lock, NULL);
 	atomic_init(&idp->refcnt, 1);
 	idp->gen = umc_fork_gen;
+	idp->num = atomic_fetch_add_explicit(&umc_cm_id_count, 1, memory_order_relaxed) + 1;
 	idp->state = UMC_CM_IDLE;
 	idp->id.channel = &idp->chan->ch;
 	idp->id.context = context;

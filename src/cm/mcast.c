@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include "cm/cm_int.h"
+#include "stat/objects.h"
+#include "stat/stat.h"
+#include "wire/ib_mad.h"
 
 /* umc_cm_mc_put - drop a reference to @mc; the last one frees it. */
 void umc_cm_mc_put(struct umc_cm_mc *mc)
@@ -105,6 +108,19 @@ void __umc_cm_detach_all(struct umc_cm_id *idp)
 		mc->attached = false;
 }
 
+void umc_cm_mc_stat(struct umc_cm_mc *mc, int state)
+{
+	static const union ibv_gid none;
+
+	if (memcmp(&mc->mgid, &none, sizeof(none)))
+		umc_stat_grp_join(mc->idp->dev, &mc->mgid, mc->idp->num,
+				  (const struct sockaddr *)&mc->addr,
+				  mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+					  ? UMC_JOIN_SENDONLY_FULL
+					  : UMC_JOIN_FULL,
+				  state);
+}
+
 /**
  * __umc_cm_mc_leave - leave @mc, already unlinked from idp->mc_list.
  * @discarded: the mc's queued, undelivered events are moved here, to be
@@ -120,6 +136,7 @@ void __umc_cm_detach_all(struct umc_cm_id *idp)
 void __umc_cm_mc_leave(struct umc_cm_id *idp, struct umc_cm_mc *mc,
 		       struct umc_cm_event **discarded)
 {
+	umc_cm_mc_stat(mc, 0);
 	mc->left = true;
 	if (mc->attached) {
 		mc->attached = false;
@@ -171,6 +188,8 @@ static int cm_join(struct rdma_cm_id *id, const struct sockaddr *addr, socklen_t
 		ret = idp->jops->join(idp, mc);
 		if (ret)
 			idp->mc_list = mc->next;
+		else
+			umc_cm_mc_stat(mc, UMC_STAT_JOINING);
 	}
 	umc_cm_id_unlock(idp);
 	if (ret) {
@@ -315,6 +334,8 @@ int umc_cm_process_join(struct umc_cm_event *evt, int *err)
 		drop = 1;
 		goto out;
 	}
+	if (!mc->left && memcmp(&mc->mgid, &ah->grh.dgid, sizeof(mc->mgid)))
+		umc_cm_mc_stat(mc, 0); /* shown under another MGID until now (an SA-assigned one) */
 	mc->mgid = ah->grh.dgid;
 	mc->mlid = ah->dlid;
 	mc->processed = true;
@@ -329,6 +350,9 @@ int umc_cm_process_join(struct umc_cm_event *evt, int *err)
 			mc->attached = true;
 		}
 	}
+	if (!mc->left)
+		umc_cm_mc_stat(mc, evt->ev.event == RDMA_CM_EVENT_MULTICAST_JOIN ? UMC_STAT_JOINED
+										: UMC_STAT_ERROR);
 out:
 	umc_cm_id_unlock(idp);
 	return drop;

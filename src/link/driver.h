@@ -28,6 +28,7 @@ struct umc_mcg;
 struct umc_rx_lender;
 struct umc_event_handler;
 struct umc_comp_channel;
+struct umc_fault_dev;
 struct umc_attach;
 
 /* ------------------------------------------------------------------------- */
@@ -60,27 +61,75 @@ struct umc_attach;
 	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
 	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
 	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
-	X(cq_overflow)	     /* completion dropped: CQ full */
+	X(cq_overflow)	     /* completion dropped: CQ full */                                     \
+	X(tx_bytes)	     /* payload bytes of the datagrams handed to the link */               \
+	X(rx_bytes)	     /* payload bytes of the datagrams read (rx_packets') */               \
+	UMC_FAULT_COUNTERS(X)
 
+/*
+ * The injected faults (umc-faults(7)), apart from the natural drops: each
+ * says what the rules did, never what the network did.
+ */
+#define UMC_FAULT_COUNTERS(X)                                                                      \
+	X(fault_drop)	     /* lost by drop= */                                                   \
+	X(fault_drop_nth)    /* lost by drop_nth= */                                               \
+	X(fault_burst)	     /* lost in a burst= */                                                \
+	X(fault_dup)	     /* extra copies made by dup= */                                       \
+	X(fault_reorder)     /* held back by reorder= */                                           \
+	X(fault_delay)	     /* delayed by delay= */                                               \
+	X(fault_corrupt)     /* corrupt=: sent with a bad ICRC, or received and lost as one */     \
+	X(fault_hold_full)   /* to be held back, but the device held UMC_FAULT_HOLD_MAX: lost */   \
+	X(fault_port_down)   /* in or out while umc-ctl held the port down: lost */                \
+	X(fault_sa_reject)   /* joins answered with reject='s status */                            \
+	X(fault_sa_timeout)  /* joins never answered (timeout) */                                  \
+	X(fault_sa_drop)     /* SA requests not sent (drop=, drop_nth=): the client resends */
+
+/*
+ * A multicast group's own counters (umc-stat(1)): what of the device's
+ * counters concerns it.
+ */
+#define UMC_GROUP_COUNTERS(X)                                                                      \
+	X(tx_packets)	     /* datagrams posted to the group (to an AH with its MGID) */          \
+	X(tx_bytes)	     /* ... their payload bytes */                                         \
+	X(rx_packets)	     /* datagrams read for the group */                                    \
+	X(rx_bytes)	     /* ... their payload bytes */                                         \
+	X(rx_dropped)	     /* copies an attached QP refused (the device's rx_* say why) */       \
+	UMC_FAULT_COUNTERS(X)
+
+/*
+ * The counters are 64-bit words of the process's counters file
+ * (stat/objects.h), where umc-stat reads them: dev->cnt and a group's
+ * counters point there.
+ */
 struct umc_counters {
-#define UMC_COUNTER_FIELD(name) atomic_ulong name;
+#define UMC_COUNTER_FIELD(name) _Atomic uint64_t name;
 	UMC_COUNTERS(UMC_COUNTER_FIELD)
+};
+
+struct umc_grp_counters {
+	UMC_GROUP_COUNTERS(UMC_COUNTER_FIELD)
 #undef UMC_COUNTER_FIELD
 };
 
 /*
- * Counting: CNT and CNTN from any thread (a relaxed atomic add).
- * CNT_RX only for a counter that nothing but the receive engine writes,
- * under dev->rx_lock (rx_packets, rx_delivered, rx_in_place): a plain load
- * and store, without the locked add, on every datagram.  Readers load
- * relaxed either way.
+ * Counting: CNT and CNTN from any thread (a relaxed atomic add), on a
+ * device (dev->cnt) or, GCNT and GCNTN, a group's counters.  CNT_RX and
+ * CNTN_RX only for a counter that nothing but the receive engine writes,
+ * under dev->rx_lock (rx_packets, rx_bytes, rx_delivered, rx_in_place, a
+ * group's rx_*): a plain load and store, without the locked add, on every
+ * datagram.  Readers load relaxed either way.
  */
-#define CNT(dev, name) atomic_fetch_add_explicit(&(dev)->cnt.name, 1, memory_order_relaxed)
-#define CNTN(dev, name, n) atomic_fetch_add_explicit(&(dev)->cnt.name, (n), memory_order_relaxed)
-#define CNT_RX(dev, name)                                                                          \
-	atomic_store_explicit(&(dev)->cnt.name,                                                    \
-			      atomic_load_explicit(&(dev)->cnt.name, memory_order_relaxed) + 1,    \
+#define CNTN_AT(c, name, n) atomic_fetch_add_explicit(&(c)->name, (n), memory_order_relaxed)
+#define CNTN_RX_AT(c, name, n)                                                                     \
+	atomic_store_explicit(&(c)->name,                                                          \
+			      atomic_load_explicit(&(c)->name, memory_order_relaxed) + (n),        \
 			      memory_order_relaxed)
+#define CNT(dev, name) CNTN_AT((dev)->cnt, name, 1)
+#define CNTN(dev, name, n) CNTN_AT((dev)->cnt, name, n)
+#define CNT_RX(dev, name) CNTN_RX_AT((dev)->cnt, name, 1)
+#define CNTN_RX(dev, name, n) CNTN_RX_AT((dev)->cnt, name, n)
+#define GCNT(g, name) CNTN_AT(g, name, 1)
+#define GCNTN(g, name, n) CNTN_AT(g, name, n)
 
 /* ------------------------------------------------------------------------- */
 /* Devices: one per port a link layer found (link/link.h).                   */
@@ -143,8 +192,24 @@ struct umc_device {
 
 	struct umc_event_handler *events; /* registered handlers (umc_dev_event_register) */
 
-	struct umc_counters cnt;
+	struct umc_counters *cnt; /* in the counters file (stat/objects.h): never NULL */
+	int stat_slot;		  /* its record there */
+	/*
+	 * Injected faults (fault/stage.h): UMC_FAULT_ON_RX / _TX while a
+	 * stage must look at this device's datagrams, and the state, made
+	 * with the first rules.
+	 */
+	_Atomic unsigned char fault_on;
+	struct umc_fault_dev *fault;
 };
+
+enum { UMC_FAULT_ON_RX = 1, UMC_FAULT_ON_TX = 2 };
+
+/* Must the fault stage of direction @bit (UMC_FAULT_ON_*) look at @dev's datagrams? */
+static inline bool umc_fault_on(const struct umc_device *dev, unsigned char bit)
+{
+	return atomic_load_explicit(&dev->fault_on, memory_order_relaxed) & bit;
+}
 
 /*
  * umc_dev_register - add a device a link layer made: initialise the core's
@@ -263,7 +328,9 @@ struct umc_qp {
 	uint32_t sq_unsig;   /* unsignaled WQEs since the last signaled one (sq_lock) */
 
 	struct umc_attach *attached; /* (gid, mlid) pairs, uverbs semantics */
+	int nattach;		     /* their number (umc-stat reads it without dev->lock) */
 	struct umc_qp *next;	     /* dev->qp_list */
+	int stat_slot;		     /* its record in the counters file, or -1 */
 };
 
 /* The QP of @dev numbered @qpn, or NULL; caller holds dev->rx_lock or dev->lock. */
@@ -273,6 +340,7 @@ struct umc_qp *__umc_qp_by_num(struct umc_device *dev, uint32_t qpn);
 struct umc_ah {
 	struct ibv_ah ibah;
 	struct ibv_ah_attr attr;
+	struct umc_grp_counters *gcnt; /* the group's, for a multicast DGID (stat/objects.h) */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -280,6 +348,7 @@ struct umc_ah {
 
 struct umc_mcg {
 	union ibv_gid mgid;
+	struct umc_grp_counters *gcnt; /* the group's counters (stat/objects.h) */
 	void *link_priv; /* the link's receive endpoint(s) (mcg_open) */
 	int members;	/* full-member references (umc_dev_member) */
 	int nqp;

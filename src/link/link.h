@@ -152,6 +152,11 @@ struct umc_tx_pkt {
 	int num_sge;
 	uint32_t len; /* payload bytes */
 	struct umc_ud_hdr hdr;
+	/*
+	 * The fault stage's corrupt= (fault/stage.h): after computing the
+	 * ICRC, the link flips its lowest bit, so the receiver finds it bad.
+	 */
+	bool corrupt;
 };
 
 struct umc_link_ops {

@@ -69,6 +69,7 @@ static void registered(struct umc_sa_client *c, const struct umc_sm_msg *m, uint
 		a->gid[8 + i] = (uint8_t)(m->port.port_guid >> (56 - 8 * i));
 	}
 	a->active = 1;
+	a->down = 0;
 	/*
 	 * Registered again with the SM we lost the port at (it did not restart:
 	 * a lease that passed unanswered, a client reregister): its epoch is
@@ -245,15 +246,97 @@ static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len,
 	}
 }
 
+/*
+ * umc-ctl's port events, on the thread: a client reregister loses the port
+ * (and registers it again at once); a port going down says goodbye to the
+ * SM first, and registers again once down_until has passed.
+ */
+static void port_requests(struct umc_sa_client *c, uint64_t now)
+{
+	struct umc_sm_msg bye = { .hdr = { .type = UMC_SM_UNREGISTER } };
+	bool done = c->rereg_req;
+
+	if (c->rereg_req) {
+		c->rereg_req = false;
+		port_lost(c, now);
+	}
+	if (c->down_req) {
+		c->down_req = false;
+		if (c->attr.active)
+			umc_sa_xmit(c, &bye); /* its reply is for a port we no longer have */
+		c->attr.down = 1;
+		port_lost(c, now);
+		c->next_register = c->down_until;
+		done = true;
+	}
+	if (done) {
+		c->port_reqs++;
+		pthread_cond_broadcast(&c->cond);
+	}
+}
+
+/*
+ * Ask the thread for a port event (@down: port-down for @ms, else
+ * reregister) and wait until it has raised it.
+ */
+static int port_request(struct umc_sa_client *c, bool down, unsigned ms)
+{
+	uint64_t end = umc_sa_now_ms() + UMC_SA_PORT_REQ_WAIT_MS;
+	unsigned gen;
+	int cancel, ret = 0;
+
+	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+		return -EDEADLK;
+	cancel = umc_cancel_off(); /* a cancelled wait would return with c->lock held */
+	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
+	gen = c->port_reqs;
+	if (down) {
+		c->down_req = true;
+		c->down_until = umc_sa_now_ms() + ms;
+	} else {
+		c->rereg_req = true;
+	}
+	umc_sa_wake(c);
+	while (c->port_reqs == gen && !ret) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L; /* the end is on the monotonic clock: look again */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+		if (c->port_reqs == gen && umc_sa_now_ms() >= end)
+			ret = -ETIMEDOUT;
+	}
+	umc_mutex_unlock(&c->lock);
+	umc_cancel_restore(cancel);
+	return ret;
+}
+
+int umc_sa_reregister(struct umc_sa_client *c)
+{
+	return port_request(c, false, 0);
+}
+
+int umc_sa_port_down(struct umc_sa_client *c, unsigned ms)
+{
+	return port_request(c, true, ms);
+}
+
 /* Registration and lease timers; returns the next time they need the thread. */
 static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
 {
 	uint32_t lease = c->attr.info.lease_ms; /* a registered port's: read only while active */
 	struct umc_sm_msg renew = { .hdr = { .type = UMC_SM_RENEW } };
 
+	port_requests(c, now);
 	if (c->attr.active && now > c->last_renewed + lease)
 		port_lost(c, now); /* nothing answered for a whole lease */
 	if (!c->attr.active) {
+		if (now < c->down_until)
+			return c->down_until;
 		if (now >= c->next_register) {
 			if (!c->reg_ptid)
 				c->reg_ptid = umc_sa_ptid(c);
@@ -380,6 +463,8 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c->req_guid = args->port_guid;
 	c->event = args->event;
 	c->event_ctx = args->event_ctx;
+	c->fault = args->fault;
+	c->fault_ctx = args->fault_ctx;
 	c->nonce = random64();
 	c->tid_hi = (uint32_t)random64();
 	c->next_ptid = (uint32_t)(random64() >> 32);

@@ -49,6 +49,7 @@
 #define UMC_SA_CLIENT_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,18 @@ struct umc_sa_port_attr {
 	uint64_t epoch;		      /* the subnet epoch of the registration */
 	uint8_t gid[16];	      /* GID index 0: subnet prefix + port GUID */
 	int active;		      /* 1 while registered, 0 after PORT_LOST until PORT_ACTIVE */
+	int down;		      /* 1 while down by umc_sa_port_down() (active is 0) */
+};
+
+/*
+ * What an injected fault does to an SA request about to be sent
+ * (umc_sa_open_args.fault; fault/stage.h).
+ */
+enum umc_sa_fault {
+	UMC_SA_FAULT_NONE,    /* sent */
+	UMC_SA_FAULT_DROP,    /* not sent this time: resent as a lost one is */
+	UMC_SA_FAULT_TIMEOUT, /* never sent: the transaction ends with -ETIMEDOUT */
+	UMC_SA_FAULT_REJECT,  /* not sent: answered at once with a MAD status */
 };
 
 struct umc_sa_open_args {
@@ -77,6 +90,13 @@ struct umc_sa_open_args {
 	unsigned timeout_ms;	 /* registration wait; 0: UMC_SA_REGISTER_TIMEOUT_MS */
 	void (*event)(void *ctx, enum umc_sa_event ev); /* NULL: no events */
 	void *event_ctx;
+	/*
+	 * Injected faults, NULL for none: called, with the client's lock held,
+	 * for every request about to be sent, @first for a transaction's
+	 * first send; for UMC_SA_FAULT_REJECT it writes the status.
+	 */
+	enum umc_sa_fault (*fault)(void *ctx, const uint8_t *mad, bool first, uint16_t *status);
+	void *fault_ctx;
 };
 
 /* A response, valid during the callback only. */
@@ -162,6 +182,27 @@ int umc_sa_send(struct umc_sa_client *c, const uint8_t *mad, unsigned timeout_ms
  * -ENOENT if it had already completed (its callback has returned).
  */
 int umc_sa_cancel(struct umc_sa_client *c, uint64_t id);
+
+/**
+ * umc_sa_reregister - the port behaves as after a client reregister (the
+ * SM's PortInfo:ClientReregister, IBA 14.4.11): PORT_LOST, every
+ * membership gone (a new nonce, so umc-sm drops the old port's), then a
+ * new registration and PORT_ACTIVE, on the client's thread.
+ * Context: any thread but the client's (and not its callbacks), no lock
+ * held; waits until PORT_LOST's callback has returned, at most
+ * UMC_SA_PORT_REQ_WAIT_MS.
+ * Returns: 0, -ETIMEDOUT (the thread did not get to it: it will), or
+ * -EDEADLK on the client's thread.
+ */
+int umc_sa_reregister(struct umc_sa_client *c);
+
+/**
+ * umc_sa_port_down - the port goes down for @ms: UNREGISTER (umc-sm drops
+ * its memberships), PORT_LOST with attr.down set, no registration until
+ * @ms have passed, then PORT_ACTIVE as after a new registration.
+ * Context and returns: as umc_sa_reregister's.
+ */
+int umc_sa_port_down(struct umc_sa_client *c, unsigned ms);
 
 /* The response of umc_sa_call(), owned by the caller. */
 struct umc_sa_result {

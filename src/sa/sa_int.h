@@ -31,6 +31,8 @@ struct umc_sa_txn {
 	uint64_t heard;	    /* the SA's responses so far when it was first sent */
 	uint64_t deadline;  /* -ETIMEDOUT at this time (queued: see sa_txn.c) */
 	uint64_t resend_at; /* next send */
+	bool sent;	    /* sent once (or not, by an injected fault) */
+	uint16_t reject;    /* an injected fault's status: answered so at resend_at */
 	struct umc_rmpp_rx rx;
 	struct umc_sa_txn *hnext;	/* bucket chain */
 	struct umc_sa_txn *prev, *next; /* on c->sent or c->queue */
@@ -85,6 +87,12 @@ struct umc_sa_client {
 	uint64_t calling; /* tid whose callback runs now, 0: none */
 	void (*event)(void *ctx, enum umc_sa_event ev);
 	void *event_ctx;
+	enum umc_sa_fault (*fault)(void *ctx, const uint8_t *mad, bool first, uint16_t *status);
+	void *fault_ctx;
+	bool rereg_req;	     /* umc_sa_reregister asked: the thread loses the port */
+	uint64_t down_until; /* umc_sa_port_down: no registration before then (ms) */
+	bool down_req;	     /* ... asked: the thread takes the port down */
+	unsigned port_reqs;  /* requests the thread has carried out, events raised */
 	struct umc_sa_resolve_wait *resolves;
 	struct umc_sa_lid_entry lid_cache[UMC_SA_LID_CACHE];
 	unsigned lid_cache_next;

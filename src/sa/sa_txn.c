@@ -118,10 +118,31 @@ static void xmit_mad(struct umc_sa_client *c, const uint8_t *mad)
 	umc_sa_xmit(c, &m);
 }
 
+/*
+ * Send @t's request, unless an injected fault (umc_sa_open_args.fault)
+ * loses it, or answers it: then it completes at once, on the thread, with
+ * the request echoed as a GetResp carrying the fault's status (the timers
+ * find it due).
+ */
 static void txn_send(struct umc_sa_client *c, struct umc_sa_txn *t)
 {
-	if (c->attr.active)
-		xmit_mad(c, t->mad);
+	bool first = !t->sent;
+
+	if (!c->attr.active)
+		return;
+	t->sent = true;
+	if (umc_unlikely(c->fault)) {
+		switch (c->fault(c->fault_ctx, t->mad, first, &t->reject)) {
+		case UMC_SA_FAULT_NONE:
+			break;
+		case UMC_SA_FAULT_REJECT:
+			t->resend_at = 0;
+			return;
+		default:
+			return;
+		}
+	}
+	xmit_mad(c, t->mad);
 }
 
 /* Every SA response so far. */
@@ -368,6 +389,22 @@ void umc_sa_txn_on_reply(struct umc_sa_client *c, const uint8_t *mad, uint64_t n
 	complete(c, t, 0, &r);
 }
 
+/* Complete @t as the SA would have rejected it: its request back as a GetResp with t->reject. */
+static void reject(struct umc_sa_client *c, struct umc_sa_txn *t)
+{
+	uint8_t mad[UMC_MAD_SIZE];
+	struct umc_sa_mad_wire *w = (struct umc_sa_mad_wire *)(void *)mad;
+	struct umc_sa_reply r = {
+		.status = t->reject, .mad = mad, .data = mad + UMC_SA_HDR_LEN,
+		.data_len = UMC_SA_DATA_LEN,
+	};
+
+	memcpy(mad, t->mad, UMC_MAD_SIZE);
+	w->method = UMC_MAD_METHOD_GET_RESP;
+	put_be16(w->status, t->reject);
+	complete(c, t, 0, &r);
+}
+
 /**
  * umc_sa_txn_timers - resend what is due, time out what is over.
  * @c:   the client, lock held (dropped while a callback runs)
@@ -383,6 +420,11 @@ uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now)
 	if (now < c->next_timer)
 		return c->next_timer;
 	for (t = c->sent.head; t;) {
+		if (t->reject) {
+			reject(c, t);
+			t = c->sent.head;
+			continue;
+		}
 		if (now >= t->deadline) {
 			complete(c, t, -ETIMEDOUT, NULL);
 			t = c->sent.head; /* the list may have changed while unlocked */
@@ -391,7 +433,7 @@ uint64_t umc_sa_txn_timers(struct umc_sa_client *c, uint64_t now)
 		if (now >= t->resend_at) {
 			txn_send(c, t);
 			c->cnt.resent++;
-			t->resend_at = now + t->interval;
+			t->resend_at = t->reject ? now : now + t->interval;
 			if (t->resend_at > t->deadline)
 				t->resend_at = t->deadline;
 		}
@@ -437,7 +479,7 @@ void umc_sa_txn_resend_all(struct umc_sa_client *c, uint64_t now)
 		umc_rmpp_rx_free(&t->rx);
 		txn_send(c, t);
 		c->cnt.resent++;
-		t->resend_at = now + t->interval;
+		t->resend_at = t->reject ? now : now + t->interval;
 		if (t->resend_at > t->deadline)
 			t->resend_at = t->deadline;
 		if (t->resend_at < c->next_timer)

@@ -74,6 +74,7 @@ enum {
 	UMC_STAT_COMM_LEN = 16,	      /* /proc/PID/comm */
 	UMC_STAT_CMDLINE_LEN = 128,   /* the start of /proc/PID/cmdline, arguments joined by spaces */
 	UMC_STAT_READ_MS = 50,	      /* a reader waits this long for a record being written */
+	UMC_STAT_KEEP_GONE = 64,      /* files of gone processes a new process leaves in place */
 };
 
 /* What became of the process (hdr.state). */
@@ -122,7 +123,6 @@ struct umc_stat_rec {
 /* The rules of injected faults in force (umc-faults(7)). */
 struct umc_stat_faults {
 	struct umc_stat_rec rec; /* used: rules are in force */
-	uint64_t seed;
 	char spec[UMC_STAT_FAULTS_TEXT]; /* canonical, seed included */
 };
 
@@ -198,6 +198,7 @@ struct umc_stat_file {
 	char path[256];
 	struct umc_stat_sect sect[UMC_STAT_NKIND]; /* the layout, kept in process memory */
 	bool busy[UMC_STAT_NKIND][UMC_STAT_MAX_SLOTS]; /* the slots this process gave out */
+	uint32_t nbusy[UMC_STAT_NKIND];		      /* how many */
 };
 
 /**
@@ -216,6 +217,15 @@ struct umc_stat_file {
  * on failure nothing is left behind.
  */
 int umc_stat_create(struct umc_stat_file *f, const char *dir, const struct umc_stat_layout *layout);
+
+/**
+ * umc_stat_prune - keep the files of at most @keep processes of @dir that
+ * are gone without exit(3) (killed, _exit(2)): the oldest others go, with
+ * their control sockets.  Files of running processes, and files that are
+ * not counters files, are left alone.
+ * Context: blocks (file system).
+ */
+void umc_stat_prune(const char *dir, int keep);
 
 /* umc_stat_close - unmap, and unlink the file if @unlink_file. */
 void umc_stat_close(struct umc_stat_file *f, bool unlink_file);

@@ -7,6 +7,7 @@
  * every address the writer computes comes from it, never from the file,
  * which someone else could have changed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -67,17 +68,32 @@ static size_t layout(struct umc_stat_sect *sect, const struct umc_stat_layout *l
 	return round_up(at, 4096);
 }
 
-/* The start of /proc/self/cmdline, its NULs turned into spaces. */
-static void read_cmdline(char *buf, size_t size)
+/* The start of /proc/@pid/@name (0: self), NUL-terminated; returns its length. */
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	char path[48];
+	int fd;
+	ssize_t n;
 
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, size - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	if (n < 0)
 		n = 0;
 	buf[n] = 0;
+	return n;
+}
+
+/* The start of /proc/self/cmdline, its NULs turned into spaces. */
+static void read_cmdline(char *buf, size_t size)
+{
+	ssize_t n = read_proc(0, "cmdline", buf, size);
+
 	while (n > 0 && buf[n - 1] == 0)
 		n--;
 	for (ssize_t i = 0; i < n; i++)
@@ -87,33 +103,19 @@ static void read_cmdline(char *buf, size_t size)
 
 static void read_comm(char *buf, size_t size)
 {
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	ssize_t n = read_proc(0, "comm", buf, size);
 
-	if (fd >= 0)
-		close(fd);
-	if (n < 0)
-		n = 0;
-	buf[n] = 0;
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = 0;
 }
 
 uint64_t umc_stat_proc_start(pid_t pid)
 {
-	char path[32], buf[1024], *p;
-	int fd;
-	ssize_t n;
+	char buf[1024], *p;
 	unsigned long long t = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_proc(pid, "stat", buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = 0;
 	/* The command name, in parentheses, may hold blanks and ')': the last ')' ends it. */
 	p = strrchr(buf, ')');
 	/* The blank before field 3 (state) follows it; find the one before field 22. */
@@ -242,13 +244,14 @@ int umc_stat_slot_get(struct umc_stat_file *f, enum umc_stat_kind kind)
 {
 	const struct umc_stat_sect *s = &f->sect[kind];
 
-	for (uint32_t i = 0; i < s->slots; i++) {
+	for (uint32_t i = 0; f->nbusy[kind] < s->slots && i < s->slots; i++) {
 		struct umc_stat_rec *r;
 		_Atomic uint64_t *cnt;
 
 		if (f->busy[kind][i])
 			continue;
 		f->busy[kind][i] = true;
+		f->nbusy[kind]++;
 		r = umc_stat_rec(f, kind, (int)i);
 		cnt = umc_stat_counters(f, kind, (int)i);
 		umc_stat_write_begin(r);
@@ -272,10 +275,85 @@ void umc_stat_slot_put(struct umc_stat_file *f, enum umc_stat_kind kind, int i)
 	r->used = 0;
 	umc_stat_write_end(r);
 	f->busy[kind][i] = false;
+	f->nbusy[kind]--;
 }
 
 void umc_stat_set_state(struct umc_stat_file *f, enum umc_stat_state state)
 {
 	atomic_store_explicit(&((struct umc_stat_hdr *)f->base)->state, (uint32_t)state,
 			      memory_order_release);
+}
+
+/* A gone process's file, for umc_stat_prune. */
+struct gone {
+	int64_t created;
+	char name[64];
+};
+
+static int gone_cmp(const void *a, const void *b)
+{
+	const struct gone *x = a, *y = b;
+
+	return x->created < y->created ? 1 : x->created > y->created ? -1 : 0; /* newest first */
+}
+
+/* Is the counters file @name of @dir a process that is gone?  Its creation time in *@created. */
+static bool is_gone(int dfd, const char *name, int64_t *created)
+{
+	struct umc_stat_hdr h = {0};
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	bool gone;
+
+	if (fd < 0)
+		return false;
+	gone = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	       !memcmp(h.magic, UMC_STAT_MAGIC, sizeof(UMC_STAT_MAGIC)) &&
+	       h.version >> 16 == UMC_STAT_VERSION_MAJOR &&
+	       umc_stat_proc_start(h.pid) != h.start_ticks;
+	close(fd);
+	*created = h.created_sec;
+	return gone;
+}
+
+void umc_stat_prune(const char *dir, int keep)
+{
+	struct gone *list = NULL, *grown;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	int dfd;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		int64_t created;
+
+		if (len < 6 || len >= sizeof(list->name) || strcmp(e->d_name + len - 5, ".stat") ||
+		    !is_gone(dfd, e->d_name, &created))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			grown = realloc(list, cap * sizeof(*list));
+			if (!grown)
+				break;
+			list = grown;
+		}
+		list[n].created = created;
+		strcpy(list[n++].name, e->d_name);
+	}
+	if (n > (size_t)keep) {
+		qsort(list, n, sizeof(*list), gone_cmp);
+		for (size_t i = (size_t)keep; i < n; i++) {
+			char ctl[72];
+
+			unlinkat(dfd, list[i].name, 0);
+			snprintf(ctl, sizeof(ctl), "%.*s.ctl", (int)strlen(list[i].name) - 5,
+				 list[i].name);
+			unlinkat(dfd, ctl, 0);
+		}
+	}
+	free(list);
+	closedir(d);
 }

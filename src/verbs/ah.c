@@ -11,12 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stat/objects.h"
 #include "verbs/verbs_int.h"
 
 /*
  * ibv_create_ah(3): NULL and errno EINVAL for a wrong port or an ah_attr
  * the link refuses, EIO for the parent's PD in a child of fork.
  */
+/* Does @attr address a multicast group (a GRH with a multicast DGID, ::ffff:224/4 on RoCE)? */
+static bool umc_ah_mcast(const struct ibv_ah_attr *attr)
+{
+	return attr->is_global && umc_gid_is_multicast(&attr->grh.dgid);
+}
+
 UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct umc_device *dev = ctx_dev(pd->context);
@@ -38,16 +45,23 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	ah->attr = *attr;
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;
+	/* To a group: what is sent counts in the group's counters too (umc-stat). */
+	if (umc_ah_mcast(attr))
+		ah->gcnt = umc_stat_grp_get(dev, &attr->grh.dgid);
 	umc_pd_get(pd);
 	return &ah->ibah;
 }
 
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	struct umc_ah *uah = to_uah(ah);
+
 	if (umc_ctx_forked(ah->context))
 		return umc_pos_errno(-EIO);
+	if (umc_ah_mcast(&uah->attr))
+		umc_stat_grp_put(ctx_dev(ah->context), &uah->attr.grh.dgid);
 	umc_pd_put(ah->pd);
-	free(to_uah(ah));
+	free(uah);
 	return 0;
 }
 

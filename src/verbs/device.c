@@ -20,6 +20,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "ctl/server.h"
+#include "fault/stage.h"
+#include "stat/objects.h"
 #include "verbs/verbs_int.h"
 
 /* Fixed storage: readers walk it without a lock while it grows (append only). */
@@ -46,6 +49,8 @@ int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 		return -ENOSPC;
 	dev->link = umc_link_complete(ops);
 	dev->gen = umc_fork_gen;
+	dev->cnt = umc_stat_dev_add(dev);
+	umc_fault_dev_init(dev);
 	dev->ibdev.node_type = IBV_NODE_CA;
 	dev->ibdev.transport_type = dev->link->transport;
 	dev->rx_epfd = -1;
@@ -55,6 +60,7 @@ int umc_dev_register(struct umc_device *dev, const struct umc_link_ops *ops)
 	pthread_mutex_init(&dev->watch_lock, NULL);
 	umc_devs[n] = dev;
 	atomic_store(&umc_ndevs, n + 1); /* published once complete */
+	umc_ctl_dev_added(dev);
 	return 0;
 }
 
@@ -69,14 +75,18 @@ void umc_dev_add_gid(struct umc_device *dev, const union ibv_gid *gid)
 	__atomic_store_n(&dev->gid_count, dev->gid_count + 1, __ATOMIC_RELEASE);
 }
 
-/* UMC_STATS=1 in the environment: every device's counters on stderr at exit. */
+/*
+ * UMC_STATS=1 in the environment: every device's counters on stderr at
+ * exit, read where umc-stat reads them (stat/objects.h).
+ */
 static void umc_stats_dump(void)
 {
 	for (int d = 0; d < umc_ndevs; d++) {
-		const struct umc_counters *c = &umc_devs[d]->cnt;
+		const struct umc_counters *c = umc_devs[d]->cnt;
 
 		fprintf(stderr, "umcast: %s", umc_devs[d]->ibdev.name);
-#define UMC_COUNTER_PRINT(name) fprintf(stderr, " " #name "=%lu", atomic_load(&c->name));
+#define UMC_COUNTER_PRINT(name)                                                                    \
+	fprintf(stderr, " " #name "=%llu", (unsigned long long)atomic_load(&c->name));
 		UMC_COUNTERS(UMC_COUNTER_PRINT)
 #undef UMC_COUNTER_PRINT
 		fprintf(stderr, "\n");
@@ -93,10 +103,14 @@ static void umc_stats_dump(void)
 static void __umc_devices_probe(void)
 {
 	const struct umc_link_ops *const *links;
-	int n = umc_links(&links), cancel = umc_cancel_off();
+	int n = umc_links(&links), cancel = umc_cancel_off(), ndev;
 
 	for (int i = 0; i < n; i++)
 		links[i]->probe();
+	/* A probe adds devices and GIDs: the counters file shows them as they are now. */
+	ndev = atomic_load(&umc_ndevs);
+	for (int d = 0; d < ndev; d++)
+		umc_stat_dev_port(umc_devs[d]);
 	umc_cancel_restore(cancel);
 }
 
@@ -114,6 +128,7 @@ static void umc_devices_init(void)
 
 	umc_mutex_lock(&umc_devs_lock, UMC_LOCK_DEVS);
 	if (!atomic_load(&umc_devs_scanned)) {
+		umc_ctl_lib_start(); /* the counters file first: devices count there */
 		__umc_devices_probe();
 		atomic_store(&umc_devs_scanned, true);
 		if (!stats && getenv("UMC_STATS"))

@@ -33,6 +33,7 @@ static const char *const umc_rank_name[UMC_LOCK_RANKS] = {
 	[UMC_LOCK_SA_CALL] = "SA_CALL",
 	[UMC_LOCK_CM_CHANNEL] = "CM_CHANNEL",
 	[UMC_LOCK_DEVS] = "DEVS",
+	[UMC_LOCK_FAULT_SET] = "FAULT_SET",
 	[UMC_LOCK_SA_CLIENT] = "SA_CLIENT",
 	[UMC_LOCK_DEV_RX] = "DEV_RX",
 	[UMC_LOCK_DEV] = "DEV",
@@ -47,6 +48,8 @@ static const char *const umc_rank_name[UMC_LOCK_RANKS] = {
 	[UMC_LOCK_COMP_CHANNEL] = "COMP_CHANNEL",
 	[UMC_LOCK_CQ_EVENTS] = "CQ_EVENTS",
 	[UMC_LOCK_WATCH] = "WATCH",
+	[UMC_LOCK_FAULT] = "FAULT",
+	[UMC_LOCK_STAT] = "STAT",
 	[UMC_LOCK_MR] = "MR",
 	[UMC_LOCK_FD] = "FD",
 };

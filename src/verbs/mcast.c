@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stat/objects.h"
 #include "verbs/verbs_int.h"
 
 static unsigned umc_mcg_hash(const union ibv_gid *gid)
@@ -70,6 +71,7 @@ static int __umc_mcg_get(struct umc_device *dev, const union ibv_gid *mgid, uint
 		free(g);
 		return ret;
 	}
+	g->gcnt = umc_stat_grp_get(dev, mgid); /* the group's counters (umc-stat) */
 	/* Visible only once complete. */
 	unsigned h = umc_mcg_hash(mgid);
 
@@ -91,6 +93,7 @@ static void __umc_mcg_put(struct umc_device *dev, struct umc_mcg *g)
 		}
 	}
 	dev->link->mcg_close(dev, g);
+	umc_stat_grp_put(dev, &g->mgid);
 	free(g);
 }
 
@@ -211,9 +214,12 @@ static int __umc_attach(struct umc_device *dev, struct umc_qp *qp, const union i
 		dev->mcg_attached++;
 	g->qps[g->nqp - 1] = qp;
 	dev->total_attach++;
+	umc_stat_grp_qps(dev, g, lid);
 link:
 	a->next = qp->attached;
 	qp->attached = a;
+	__atomic_store_n(&qp->nattach, qp->nattach + 1, __ATOMIC_RELAXED);
+	umc_stat_qp_set(qp);
 	return 0;
 enomem:
 	free(a);
@@ -231,6 +237,8 @@ static int __umc_detach(struct umc_device *dev, struct umc_qp *qp, const union i
 	a = *p;
 	*p = a->next;
 	free(a);
+	__atomic_store_n(&qp->nattach, qp->nattach - 1, __ATOMIC_RELAXED);
+	umc_stat_qp_set(qp);
 	if (umc_qp_has_gid(qp, gid))
 		return 0;
 	g = __umc_mcg_find(dev, gid);
@@ -239,6 +247,7 @@ static int __umc_detach(struct umc_device *dev, struct umc_qp *qp, const union i
 			continue;
 		g->qps[i] = g->qps[--g->nqp];
 		dev->total_attach--;
+		umc_stat_grp_qps(dev, g, 0);
 		if (g->nqp == 0) {
 			dev->mcg_attached--;
 			__umc_mcg_put(dev, g);

@@ -208,7 +208,7 @@ static int umc_ep_drain(struct umc_device *dev, struct umc_rx_ep *ep, bool woken
 		int n = dev->link->rx_burst(dev, ep, pkts, UMC_RX_BATCH, &more, lend);
 
 		/* The one hand-over from the link to delivery. */
-		umc_rx_deliver_burst(dev, pkts, n);
+		umc_rx_deliver_burst(dev, ep, pkts, n);
 		umc_rx_unlend(dev);
 		/* An empty poll halves the hint: a quiet endpoint ends up lending one. */
 		ep->lend_hint = n ? n : ep->lend_hint / 2;
@@ -241,6 +241,9 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	struct epoll_event ev[UMC_RX_BATCH];
 	int total = 0, n;
 
+	/* Datagrams the fault stage held back come first, once due. */
+	if (umc_unlikely(umc_fault_on(dev, UMC_FAULT_ON_RX)))
+		umc_rx_deliver_due(dev);
 	/* Few endpoints: try each (one syscall each); many: ask epoll first. */
 	if (dev->rx_nep <= UMC_RX_FEW) {
 		bool cold_turn = mode == UMC_PASS_ALL ||

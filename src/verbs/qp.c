@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault/stage.h"
+#include "stat/objects.h"
 #include "verbs/verbs_int.h"
 
 /* ------------------------------------------------------------------------- */
@@ -212,6 +214,7 @@ struct ibv_qp *umc_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 		return umc_null_errno(ret);
 	}
 	attr->cap = qp->cap;
+	umc_stat_qp_add(qp);
 	return ib;
 }
 
@@ -265,8 +268,10 @@ UMC_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	if (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 		dev->block_self_qps--;
+	umc_fault_qp_gone(qp); /* what it held back goes with it */
 	umc_mutex_unlock(&dev->lock);
 	umc_mutex_unlock(&dev->rx_lock);
+	umc_stat_qp_del(qp);
 
 	/* Off the list: the receive engine cannot reach the QP any more. */
 	umc_cq_forget(to_ucq(ibqp->send_cq), &qp->sq_held);
@@ -461,6 +466,8 @@ out:
 	umc_mutex_unlock(&qp->sq_lock);
 	if (reset)
 		umc_mutex_unlock(&qp->dev->rx_lock);
+	if (!ret)
+		umc_stat_qp_set(qp);
 	return umc_pos_errno(ret);
 }
 
@@ -623,6 +630,7 @@ static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint6
 	p->sge = wr->sg_list;
 	p->num_sge = wr->num_sge;
 	p->len = (uint32_t)len;
+	p->corrupt = false;
 	p->hdr = (struct umc_ud_hdr){
 		.bth = {
 			.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? UMC_OP_UD_SEND_ONLY_IMM
@@ -644,6 +652,45 @@ static int umc_tx_prepare(struct umc_qp *qp, const struct ibv_send_wr *wr, uint6
 	return 1;
 }
 
+/* Count a run of @n datagrams of @bytes to one group (@g, NULL: none). */
+static void umc_tx_count_group(struct umc_grp_counters *g, uint64_t n, uint64_t bytes)
+{
+	if (g) {
+		GCNTN(g, tx_packets, n);
+		GCNTN(g, tx_bytes, bytes);
+	}
+}
+
+/*
+ * Hand @n packets of @qp to its link, through the fault stage when it must
+ * look (fault/stage.h), and count their bytes, and per group (an AH's
+ * group counters, one add per run of packets to the same group).  Caller
+ * holds sq_lock.
+ */
+static void umc_xmit(struct umc_qp *qp, struct umc_tx_pkt *pkts, int n)
+{
+	struct umc_device *dev = qp->dev;
+	struct umc_grp_counters *g = NULL;
+	uint64_t bytes = 0, run = 0, run_bytes = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (pkts[i].ah->gcnt != g) {
+			umc_tx_count_group(g, run, run_bytes);
+			g = pkts[i].ah->gcnt;
+			run = run_bytes = 0;
+		}
+		run++;
+		run_bytes += pkts[i].len;
+		bytes += pkts[i].len;
+	}
+	umc_tx_count_group(g, run, run_bytes);
+	CNTN(dev, tx_bytes, bytes);
+	if (umc_unlikely(umc_fault_on(dev, UMC_FAULT_ON_TX)))
+		umc_fault_tx(qp, pkts, n);
+	else
+		dev->link->xmit(qp, pkts, n);
+}
+
 /*
  * ibv_post_send: UD SEND and SEND_WITH_IMM.  EINVAL for a QP in RESET,
  * INIT or RTR, another opcode, no AH or an AH of another PD, too many
@@ -662,7 +709,6 @@ UMC_HOT
 int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct umc_qp *qp = to_uqp(ibqp);
-	struct umc_device *dev = qp->dev;
 	struct umc_tx_pkt pkts[UMC_TX_BATCH];
 	struct ibv_send_wr *done[UMC_TX_BATCH];
 	int n = 0, ndone = 0, ret = 0;
@@ -695,13 +741,13 @@ int umc_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			n += umc_tx_prepare(qp, wr, len, &pkts[n]);
 		if (ndone == UMC_TX_BATCH) {
 			if (n)
-				dev->link->xmit(qp, pkts, n);
+				umc_xmit(qp, pkts, n);
 			umc_send_complete(qp, done, ndone, status);
 			n = ndone = 0;
 		}
 	}
 	if (n)
-		dev->link->xmit(qp, pkts, n);
+		umc_xmit(qp, pkts, n);
 	umc_send_complete(qp, done, ndone, status);
 out:
 	umc_mutex_unlock(&qp->sq_lock);

@@ -34,6 +34,7 @@
  */
 #include <string.h>
 
+#include "fault/stage.h"
 #include "verbs/rx_int.h"
 
 /*
@@ -146,24 +147,24 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 
 	if (umc_unlikely(!umc_qp_receiving(qp))) {
 		CNT(dev, rx_bad_state);
-		return;
+		goto dropped;
 	}
 	if (umc_unlikely(!umc_pkey_match(pkt->hdr.bth.pkey, dev->pkeys[qp->pkey_index]))) {
 		CNT(dev, rx_pkey_viol);
-		return;
+		goto dropped;
 	}
 	/* Read after the state (acquire): a Q_Key set with the state is seen. */
 	if (umc_unlikely(pkt->hdr.deth.qkey !=
 			 atomic_load_explicit(&qp->qkey, memory_order_relaxed))) {
 		CNT(dev, rx_qkey_viol);
-		return;
+		goto dropped;
 	}
 
 	umc_spin_lock(&qp->rq_lock, UMC_LOCK_QP_RQ);
 	if (umc_unlikely(qp->rq_head == qp->rq_tail)) {
 		umc_spin_unlock(&qp->rq_lock);
 		CNT(dev, rx_no_recv);
-		return;
+		goto dropped;
 	}
 	idx = qp->rq_head++;
 	w = umc_rwqe_at(qp, idx);
@@ -179,7 +180,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_too_long);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_LEN_ERR);
 		umc_spin_unlock(&qp->rq_lock);
-		return;
+		goto dropped;
 	}
 	/*
 	 * A receive buffer that is not in a valid MR is IBA's "local protection
@@ -201,7 +202,7 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT(dev, rx_prot_err);
 		__umc_rwqe_fail(qp, &wc, IBV_WC_LOC_PROT_ERR);
 		umc_spin_unlock(&qp->rq_lock);
-		return;
+		goto dropped;
 	}
 	umc_scatter(w->sge, w->num_sge, 0, pkt->grh, sizeof(pkt->grh));
 	if (in_place) {
@@ -233,6 +234,18 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
 		CNT_RX(dev, rx_in_place);
 	umc_cq_push(to_ucq(qp->ibqp.recv_cq), &wc, pkt->hdr.bth.se, &qp->rq_held, 1);
 	umc_spin_unlock(&qp->rq_lock);
+	return;
+dropped:
+	if (pkt->mcg) /* the group's count of copies refused (umc-stat) */
+		GCNT(pkt->mcg->gcnt, rx_dropped);
+}
+
+/* Does @filter (__umc_deliver) take @qp: +N only QPN N, -N every QP but N? */
+static bool umc_filter_takes(int32_t filter, const struct umc_qp *qp)
+{
+	uint32_t n = (uint32_t)(filter > 0 ? filter : -filter);
+
+	return (qp->ibqp.qp_num == n) == (filter > 0);
 }
 
 /*
@@ -240,8 +253,12 @@ static void umc_qp_recv(struct umc_qp *qp, const struct umc_rx_pkt *pkt)
  * (none: counted), another DestQP to that QP of this device (rxe
  * hdr_check).  A group packet sent by a local QP created with
  * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB goes to no QP of this device.
+ * @filter, from the fault stage only (umc_rx_deliver_filtered): 0 every
+ * such QP, +N only QPN N, -N every one but N.  Inlined into both callers,
+ * so the engine's own (umc_deliver) has no filter to test.
  */
-static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
+static inline __attribute__((always_inline)) void
+__umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt, int32_t filter)
 {
 	struct umc_mcg *mcg = pkt->mcg;
 
@@ -273,16 +290,75 @@ static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 	for (int i = 0; i < mcg->nqp; i++) {
 		if (mcg->qps[i] == last)
 			attached = true;
-		else
+		else if (umc_likely(!filter) || umc_filter_takes(filter, mcg->qps[i]))
 			umc_qp_recv(mcg->qps[i], pkt);
 	}
-	if (attached)
+	if (attached && (umc_likely(!filter) || umc_filter_takes(filter, last)))
 		umc_qp_recv(last, pkt);
 }
 
-UMC_HOT
-void umc_rx_deliver_burst(struct umc_device *dev, const struct umc_rx_pkt *pkts, int n)
+static void umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt)
 {
-	for (int i = 0; i < n; i++)
-		umc_deliver(dev, &pkts[i]);
+	__umc_deliver(dev, pkt, 0);
+}
+
+/* The fault stage's delivery (umc_fault_deliver_fn). */
+static void umc_rx_deliver_filtered(struct umc_device *dev, const struct umc_rx_pkt *pkt,
+				    int32_t filter)
+{
+	__umc_deliver(dev, pkt, filter);
+}
+
+/*
+ * What a burst of @n packets from @ep counts (umc-stat): its bytes on the
+ * device, and on each packet's group.  Nearly always every packet is for
+ * the endpoint's own group (on InfiniBand one socket of a shared MLID
+ * takes the others' too): those are counted with one add each per burst.
+ */
+struct umc_rx_tally {
+	uint64_t bytes, other_bytes;
+	int others; /* packets not for the endpoint's group, counted one by one */
+};
+
+static inline void umc_rx_count(struct umc_rx_tally *t, const struct umc_rx_pkt *pkt,
+				const struct umc_mcg *mine)
+{
+	t->bytes += pkt->len;
+	if (umc_unlikely(pkt->mcg != mine)) {
+		t->others++;
+		t->other_bytes += pkt->len;
+		if (pkt->mcg) {
+			CNTN_RX_AT(pkt->mcg->gcnt, rx_packets, 1);
+			CNTN_RX_AT(pkt->mcg->gcnt, rx_bytes, pkt->len);
+		}
+	}
+}
+
+UMC_HOT
+void umc_rx_deliver_burst(struct umc_device *dev, const struct umc_rx_ep *ep,
+			  const struct umc_rx_pkt *pkts, int n)
+{
+	struct umc_mcg *mine = ep->mcg;
+	struct umc_rx_tally t = {0};
+
+	if (umc_likely(!umc_fault_on(dev, UMC_FAULT_ON_RX))) {
+		for (int i = 0; i < n; i++) {
+			umc_rx_count(&t, &pkts[i], mine);
+			umc_deliver(dev, &pkts[i]);
+		}
+	} else {
+		for (int i = 0; i < n; i++)
+			umc_rx_count(&t, &pkts[i], mine);
+		umc_fault_rx(dev, pkts, n, umc_rx_deliver_filtered);
+	}
+	CNTN_RX(dev, rx_bytes, t.bytes);
+	if (mine && n > t.others) {
+		CNTN_RX_AT(mine->gcnt, rx_packets, (uint64_t)(n - t.others));
+		CNTN_RX_AT(mine->gcnt, rx_bytes, t.bytes - t.other_bytes);
+	}
+}
+
+void umc_rx_deliver_due(struct umc_device *dev)
+{
+	umc_fault_rx_due(dev, umc_rx_deliver_filtered);
 }

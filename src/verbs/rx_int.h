@@ -93,12 +93,21 @@ void umc_rx_unlend(struct umc_device *dev);
 
 /*
  * umc_rx_deliver_burst - hand the @n packets @pkts that one rx_burst of
- * the link returned to their QPs, in order (rx_deliver.c, from the top).
- * Lent receives they landed in stay lent until umc_rx_unlend().
- * Context: dev->rx_lock held.
+ * endpoint @ep returned to their QPs, in order (rx_deliver.c, from the
+ * top), through the fault stage while it looks at @dev (fault/stage.h);
+ * count their bytes, and per group.  Lent receives they landed in stay
+ * lent until umc_rx_unlend().  Context: dev->rx_lock held.
  */
 UMC_HOT
-void umc_rx_deliver_burst(struct umc_device *dev, const struct umc_rx_pkt *pkts, int n);
+void umc_rx_deliver_burst(struct umc_device *dev, const struct umc_rx_ep *ep,
+			  const struct umc_rx_pkt *pkts, int n);
+
+/*
+ * umc_rx_deliver_due - deliver what the fault stage held back and is due
+ * (fault/stage.h), at the start of every pass while it looks at @dev.
+ * Context: dev->rx_lock held.
+ */
+void umc_rx_deliver_due(struct umc_device *dev);
 
 /* ------------------------------------------------------------------------- */
 /* The engine (progress.c) and the background receive thread (rx_thread.c). */

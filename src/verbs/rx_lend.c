@@ -153,7 +153,13 @@ const struct umc_rx_lend *umc_rx_lend(struct umc_device *dev, struct umc_rx_ep *
 	struct umc_qp *qp;
 	int k = 0, want;
 
-	if (!ep->mcg)
+	/*
+	 * Nothing is lent while the fault stage looks at the device: the
+	 * datagrams it adds (a duplicate, one released late) take posted
+	 * receives out of turn, among them ones lent to later datagrams of
+	 * the burst.
+	 */
+	if (!ep->mcg || umc_unlikely(umc_fault_on(dev, UMC_FAULT_ON_RX)))
 		return &none;
 	if (umc_unlikely(!l)) {
 		l = dev->rx_lender = calloc(1, sizeof(*l));

@@ -276,3 +276,49 @@ void agent_kill(struct agent *a)
 	close(a->cmd);
 	close(a->rep);
 }
+
+void agent_expect_resets(struct agent *a, int nids, uint64_t end)
+{
+	int resets[64] = {0}, other = 0;
+
+	for (int k = 0; k < nids; k++) {
+		int status, idx;
+		char what[32];
+
+		if (agent_send(a, "event %d", t_left_ms(end)))
+			agent_get_reply(a);
+		if (sscanf(a->last, "ok %31s %d %d", what, &status, &idx) == 3 &&
+		    !strcmp(what, "ERROR") && status == -ENETRESET && idx >= 0 && idx < nids &&
+		    idx < 64)
+			resets[idx]++;
+		else
+			other++;
+	}
+	/* Exactly one each: nothing more arrives. */
+	if (!agent_send(a, "event 500") || !agent_get_reply(a) || strcmp(a->last, "ok none"))
+		other++;
+	for (int j = 0; j < nids && j < 64; j++)
+		if (resets[j] != 1)
+			agent_fail("%s: id %d: %d -ENETRESET events", a->name, j, resets[j]);
+	if (other)
+		agent_fail("%s: %d other events", a->name, other);
+}
+
+int agent_run_scenario(const char *prog, const char *name, const struct agent_scenario *list,
+		       size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && strcmp(name, list[i].name); i++)
+		;
+	if (i == n) {
+		fprintf(stderr, "usage: %s SCENARIO (see the comment at the top)\n", prog);
+		return 2;
+	}
+	list[i].run();
+	if (agent_failures)
+		printf("FAIL: %s (%d failure(s))\n", name, agent_failures);
+	else
+		printf("%s: ok\n", name);
+	return agent_failures ? 1 : 0;
+}

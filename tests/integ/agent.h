@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent.h - the orchestrator/agent harness of the multi-process
- * integration tests (mc_procs, uc_procs, ib_procs).
+ * integration tests (mc_procs, uc_procs, ib_procs, fault_procs).
  *
  * The orchestrator drives one agent per simulated application process over
  * a pair of pipes with one-line commands and one-line replies ("ok ..." /
@@ -112,5 +112,29 @@ void agent_finish(struct agent *a);
 
 /* SIGKILL and reap. */
 void agent_kill(struct agent *a);
+
+/*
+ * Require that each of the @nids joined CM ids of agent @a gets exactly
+ * one RDMA_CM_EVENT_MULTICAST_ERROR with -ENETRESET before @end
+ * (t_deadline()), and no other event then or in the next 500 ms;
+ * failures are counted.  For agents whose "event MS" command answers "ok
+ * EVENT STATUS IDX" (the event, its status, the id's index) or "ok none".
+ */
+void agent_expect_resets(struct agent *a, int nids, uint64_t end);
+
+/* A scenario of a multi-process test program: its name, its body. */
+struct agent_scenario {
+	const char *name;
+	void (*run)(void);
+};
+
+/*
+ * The orchestrator's main(): run the scenario of @list (@n of them) named
+ * @name and print "NAME: ok" or "FAIL: NAME (N failure(s))"; for a name
+ * not in @list, a usage line naming @prog on stderr.
+ * Returns: the exit status: 0 (every check passed), 1 or 2 (usage).
+ */
+int agent_run_scenario(const char *prog, const char *name, const struct agent_scenario *list,
+		       size_t n);
 
 #endif /* TEST_INTEG_AGENT_H */

@@ -1098,14 +1098,14 @@ static void scenario_inherited(void)
 static bool parent_thread_warm(void)
 {
 	struct umc_device *dev = ctx_dev(par.id->verbs);
-	unsigned long base = atomic_load(&dev->cnt.rx_delivered);
+	unsigned long base = atomic_load(&dev->cnt->rx_delivered);
 	uint64_t deadline = t_now_ms() + WAIT_MS;
 
 	if (!sender_do('b'))
 		return false;
-	while (atomic_load(&dev->cnt.rx_delivered) - base < BURST && t_now_ms() < deadline)
+	while (atomic_load(&dev->cnt->rx_delivered) - base < BURST && t_now_ms() < deadline)
 		poll(NULL, 0, 5); /* not receiving: only the thread may deliver */
-	return atomic_load(&dev->cnt.rx_delivered) - base == BURST &&
+	return atomic_load(&dev->cnt->rx_delivered) - base == BURST &&
 	       ep_recv(&par, BURST, WAIT_MS, -1) == BURST;
 }
 

@@ -221,7 +221,7 @@ static int recv_main(struct member *m, uint32_t n)
 	deadline = t_now_ms() + WAIT_MS;
 	printf("joined\n");
 	fflush(stdout);
-	while ((got < n || atomic_load(&dev->cnt.rx_packets) < 2ul * n) && t_now_ms() < deadline) {
+	while ((got < n || atomic_load(&dev->cnt->rx_packets) < 2ul * n) && t_now_ms() < deadline) {
 		int k = ibv_poll_cq(m->id->recv_cq, 16, wc);
 
 		if (k < 0)
@@ -255,9 +255,9 @@ static int recv_main(struct member *m, uint32_t n)
 		}
 	}
 	printf("received %u legitimate messages, %u bad; %lu datagrams read\n", got, bad,
-	       atomic_load(&dev->cnt.rx_packets));
+	       atomic_load(&dev->cnt->rx_packets));
 	member_leave(m);
-	return got == n && !bad && atomic_load(&dev->cnt.rx_packets) == 2ul * n ? 0 : 1;
+	return got == n && !bad && atomic_load(&dev->cnt->rx_packets) == 2ul * n ? 0 : 1;
 }
 
 /* --- sender ------------------------------------------------------------------ */

@@ -405,7 +405,7 @@ static void cmd_cnt(void)
 {
 	if (!ag.nids)
 		return agent_reply("fail no port");
-	agent_reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt.rx_no_qp));
+	agent_reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt->rx_no_qp));
 }
 
 /*
@@ -948,29 +948,8 @@ static void expect_one_reset_each(struct agent *a, int nproc, int nids, const ch
 	 */
 	uint64_t end = t_deadline(UMC_SM_LEASE_MS);
 
-	for (int i = 0; i < nproc; i++) {
-		int resets[MAX_IDS] = {0}, other = 0;
-
-		for (int k = 0; k < nids; k++) {
-			const char *r = ask(&a[i], "event %d", t_left_ms(end));
-			int idx, status;
-			char what[32];
-
-			if (sscanf(r, "ok %31s %d %d", what, &status, &idx) == 3 &&
-			    !strcmp(what, "ERROR") && status == -ENETRESET && idx < nids)
-				resets[idx]++;
-			else
-				other++;
-		}
-		/* Exactly one each: nothing more arrives. */
-		if (strcmp(ask(&a[i], "event 500"), "ok none"))
-			other++;
-		for (int j = 0; j < nids; j++)
-			if (resets[j] != 1)
-				agent_fail("process %d id %d: %d -ENETRESET events", i, j, resets[j]);
-		if (other)
-			agent_fail("process %d: %d other events", i, other);
-	}
+	for (int i = 0; i < nproc; i++)
+		agent_expect_resets(&a[i], nids, end);
 	/* Leave and join again: works at the new SM. */
 	for (int i = 0; grp0 && i < nproc; i++) {
 		expect_prefix(ask(&a[i], "leave 0 %s", grp0), "ok", "leave after reset");
@@ -1284,10 +1263,7 @@ static void scenario_sendonly_refused(void)
 	scenario_sendonly(false);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} scenarios[] = {
+static const struct agent_scenario scenarios[] = {
 	{"sendonly", scenario_sendonly_supported},
 	{"nosendonly", scenario_sendonly_refused},
 	{"aggregate", scenario_aggregate},
@@ -1306,26 +1282,12 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *s = argc > 1 ? argv[1] : "";
 	int cmd;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (agent_exec_fds(argc, argv, &cmd))
 		agent_main(cmd); /* never returns */
 	unsetenv("UMC_IB_ADDR");
-	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		if (!strcmp(s, scenarios[i].name)) {
-			scenarios[i].run();
-			break;
-		}
-		if (i + 1 == sizeof(scenarios) / sizeof(scenarios[0])) {
-			fprintf(stderr, "usage: ib_procs SCENARIO (see the comment at the top)\n");
-			return 2;
-		}
-	}
-	if (agent_failures)
-		printf("FAIL: %s (%d failure(s))\n", s, agent_failures);
-	else
-		printf("%s: ok\n", s);
-	return agent_failures ? 1 : 0;
+	return agent_run_scenario("ib_procs", argc > 1 ? argv[1] : "", scenarios,
+				  sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -426,8 +426,8 @@ static void cmd_counters(void)
 	pthread_mutex_unlock(&dev->lock);
 	agent_reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
 	      "attached_groups=%d",
-	      atomic_load(&dev->cnt.rx_packets), atomic_load(&dev->cnt.rx_delivered),
-	      atomic_load(&dev->cnt.rx_self_blocked), group, dev->mcg_attached);
+	      atomic_load(&dev->cnt->rx_packets), atomic_load(&dev->cnt->rx_delivered),
+	      atomic_load(&dev->cnt->rx_self_blocked), group, dev->mcg_attached);
 }
 
 static void agent_quit(void)

@@ -26,7 +26,7 @@ run() {
 	rc=$?
 }
 
-tools=(umc-mckey umc-perf umc-run umc-sa umc-sm umc-ctl umc-gapwatch udp-perf)
+tools=(umc-mckey umc-perf umc-run umc-sa umc-sm umc-ctl umc-stat umc-gapwatch udp-perf)
 [ -x "$bin/fi-perf" ] && tools+=(fi-perf) # built only with libfabric-dev
 
 # 1. -h, --help, --version

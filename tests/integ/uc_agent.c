@@ -611,13 +611,13 @@ static unsigned long cnt_get(const char *name)
 	for (size_t i = 0; i < sizeof(cnt_names) / sizeof(cnt_names[0]); i++)
 		if (!strcmp(cnt_names[i].name, name))
 			return atomic_load(
-			    (atomic_ulong *)((char *)&ua.dev->cnt + cnt_names[i].off));
+			    (_Atomic uint64_t *)((char *)ua.dev->cnt + cnt_names[i].off));
 	return (unsigned long)-1;
 }
 
 static void cmd_counters(void)
 {
-	const struct umc_counters *c = &ua.dev->cnt;
+	const struct umc_counters *c = ua.dev->cnt;
 
 	umc_progress(ua.dev, true);
 	service(-1);

@@ -263,7 +263,7 @@ void t_wait_send(struct ibv_cq *cq, uint64_t wr_id)
 	assert_int_equal(wc.wr_id, wr_id);
 }
 
-bool t_wait_counter(struct umc_device *dev, atomic_ulong *c, unsigned long target, int ms)
+bool t_wait_counter(struct umc_device *dev, _Atomic uint64_t *c, unsigned long target, int ms)
 {
 	uint64_t deadline = t_now_ms() + (uint64_t)ms;
 
@@ -285,7 +285,7 @@ void t_assert_cq_empty(struct ibv_cq *cq)
 	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
 }
 
-unsigned long t_cnt(struct umc_device *dev, atomic_ulong *c)
+unsigned long t_cnt(struct umc_device *dev, _Atomic uint64_t *c)
 {
 	umc_progress(dev, true);
 	return atomic_load(c);

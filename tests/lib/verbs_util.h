@@ -170,7 +170,7 @@ int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, int ms);
 void t_wait_send(struct ibv_cq *cq, uint64_t wr_id);
 
 /* Drive progress until *@c >= @target; returns true if it got there in @ms. */
-bool t_wait_counter(struct umc_device *dev, atomic_ulong *c, unsigned long target, int ms);
+bool t_wait_counter(struct umc_device *dev, _Atomic uint64_t *c, unsigned long target, int ms);
 
 /* No completion is waiting on @cq (after progress). */
 void t_assert_cq_empty(struct ibv_cq *cq);
@@ -181,9 +181,9 @@ void t_assert_cq_empty(struct ibv_cq *cq);
  * counting it; umc_progress(dev, true) takes the engine's lock, so any such
  * pass has finished when it returns.
  */
-unsigned long t_cnt(struct umc_device *dev, atomic_ulong *c);
+unsigned long t_cnt(struct umc_device *dev, _Atomic uint64_t *c);
 
-#define T_CNT(dev, name) t_cnt((dev), &(dev)->cnt.name)
+#define T_CNT(dev, name) t_cnt((dev), &(dev)->cnt->name)
 
 /* ------------------------------------------------------------------------- */
 /* A plain UDP socket that sees the group's datagrams as they are on the     */

@@ -447,7 +447,7 @@ static void test_registered_receives(void **state)
 		n -= (ssize_t)sizeof(f);
 		memmove(b, b + sizeof(f), (size_t)n);
 		/* Counted once sendmmsg returns, which may be after our recv. */
-		assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt.uc_forwarded, fwd + 1, T_MS));
+		assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt->uc_forwarded, fwd + 1, T_MS));
 		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd + 1);
 	} else {
 		assert_int_equal(T_CNT(r.e.dev, uc_forwarded), fwd);
@@ -462,7 +462,7 @@ static void test_registered_receives(void **state)
 	noqp = T_CNT(r.e.dev, rx_no_qp);
 	assert_int_equal(raw_call(fd, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
 	send_to(&r, OTHER_QPN, "to-none", 7, 2);
-	assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt.rx_no_qp, noqp + 1, T_MS));
+	assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt->rx_no_qp, noqp + 1, T_MS));
 	assert_int_equal(T_CNT(r.e.dev, rx_no_qp), noqp + 1);
 	assert_int_equal(recv(rx, b, sizeof(b), MSG_DONTWAIT), -1);
 	close(fd);

@@ -337,6 +337,55 @@ static void test_hostile_files(void **state)
 	umc_stat_close(f, true);
 }
 
+/* A counters file of a process that is gone (a PID with another start time), made @created. */
+static void fake_gone(const char *name, int64_t created)
+{
+	struct umc_stat_hdr h = {.version = UMC_STAT_VERSION, .pid = getpid(), .start_ticks = 1,
+				 .created_sec = created};
+	char path[128];
+	int fd;
+
+	memcpy(h.magic, UMC_STAT_MAGIC, sizeof(UMC_STAT_MAGIC));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &h, sizeof(h)), (ssize_t)sizeof(h));
+	close(fd);
+}
+
+static bool exists(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The newest files of gone processes stay, @keep of them; the rest go with their sockets. */
+static void test_prune(void **state)
+{
+	struct umc_stat_file *f = make();
+	char mine[64];
+
+	(void)state;
+	fake_gone("101.stat", 1000);
+	fake_gone("102.stat", 3000);
+	fake_gone("103.stat", 2000);
+	fake_gone("104.stat", 500);
+	fake_gone("101.ctl", 0);
+	fake_gone("notes.txt", 0);
+	umc_stat_prune(dir, 2);
+	assert_true(exists("102.stat") && exists("103.stat"));
+	assert_false(exists("101.stat") || exists("104.stat") || exists("101.ctl"));
+	assert_true(exists("notes.txt"));
+	snprintf(mine, sizeof(mine), "%d.stat", (int)getpid());
+	assert_true(exists(mine)); /* a running process's */
+	umc_stat_prune(dir, 0);
+	assert_false(exists("102.stat") || exists("103.stat"));
+	assert_true(exists(mine));
+	umc_stat_close(f, true);
+}
+
 static void test_rundir(void **state)
 {
 	char path[UMC_RUNDIR_MAX], why[256], want[256];
@@ -382,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_consistent_while_written),
 		cmocka_unit_test(test_anonymous),
 		cmocka_unit_test(test_hostile_files),
+		cmocka_unit_test(test_prune),
 		cmocka_unit_test(test_rundir),
 	};
 

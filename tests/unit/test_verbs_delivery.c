@@ -526,7 +526,7 @@ static void test_no_recv_dropped(void **state)
 
 	attach(f, &f->a);
 	send_msg(f, &f->s, 77, 1, T_QKEY, false, 0, 0);
-	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_no_recv, none0 + 1, T_WAIT_MS));
+	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt->rx_no_recv, none0 + 1, T_WAIT_MS));
 	t_assert_cq_empty(f->a.cq);
 	assert_int_equal(t_post_recv(&f->a, 0, 2048, 1), 0);
 	t_assert_cq_empty(f->a.cq); /* message 1 is gone, not queued */
@@ -784,7 +784,7 @@ static void test_detach_stops_delivery(void **state)
 	nog0 = T_CNT(f->e.dev, rx_no_group);
 	send_msg(f, &f->s, 18, 3, T_QKEY, false, 0, 0);
 	assert_true(sniff(sn).len > 0);
-	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_no_group, nog0 + 1, T_WAIT_MS));
+	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt->rx_no_group, nog0 + 1, T_WAIT_MS));
 	t_assert_cq_empty(f->a.cq);
 	t_assert_cq_empty(f->b.cq);
 	close(sn);
@@ -896,7 +896,7 @@ static void test_block_self_mcast_lb(void **state)
 
 	send_msg(f, &blk, 600, 11, T_QKEY, false, 0, 0);
 	/* The sender's own QP: blocked and counted. */
-	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_self_blocked, blocked0 + 1, T_WAIT_MS));
+	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt->rx_self_blocked, blocked0 + 1, T_WAIT_MS));
 	/* A marker from another QP of this process reaches the blocked QP ... */
 	send_msg(f, &f->s, 5, 12, T_QKEY, false, 0, 0);
 	struct ibv_wc wc;

@@ -705,7 +705,7 @@ static void test_cq_sized_for_queues(void **state)
 		}
 		sends += ret ? (int)(bad - wr) : CH;
 		/* Let every datagram sent so far be received (or find no receive). */
-		assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_delivered,
+		assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt->rx_delivered,
 					   del0 + (unsigned long)(sends < recvs ? sends : recvs),
 					   T_WAIT_MS));
 		assert_int_equal(T_CNT(f->e.dev, cq_overflow), ovf0);

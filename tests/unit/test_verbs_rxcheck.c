@@ -231,7 +231,7 @@ static void test_invalid_pkey(void **state)
 	/* The marker's P_Key 0xFFFF does not match slot 5 either: wait for the count. */
 	h.bth.pkey = 0xffff;
 	inject(f, p, build(f, p, &h, 8, 22, 0));
-	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt.rx_pkey_viol, viol0 + 3, T_WAIT_MS));
+	assert_true(t_wait_counter(f->e.dev, &f->e.dev->cnt->rx_pkey_viol, viol0 + 3, T_WAIT_MS));
 	assert_int_equal(T_CNT(f->e.dev, rx_pkey_viol), viol0 + 3);
 	t_assert_cq_empty(f->r.cq);
 }

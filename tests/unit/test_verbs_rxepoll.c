@@ -140,7 +140,7 @@ static void test_set_follows_the_program(void **state)
 	assert_int_equal(away_until_full(dev), dev->rx_nep);
 
 	/* A datagram meanwhile: the thread delivers it, nobody polls. */
-	atomic_ulong *delivered = &dev->cnt.rx_delivered;
+	_Atomic uint64_t *delivered = &dev->cnt->rx_delivered;
 	unsigned long d0 = atomic_load(delivered);
 
 	assert_int_equal(t_send(&g.q, g.e.ah, "away", 4, T_QKEY, false, 0, 0, 100), 0);

@@ -146,7 +146,7 @@ static void receives_fill_while_away(bool spin, uint32_t gip)
 
 	assert_int_equal(ibv_poll_cq(cq, 1, &wc0), 0);
 	/* Plain loads: T_CNT would run the engine, i.e. receive. */
-	atomic_ulong *delivered = &e.dev->cnt.rx_delivered;
+	_Atomic uint64_t *delivered = &e.dev->cnt->rx_delivered;
 	unsigned long delivered0 = atomic_load(delivered);
 
 	/* Burst by burst: the sender blasts while this process does not touch the verbs. */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * umc-ctl - change a running umc-sm without restarting it (umc-ctl(1)):
- * its failover, silence and rejected joins.  One request on the process's
+ * umc-ctl - change a running umcast process, or umc-sm, without restarting
+ * it (umc-ctl(1)): its injected faults (umc-faults(7)), a client
+ * reregister or a port going down on its InfiniBand port, and umc-sm's
+ * failover, silence and rejected joins.  One request on the process's
  * private control socket (src/ctl), one reply printed.
  */
 #include <errno.h>
@@ -16,7 +18,10 @@
 #include "stat/rundir.h"
 
 static const char usage_text[] =
-	"usage: umc-ctl [-t MS] SMPID failover        umc-sm: start over, as after a restart\n"
+	"usage: umc-ctl [-t MS] PID faults SPEC      set the process's injected faults ('' clears)\n"
+	"       umc-ctl [-t MS] PID reregister [DEV]  a client reregister of its InfiniBand port\n"
+	"       umc-ctl [-t MS] PID port-down SECS [DEV]  its port down for SECS s, then up\n"
+	"       umc-ctl [-t MS] SMPID failover        umc-sm: start over, as after a restart\n"
 	"       umc-ctl [-t MS] SMPID silent SECS     umc-sm: answer nothing for SECS s (0: now)\n"
 	"       umc-ctl [-t MS] SMPID reject GROUP STATUS|off  umc-sm: reject GROUP's joins\n"
 	"  -t, --timeout MS  wait at most MS ms for the reply (default 5000)\n"
@@ -45,7 +50,27 @@ static int build(int argc, char **argv, struct umc_ctl_msg *m)
 	unsigned long n;
 
 	memset(m, 0, sizeof(*m));
-	if (!strcmp(cmd, "failover") && argc == 1) {
+	if (!strcmp(cmd, "faults") && argc == 2) {
+		if (strlen(argv[1]) > UMC_FAULT_SPEC_MAX) {
+			fprintf(stderr, "umc-ctl: the SPEC is longer than %d bytes\n",
+				UMC_FAULT_SPEC_MAX);
+			return 2;
+		}
+		m->op = UMC_CTL_FAULTS;
+		umc_ctl_set_text(m, argv[1]);
+	} else if (!strcmp(cmd, "reregister") && argc <= 2) {
+		m->op = UMC_CTL_REREGISTER;
+		umc_ctl_set_text(m, argc == 2 ? argv[1] : "");
+	} else if (!strcmp(cmd, "port-down") && (argc == 2 || argc == 3)) {
+		if (!parse_uint(argv[1], UMC_CTL_MAX_SECS, &n) || !n) {
+			fprintf(stderr, "umc-ctl: port-down takes seconds, 1 to %d\n",
+				UMC_CTL_MAX_SECS);
+			return 2;
+		}
+		m->op = UMC_CTL_PORT_DOWN;
+		m->arg = (uint32_t)n;
+		umc_ctl_set_text(m, argc == 3 ? argv[2] : "");
+	} else if (!strcmp(cmd, "failover") && argc == 1) {
 		m->op = UMC_CTL_SM_FAILOVER;
 	} else if (!strcmp(cmd, "silent") && argc == 2) {
 		if (!parse_uint(argv[1], UMC_CTL_MAX_SECS, &n)) {
@@ -74,7 +99,7 @@ static const char *why(int err)
 {
 	switch (err) {
 	case -ENOENT:
-		return "no control socket: not umc-sm, or it is gone";
+		return "no control socket: not an umcast process (or umc-sm), or it is gone";
 	case -EACCES:
 		return "permission denied: the process belongs to another user";
 	case -ECONNREFUSED:

@@ -29,6 +29,7 @@
 
 #include "link/ib/ib.h"
 #include "sa/sa_addr.h"
+#include "fault/stage.h"
 #include "sa/sa_client.h"
 
 /* An IPv4 address (the IPoIB address) into @sin; returns 0 or -EINVAL. */
@@ -118,7 +119,9 @@ static void ib_sa_event(void *ctx, enum umc_sa_event ev)
 	if (!sa)
 		return; /* still inside umc_sa_open: its caller takes the attributes */
 	if (ev == UMC_SA_EVENT_PORT_LOST) {
-		atomic_store(&port->state, IBV_PORT_INIT);
+		umc_sa_query_port(sa, &a);
+		/* Down while umc-ctl port-down holds it; otherwise waiting for the SM. */
+		atomic_store(&port->state, a.down ? IBV_PORT_DOWN : IBV_PORT_INIT);
 		umc_dev_event(&port->dev, UMC_EVENT_PORT_ERR);
 		return;
 	}
@@ -135,6 +138,8 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 		.timeout_ms = timeout_ms,
 		.event = ib_sa_event,
 		.event_ctx = port,
+		.fault = umc_fault_sa, /* the SA stage of injected faults (fault/stage.h) */
+		.fault_ctx = &port->dev,
 	};
 	socklen_t len = sizeof(args.data);
 	struct umc_sa_port_attr a;

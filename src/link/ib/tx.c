@@ -132,6 +132,13 @@ static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t 
 	memset(tail, 0, pad);
 	icrc = umc_icrc_update(icrc, zeros, pad);
 	umc_icrc_put(tail + pad, umc_icrc_final(icrc));
+	/*
+	 * corrupt= (fault/stage.h): a bit flipped after the ICRC, under the
+	 * VCRC, as within a switch, which computes every hop's VCRC afresh
+	 * (IBA 7.8.2): the receiver finds the ICRC bad (IBA 7.8.1).
+	 */
+	if (umc_unlikely(p->corrupt))
+		tail[pad] ^= 1;
 	vcrc = umc_vcrc_update(vcrc, tail, pad + UMC_ICRC_LEN);
 	umc_vcrc_put(tail + pad + UMC_ICRC_LEN, umc_vcrc_final(vcrc));
 	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN + UMC_VCRC_LEN};

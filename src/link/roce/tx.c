@@ -166,6 +166,8 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	crc = umc_icrc_update(crc, zeros, pad);
 	memset(tail, 0, pad);
 	umc_icrc_put(tail + pad, umc_icrc_final(crc));
+	if (umc_unlikely(p->corrupt)) /* corrupt= (fault/stage.h): the receiver finds the ICRC bad */
+		tail[pad] ^= 1;
 	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN};
 
 	struct msghdr *mh = &tx->msg[k].msg_hdr;
