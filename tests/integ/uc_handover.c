@@ -3,11 +3,15 @@
  * uc_handover.c - uc_procs scenarios of the host's demultiplexer dying:
  * a process killed (kill), the demultiplexer killed while a process that
  * must register again is stopped (stopped), and its group taken over while
- * a local process plays the protocol through raw connections (adopt).
+ * a local process plays the protocol through raw connections (adopt); and
+ * a process of another user playing it so (foreign).
  */
+#include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -198,14 +202,17 @@ static bool raw_hello(struct raw_client *rc, const uint32_t *idx)
 
 /*
  * What HELLO told @rc on its input: whether to let go of its old group
- * (FRESH), the index of the socket given to it (-1: none) and the group's
- * size.  The sockets are closed: only their indices matter here.
+ * (FRESH), the index of the socket given to it (-1: none), the group's
+ * size and, if @socks, how many sockets came.  The sockets are closed:
+ * only their indices matter here.
  */
-static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size)
+static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size, int *socks)
 {
 	int own = -1;
 
 	*fresh = false;
+	if (socks)
+		*socks = 0;
 	for (;;) {
 		uint64_t cb[4];
 		struct roce_uc_ctl c;
@@ -219,8 +226,11 @@ static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size)
 		if (recvmsg(rc->in[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(c))
 			return own;
 		fd = roce_take_fd(&mh);
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			if (socks)
+				(*socks)++;
+		}
 		*fresh |= c.op == ROCE_UC_CTL_FRESH;
 		if (c.op == ROCE_UC_CTL_SOCK && (c.flags & ROCE_UC_CTL_OWN)) {
 			own = (int)c.index;
@@ -289,7 +299,7 @@ void scenario_adopt(void)
 	/* Saying it holds A's socket, a process keeps it: B took the group over. */
 	if (!raw_hello(&rc, &a_idx))
 		return;
-	agent_expect_eq("A's index returned to whoever holds it", raw_given(&rc, &fresh, &size),
+	agent_expect_eq("A's index returned to whoever holds it", raw_given(&rc, &fresh, &size, NULL),
 			(unsigned long)-1);
 	agent_expect_eq("no new group", fresh, false);
 	if (!raw_drop(&rc))
@@ -307,7 +317,7 @@ void scenario_adopt(void)
 
 		if (!raw_hello(&rc, &a_idx))
 			return;
-		got = raw_given(&rc, &fresh, &size);
+		got = raw_given(&rc, &fresh, &size, NULL);
 		if (!fresh || got < 0) {
 			agent_fail(
 			    "cycle %d: a spare index was had by saying so (fresh %d, given %d)", k,
@@ -324,7 +334,7 @@ void scenario_adopt(void)
 	for (int k = 0; k < 3; k++) {
 		if (!raw_hello(&nc[k], NULL))
 			return;
-		idx[k] = raw_given(&nc[k], &fresh, &size);
+		idx[k] = raw_given(&nc[k], &fresh, &size, NULL);
 		printf("newcomer %d: index %d of %u\n", k, idx[k], size);
 		for (int j = 0; j < k; j++)
 			if (idx[k] == idx[j])
@@ -340,4 +350,107 @@ void scenario_adopt(void)
 	agent_cmd(&b.ag, "ucsync 0");
 	expect_clean(&b);
 	agent_finish(&b.ag);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A process of another user (scenario foreign).                             */
+
+enum { FOREIGN_UID = 65534, FOREIGN_QPN = 0x777777 };
+
+/*
+ * The process of another user, as a raw client: HELLO, then CLAIM
+ * FOREIGN_QPN; says "claimed" on @ready, then waits for one datagram on
+ * its input.  Exit status: 0 (no socket of the group given, the datagram
+ * passed on), 1 (given sockets), 2 (no datagram), 3 (no HELLO or CLAIM).
+ */
+static int foreign_client(int ready)
+{
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = ROCE_UC_CLAIM,
+				.seq = 1000,
+				.count = 1,
+				.qpn = {FOREIGN_QPN}};
+	struct raw_client rc;
+	struct roce_uc_msg r;
+	struct roce_uc_fwd f;
+	uint8_t dgram[sizeof(f) + 2048];
+	uint32_t size = 0;
+	int socks, own;
+	bool fresh;
+	ssize_t n;
+
+	if (setgroups(0, NULL) || setgid(FOREIGN_UID) || setuid(FOREIGN_UID) || !raw_hello(&rc, NULL))
+		return 3;
+	own = raw_given(&rc, &fresh, &size, &socks);
+	printf("# another user's process: given %d socket(s) of the group, own index %d\n", socks,
+	       own);
+	if (socks || own >= 0)
+		return 1;
+	struct pollfd p = {.fd = rc.ctl, .events = POLLIN};
+
+	if (send(rc.ctl, &m, ROCE_UC_MSG_LEN(1), MSG_NOSIGNAL) != (ssize_t)ROCE_UC_MSG_LEN(1) ||
+	    poll(&p, 1, WAIT_MS) != 1 || recv(rc.ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
+	    r.seq != m.seq || r.status)
+		return 3;
+	if (write(ready, "c", 1) != 1)
+		return 3;
+	p.fd = rc.in[0];
+	n = poll(&p, 1, WAIT_MS) == 1 ? recv(rc.in[0], dgram, sizeof(dgram), 0) : -1;
+	if (n <= (ssize_t)sizeof(f))
+		return 2;
+	memcpy(&f, dgram, sizeof(f));
+	return f.family == 4 ? 0 : 2;
+}
+
+void scenario_foreign(void)
+{
+	struct peer a, b;
+	int ready[2], st = -1;
+	char c;
+	pid_t pid;
+
+	if (!steering()) {
+		printf("# nothing is handed over when every datagram is passed on\n");
+		return;
+	}
+	if (geteuid() != 0) {
+		printf("SKIP: another user needs root to set up\n");
+		exit(77);
+	}
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0) || !start(&b, 1, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&b.ag, "ucsync 0");
+	if (pipe(ready) || (pid = fork()) < 0) {
+		agent_fail("pipe or fork: errno %d", errno);
+		return;
+	}
+	if (pid == 0) {
+		close(ready[0]);
+		_exit(foreign_client(ready[1]));
+	}
+	close(ready[1]);
+	struct pollfd p = {.fd = ready[0], .events = POLLIN};
+
+	if (poll(&p, 1, WAIT_MS) == 1 && read(ready[0], &c, 1) == 1)
+		agent_cmd(&b.ag, "send 0 127.0.0.1 %x 9 0 %x 0 1", FOREIGN_QPN, QKEY);
+	close(ready[0]);
+	/* The client's own waits are bounded (WAIT_MS each): so is this one. */
+	for (int ms = 0; ms < 3 * WAIT_MS && waitpid(pid, &st, WNOHANG) == 0; ms += 10)
+		usleep(10000);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		agent_fail("another user's client did not finish");
+	} else {
+		agent_expect_eq("another user's client: 0 = no socket given, its datagram passed on",
+				WIFEXITED(st) ? (unsigned long)WEXITSTATUS(st) : 99, 0);
+	}
+	/* Its datagram went through A, the demultiplexer; A and B are unharmed. */
+	expect_counter(&a, "uc_forwarded", 1);
+	agent_cmd(&b.ag, "ucsync 0");
+	expect_clean(&a);
+	expect_clean(&b);
+	agent_finish(&b.ag);
+	agent_finish(&a.ag);
 }

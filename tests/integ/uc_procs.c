@@ -11,6 +11,9 @@
  *                       message reaches the QP it was sent to and no other;
  *                       A, started first, is the host's demultiplexer and
  *                       passes every datagram on; nothing is dropped.
+ *                       (UC_PROCS_ODD_UID=uid: B and D run as that user, are
+ *                       given no socket to be steered to, and A passes
+ *                       their datagrams on.)
  *   uc_procs pingpong6  the same between processes on ::1 (IPv6 GRH).
  *   uc_procs qkey       Q_Key violations are counted (rx_qkey_viol) and not
  *                       delivered; a Q_Key with the high bit set in the WR
@@ -24,7 +27,6 @@
  *                       completes (steered: without a loss; passed on:
  *                       retransmitting what the hand-over lost), a survivor
  *                       takes over, a new process receives.
- *                       (UC_PROCS_ODD_UID=uid: B and D run as that user.)
  *   uc_procs conflict   two processes numbering QPs from UMC_QPN_BASE=0x11
  *                       get distinct QPNs (0x11 0x12, then 0x13 0x14), as
  *                       on one rxe device, and talk to each other.
@@ -45,6 +47,13 @@
  *                       rx_no_qp), three newcomers get three distinct
  *                       sockets (the two spares, then a new one): no index
  *                       is ever spare twice or had by two owners.
+ *   uc_procs foreign    a process of another user (root drops a child to
+ *                       nobody) registers with the demultiplexer through a
+ *                       raw connection: it is given no socket of
+ *                       addr:4791's reuseport group (with one it could read
+ *                       the others' datagrams or steer them away), and the
+ *                       QPN it claims is still served, passed on through
+ *                       its input.  77 without root.
  *   uc_procs netns NSA NSB ADDRA ADDRB
  *                       two processes in each of two network namespaces
  *                       (hosts) joined by a link: ping-pong across hosts,
@@ -180,13 +189,15 @@ int main(int argc, char **argv)
 		scenario_stopped();
 	else if (argc == 2 && strcmp(argv[1], "adopt") == 0)
 		scenario_adopt();
+	else if (argc == 2 && strcmp(argv[1], "foreign") == 0)
+		scenario_foreign();
 	else if (argc == 6 && strcmp(argv[1], "netns") == 0)
 		scenario_netns(argv);
 	else if (argc == 7 && strcmp(argv[1], "rxe") == 0)
 		scenario_rxe(argv);
 	else {
 		fprintf(stderr,
-			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt\n"
+			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt|foreign\n"
 			"       uc_procs netns NSA NSB ADDRA ADDRB\n"
 			"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;

@@ -144,6 +144,23 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	l->dead = cl;
 }
 
+/*
+ * Is the process at the other end of connection @fd of our effective uid?
+ * Only such a process is given sockets of addr:4791's reuseport group
+ * (uc_steer.c): the kernel lets only sockets of one effective uid share a
+ * port with SO_REUSEPORT (socket(7)), so that no other user can read the
+ * group's datagrams or attach a program that steers them away, and
+ * handing a socket over must not undo that.  A process of another user is
+ * served all the same, its datagrams passed on through its input.
+ */
+static bool uc_peer_same_user(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
+}
+
 void roce_uc_lead_accept(struct uc_leader *l)
 {
 	for (;;) {
@@ -176,6 +193,7 @@ void roce_uc_lead_accept(struct uc_leader *l)
 		cl->ctl = fd;
 		cl->data = -1;
 		cl->sidx = -1;
+		cl->same_user = uc_peer_same_user(fd);
 		if (roce_uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
 			umc_fd_close(fd);
 			free(cl);

@@ -37,7 +37,9 @@
  *     read) is refused (-EADDRINUSE), and QP creation takes the next number.
  *   - Data, steered: the demultiplexer makes every socket of addr:4791's
  *     SO_REUSEPORT group itself, in a known order, hands one to each
- *     process, and attaches a classic BPF program mapping DestQP to the
+ *     process of its own user (the kernel's rule for such a group, which
+ *     the hand-over must not undo: another user's are passed on), and
+ *     attaches a classic BPF program mapping DestQP to the
  *     index of the owner's socket, so the kernel delivers each datagram
  *     straight to its owner (uc_steer.c says why the order can be
  *     trusted).  No privilege is needed.
@@ -98,6 +100,7 @@ struct uc_client {
 	int data;		     /* its forwarding socket (HELLO), -1 before */
 	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
 	bool self;		     /* this port's own registration: it holds the group already */
+	bool same_user;		     /* its effective uid is ours (SO_PEERCRED): it may hold the group */
 	struct uc_client *dead_next; /* dropped, freed after the agent's round */
 };
 

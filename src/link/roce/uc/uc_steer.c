@@ -11,7 +11,9 @@
  * nobody holds the port, so the group is new and its order is the order of
  * creation.  It keeps each socket open for as long as it lives, so none
  * ever leaves the group and no index moves (a socket that leaves is
- * replaced by the last one).  Each registered process gets one of them
+ * replaced by the last one).  Each registered process of its own user
+ * (one of another user is given none: uc_peer_same_user() in uc_demux.c,
+ * and its datagrams are passed on) gets one of them
  * (SCM_RIGHTS, through its own input) and reads it with its own receive
  * engine; a classic BPF program attached to the group (no privilege
  * needed) maps DestQP to the index of the owner's socket, and everything
@@ -177,7 +179,8 @@ static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t
 				.index = idx >= 0 ? (uint32_t)idx : 0,
 				.size = (uint32_t)l->nsock};
 
-	if (cl->data < 0)
+	/* A socket of the group goes to a process of our user only (uc_peer_same_user). */
+	if (cl->data < 0 || (idx >= 0 && !cl->same_user))
 		return false;
 	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
 	return roce_send_fd(cl->data, &c, sizeof(c), idx >= 0 ? l->socks[idx] : -1);
@@ -231,7 +234,7 @@ void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
 	int idx = 1;
 	bool fresh;
 
-	if (!l->steer || cl->sidx >= 0 || cl->data < 0)
+	if (!l->steer || cl->sidx >= 0 || cl->data < 0 || !cl->same_user)
 		return;
 	while (idx < l->nsock && l->sock_state[idx] != UC_SOCK_SPARE)
 		idx++;
@@ -269,7 +272,8 @@ void roce_uc_steer_give(struct uc_leader *l, struct uc_client *cl)
  */
 void roce_uc_steer_return(struct uc_leader *l, struct uc_client *cl, uint32_t idx)
 {
-	if (cl->sidx < 0 && idx < (uint32_t)l->nsock && l->sock_state[idx] == UC_SOCK_AWAITED) {
+	if (cl->sidx < 0 && cl->same_user && idx < (uint32_t)l->nsock &&
+	    l->sock_state[idx] == UC_SOCK_AWAITED) {
 		l->sock_state[idx] = UC_SOCK_OWNED;
 		cl->sidx = (int)idx;
 		uc_ctl_send_all(l, cl); /* what it may have missed */
