@@ -47,7 +47,7 @@ struct umc_attach;
 	X(rx_bad_vcrc)	     /* InfiniBand VCRC wrong */                                           \
 	X(rx_bad_dlid)	     /* InfiniBand DLID neither this port's LID nor the endpoint's MLID */ \
 	X(rx_icrc_id_solved) /* accepted with an IPv4 ID found from the ICRC */                    \
-	X(rx_too_long)	     /* larger than UMC_RX_SLOT, or than the posted buffer */              \
+	X(rx_too_long)	     /* larger than UMC_RX_SLOT, the port's MTU, or the posted buffer */   \
 	X(rx_prot_err)	     /* receive buffer no longer in a live MR: LOC_PROT_ERR */            \
 	X(rx_other_if)	     /* arrived on another interface (its device takes it) */              \
 	X(rx_other_mcg)	     /* IB: a copy for another group, which another socket takes */       \

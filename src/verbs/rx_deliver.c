@@ -262,6 +262,17 @@ __umc_deliver(struct umc_device *dev, const struct umc_rx_pkt *pkt, int32_t filt
 {
 	struct umc_mcg *mcg = pkt->mcg;
 
+	/*
+	 * No port receives a message above its MTU: a NIC's link drops the
+	 * frame (qp.c sends none).  A UDP socket takes up to UMC_RX_SLOT, so
+	 * without this check anyone who can send to the port could fill a
+	 * receive of 40 + MTU bytes with too much, which fails it with
+	 * IBV_WC_LOC_LEN_ERR and puts its QP in the error state.
+	 */
+	if (umc_unlikely(pkt->len > (128u << dev->active_mtu))) {
+		CNT(dev, rx_too_long);
+		return;
+	}
 	if (umc_unlikely(pkt->hdr.bth.dest_qpn != UMC_MCAST_QPN)) {
 		struct umc_qp *qp = __umc_qp_by_num(dev, pkt->hdr.bth.dest_qpn);
 

@@ -10,7 +10,9 @@
  *
  * The hostile kinds take turns: random bytes, a legitimate packet truncated,
  * an oversized one (above the receive slot, UMC_RX_SLOT),
- * a bad ICRC, a wrong Q_Key, a wrong P_Key and a wrong opcode, each built
+ * a bad ICRC, a wrong Q_Key, a wrong P_Key, a wrong opcode, and one above
+ * the port's MTU (which no receive may see: it would fail a receive of
+ * 40 + MTU bytes and put its QP in the error state), each built
  * with the wire encoders and, but for its one defect, correct (ICRC
  * included, computed over the exact IP/UDP context the receiver will see).
  * The PRNG is seeded from N, so a run can be repeated.
@@ -61,10 +63,21 @@ enum {
 	MAX_TRIES = 1000, /* datagrams drawn to find one the receive check refuses */
 };
 
-enum kind { K_RANDOM, K_TRUNCATED, K_OVERSIZED, K_BAD_ICRC, K_QKEY, K_PKEY, K_OPCODE, NKINDS };
+enum kind {
+	K_RANDOM,
+	K_TRUNCATED,
+	K_OVERSIZED,
+	K_BAD_ICRC,
+	K_QKEY,
+	K_PKEY,
+	K_OPCODE,
+	K_ABOVE_MTU,
+	NKINDS
+};
 
 static const char *const kind_name[NKINDS] = {
-	"random", "truncated", "oversized", "bad_icrc", "wrong_qkey", "wrong_pkey", "wrong_opcode",
+	"random",     "truncated",    "oversized", "bad_icrc",
+	"wrong_qkey", "wrong_pkey", "wrong_opcode", "above_mtu",
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -267,6 +280,7 @@ struct hostile {
 	struct umc_ip_ctx ip;
 	struct sockaddr_storage dst;
 	socklen_t dst_len;
+	uint32_t mtu; /* the port's active MTU, bytes */
 	unsigned expect_malformed, expect_bad_icrc, expect_too_long, expect_qkey, expect_pkey;
 	unsigned sent[NKINDS];
 };
@@ -316,6 +330,7 @@ static void hostile_open(struct hostile *h, struct member *m)
 	if (getsockname(h->fd, (struct sockaddr *)&ss, &len))
 		die("getsockname");
 	h->big_fd = hostile_socket(m, false, 0);
+	h->mtu = 128u << ctx_dev(m->id->verbs)->active_mtu;
 	/* The context the receiver will see: ID 0 and DF (IP_PMTUDISC_DO). */
 	memset(&h->ip, 0, sizeof(h->ip));
 	h->ip.family = v4 ? 4 : 6;
@@ -409,6 +424,11 @@ static void hostile_send(struct hostile *h, enum kind k)
 		len = build(h, p, OVER_SLOT - 64, UMC_OP_UD_SEND_ONLY, UMC_DEFAULT_PKEY,
 			    RDMA_UDP_QKEY);
 		fd = h->big_fd;
+		h->expect_too_long++;
+		break;
+	case K_ABOVE_MTU: /* correct, but 1 to 256 bytes above the MTU: within the link's */
+		len = build(h, p, h->mtu + 1 + rnd() % 256, UMC_OP_UD_SEND_ONLY, UMC_DEFAULT_PKEY,
+			    RDMA_UDP_QKEY);
 		h->expect_too_long++;
 		break;
 	case K_BAD_ICRC: /* one payload bit flipped, so that no IPv4 ID explains it */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_hostile.sh - hostile datagrams (random, truncated, oversized, bad
-# ICRC, wrong Q_Key, wrong P_Key, wrong opcode) sent at a receiver while
-# legitimate traffic flows (tests/integ/hostile.c):
+# ICRC, wrong Q_Key, wrong P_Key, wrong opcode, above the MTU) sent at a
+# receiver while legitimate traffic flows (tests/integ/hostile.c):
 #
 #  1. IPv4 on loopback;
 #  2. IPv6 across two network namespaces joined by a veth (root; this part
