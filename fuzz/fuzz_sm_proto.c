@@ -7,7 +7,8 @@
  * outside it.  A datagram it accepts must re-encode to the same length,
  * that encoding must decode, and encoding that again must give the same
  * bytes (reserved fields and unused P_Key entries are written as zero).
- * A REGISTER reply it accepts has every value the port takes in range.
+ * A REGISTER reply it accepts has every value the port takes in range; a
+ * FORWARD it accepts is a whole segment of its list, inside the datagram.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -53,6 +54,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(m.port.mlid_base >= UMC_MLID_FIRST && m.port.mlid_base <= m.port.mlid_max &&
 		      m.port.mlid_max < UMC_LID_PERMISSIVE);
 		(void)umc_sm_mlid_to_ip(&m.port, (uint16_t)(m.port.mlid_base + 1));
+	}
+	if (m.hdr.type == UMC_SM_FORWARD && !m.hdr.status) {
+		/* A segment the receiver places without checks: within its list, whole. */
+		struct umc_sm_fwd_entry e;
+
+		CHECK(m.fwd.mlid >= UMC_MLID_FIRST && m.fwd.mlid < UMC_LID_PERMISSIVE && m.fwd.version);
+		CHECK(m.fwd.count <= UMC_SM_FWD_SEG && m.fwd.offset % UMC_SM_FWD_SEG == 0);
+		CHECK((unsigned)m.fwd.offset + m.fwd.count <= m.fwd.total || (!m.fwd.total && !m.fwd.count));
+		CHECK(m.fwd.kind != UMC_SM_FWD_MULTICAST || m.fwd.total == 1);
+		CHECK(m.fwd.entries + (size_t)m.fwd.count * UMC_SM_FWD_ENTRY_LEN == data + size);
+		for (unsigned i = 0; i < m.fwd.count; i++)
+			umc_sm_fwd_entry_get(&m.fwd, i, &e);
 	}
 	return 0;
 }

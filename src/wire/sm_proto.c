@@ -35,8 +35,25 @@ static int body_len(uint8_t type)
 		return sizeof(struct umc_sm_wire_renew_reply);
 	case UMC_SM_RESOLVE_REPLY:
 		return sizeof(struct umc_sm_wire_resolve_reply);
+	case UMC_SM_SUBSCRIBE:
+	case UMC_SM_UNSUBSCRIBE:
+	case UMC_SM_SQUATTED:
+		return sizeof(struct umc_sm_wire_mlid);
+	case UMC_SM_FWD_ACK:
+		return sizeof(struct umc_sm_wire_fwd_ack);
+	case UMC_SM_UNSUBSCRIBE_REPLY:
+	case UMC_SM_SQUATTED_REPLY:
+		return 0;
+	case UMC_SM_FORWARD:
+		return UMC_SM_FWD_HDR_LEN; /* and its entries (fwd_len) */
 	}
 	return -1;
+}
+
+/* A FORWARD's body length for @count entries. */
+static size_t fwd_len(unsigned count)
+{
+	return UMC_SM_FWD_HDR_LEN + (size_t)count * UMC_SM_FWD_ENTRY_LEN;
 }
 
 static int expected_len(const struct umc_sm_hdr *h)
@@ -101,6 +118,8 @@ static void decode_body(const uint8_t *b, struct umc_sm_msg *m)
 {
 	const struct umc_sm_wire_register *reg = (const void *)b;
 	const struct umc_sm_wire_resolve_reply *rr = (const void *)b;
+	const struct umc_sm_wire_fwd *fw = (const void *)b;
+	const struct umc_sm_wire_fwd_ack *ack = (const void *)b;
 
 	switch (m->hdr.type) {
 	case UMC_SM_REGISTER:
@@ -128,7 +147,53 @@ static void decode_body(const uint8_t *b, struct umc_sm_msg *m)
 	case UMC_SM_SA_REPLY:
 		m->mad = b;
 		break;
+	case UMC_SM_SUBSCRIBE:
+	case UMC_SM_UNSUBSCRIBE:
+	case UMC_SM_SQUATTED:
+		m->mlid = (uint16_t)get_be16(((const struct umc_sm_wire_mlid *)(const void *)b)->mlid);
+		break;
+	case UMC_SM_FWD_ACK:
+		m->ack.mlid = (uint16_t)get_be16(ack->mlid);
+		m->ack.version = get_be32(ack->version);
+		break;
+	case UMC_SM_FORWARD:
+		m->fwd.mlid = (uint16_t)get_be16(fw->mlid);
+		m->fwd.kind = fw->kind;
+		m->fwd.version = get_be32(fw->version);
+		m->fwd.total = (uint16_t)get_be16(fw->total);
+		m->fwd.offset = (uint16_t)get_be16(fw->offset);
+		m->fwd.count = (uint16_t)get_be16(fw->count);
+		m->fwd.entries = b + UMC_SM_FWD_HDR_LEN;
+		break;
 	}
+}
+
+static bool is_mlid(uint16_t lid)
+{
+	return lid >= UMC_MLID_FIRST && lid < UMC_LID_PERMISSIVE;
+}
+
+/*
+ * A FORWARD segment the receiver can place without further checks: a
+ * multicast LID, a known kind, a version, one entry for a MULTICAST one,
+ * and the segment of its list that its offset names, whole: the receiver
+ * fills entries [offset, offset + count) of a list of total.
+ */
+static bool fwd_valid(const struct umc_sm_fwd *f)
+{
+	unsigned want;
+
+	if (!is_mlid(f->mlid) || !f->version)
+		return false;
+	if (f->kind == UMC_SM_FWD_MULTICAST && f->total != 1)
+		return false;
+	if (f->kind != UMC_SM_FWD_MULTICAST && f->kind != UMC_SM_FWD_UNICAST)
+		return false;
+	if (f->offset % UMC_SM_FWD_SEG || (f->total && f->offset >= f->total) ||
+	    (!f->total && f->offset))
+		return false;
+	want = f->total - f->offset < UMC_SM_FWD_SEG ? f->total - f->offset : UMC_SM_FWD_SEG;
+	return f->count == want;
 }
 
 /*
@@ -165,14 +230,51 @@ int umc_sm_msg_decode(const uint8_t *p, size_t len, struct umc_sm_msg *m)
 	if (w->version != UMC_SM_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
 	want = expected_len(&m->hdr);
-	if (want < 0 || len - UMC_SM_HDR_LEN != (size_t)want)
+	if (want < 0 || len - UMC_SM_HDR_LEN < (size_t)want)
 		return -EBADMSG;
-	if (want) {
-		decode_body(p + UMC_SM_HDR_LEN, m);
-		if (m->hdr.type == UMC_SM_REGISTER_REPLY && !port_info_valid(&m->port))
+	if (m->hdr.type == UMC_SM_FORWARD && want) {
+		/* Its length follows its count, read only once the fixed part is there. */
+		const struct umc_sm_wire_fwd *fw = (const void *)(p + UMC_SM_HDR_LEN);
+		unsigned count = get_be16(fw->count);
+
+		if (count > UMC_SM_FWD_SEG)
 			return -EBADMSG;
+		want = (int)fwd_len(count);
+	}
+	if (len - UMC_SM_HDR_LEN != (size_t)want)
+		return -EBADMSG;
+	if (!want)
+		return 0;
+	decode_body(p + UMC_SM_HDR_LEN, m);
+	switch (m->hdr.type) {
+	case UMC_SM_REGISTER_REPLY:
+		return port_info_valid(&m->port) ? 0 : -EBADMSG;
+	case UMC_SM_FORWARD:
+		return fwd_valid(&m->fwd) ? 0 : -EBADMSG;
+	case UMC_SM_SUBSCRIBE:
+	case UMC_SM_UNSUBSCRIBE:
+	case UMC_SM_SQUATTED:
+		return is_mlid(m->mlid) ? 0 : -EBADMSG;
+	case UMC_SM_FWD_ACK:
+		return is_mlid(m->ack.mlid) ? 0 : -EBADMSG;
 	}
 	return 0;
+}
+
+void umc_sm_fwd_entry_get(const struct umc_sm_fwd *f, unsigned i, struct umc_sm_fwd_entry *e)
+{
+	const uint8_t *r = f->entries + (size_t)i * UMC_SM_FWD_ENTRY_LEN;
+
+	e->addr = get_be32(r);
+	e->port = (uint16_t)get_be16(r + 4);
+	e->lid = (uint16_t)get_be16(r + 6);
+}
+
+void umc_sm_fwd_entry_put(uint8_t *raw, const struct umc_sm_fwd_entry *e)
+{
+	put_be32(raw, e->addr);
+	put_be16(raw + 4, e->port);
+	put_be16(raw + 6, e->lid);
 }
 
 size_t umc_sm_msg_encode(uint8_t *out, const struct umc_sm_msg *m)
@@ -181,10 +283,17 @@ size_t umc_sm_msg_encode(uint8_t *out, const struct umc_sm_msg *m)
 	uint8_t *b = out + UMC_SM_HDR_LEN;
 	struct umc_sm_wire_register *reg = (void *)b;
 	struct umc_sm_wire_resolve_reply *rr = (void *)b;
+	struct umc_sm_wire_fwd *fw = (void *)b;
+	struct umc_sm_wire_fwd_ack *ack = (void *)b;
 	int n = expected_len(&m->hdr);
 
 	if (n < 0)
 		return 0;
+	if (m->hdr.type == UMC_SM_FORWARD && n) {
+		if (m->fwd.count > UMC_SM_FWD_SEG)
+			return 0;
+		n = (int)fwd_len(m->fwd.count);
+	}
 	memset(out, 0, UMC_SM_HDR_LEN + (size_t)n);
 	put_be32(w->magic, UMC_SM_MAGIC);
 	w->version = UMC_SM_PROTO_VERSION;
@@ -221,6 +330,26 @@ size_t umc_sm_msg_encode(uint8_t *out, const struct umc_sm_msg *m)
 	case UMC_SM_SA_REPLY:
 		memcpy(b, m->mad, MAD_LEN);
 		break;
+	case UMC_SM_SUBSCRIBE:
+	case UMC_SM_UNSUBSCRIBE:
+	case UMC_SM_SQUATTED:
+		put_be16(((struct umc_sm_wire_mlid *)(void *)b)->mlid, m->mlid);
+		break;
+	case UMC_SM_FWD_ACK:
+		put_be16(ack->mlid, m->ack.mlid);
+		put_be32(ack->version, m->ack.version);
+		break;
+	case UMC_SM_FORWARD:
+		put_be16(fw->mlid, m->fwd.mlid);
+		fw->kind = m->fwd.kind;
+		put_be32(fw->version, m->fwd.version);
+		put_be16(fw->total, m->fwd.total);
+		put_be16(fw->offset, m->fwd.offset);
+		put_be16(fw->count, m->fwd.count);
+		if (m->fwd.count)
+			memcpy(b + UMC_SM_FWD_HDR_LEN, m->fwd.entries,
+			       (size_t)m->fwd.count * UMC_SM_FWD_ENTRY_LEN);
+		break;
 	}
 	return UMC_SM_HDR_LEN + (size_t)n;
 }
@@ -248,6 +377,20 @@ const char *umc_sm_type_str(uint8_t type)
 		return "SA reply";
 	case UMC_SM_RESOLVE_REPLY:
 		return "RESOLVE reply";
+	case UMC_SM_SUBSCRIBE:
+		return "SUBSCRIBE";
+	case UMC_SM_FWD_ACK:
+		return "FWD_ACK";
+	case UMC_SM_UNSUBSCRIBE:
+		return "UNSUBSCRIBE";
+	case UMC_SM_SQUATTED:
+		return "SQUATTED";
+	case UMC_SM_FORWARD:
+		return "FORWARD";
+	case UMC_SM_UNSUBSCRIBE_REPLY:
+		return "UNSUBSCRIBE reply";
+	case UMC_SM_SQUATTED_REPLY:
+		return "SQUATTED reply";
 	}
 	return "UNKNOWN";
 }

@@ -65,6 +65,36 @@
  *                    4 data_addr (4) 8 data_port (2) 10 reserved (2)
  *                    12 port_guid (8).  Status NOT_FOUND: no port with
  *                    that LID, or one without a data endpoint.
+ *   SUBSCRIBE  0x06  body 4:  0 mlid (2)  2 reserved (2).  Multicast
+ *                    "switch forwarding": the port sends to MLID m (an
+ *                    AH to it exists) and needs to know where m's packets
+ *                    go.  The reply is FORWARD with m's forwarding; the
+ *                    SM sends it again (tid 0) at every change until
+ *                    UNSUBSCRIBE or the port goes.  Status INVALID: m is
+ *                    not an MLID of the map; NO_RESOURCES: the port
+ *                    holds its cap of subscriptions.
+ *   FORWARD    0x86  body 16 + 8 * count:  0 mlid (2)  2 kind (1)
+ *                    3 reserved (1)  4 version (4)  8 total (2)
+ *                    10 offset (2)  12 count (2)  14 reserved (2), then
+ *                    count entries of 8: 0 addr (IPv4, 4) 4 port (2)
+ *                    6 lid (2).  MLID m's forwarding, version `version`
+ *                    (from 1, per MLID and epoch, one more at each
+ *                    change).  Kind MULTICAST: one entry, the IP group and
+ *                    UDP port that carry m (lid 0).  Kind UNICAST: the
+ *                    data endpoints of the `total` ports that receive m
+ *                    (lid: the port's), the sender sends one copy to
+ *                    each; a list longer than UMC_SM_FWD_SEG entries
+ *                    travels in segments of UMC_SM_FWD_SEG, entries
+ *                    [offset, offset + count).
+ *   FWD_ACK    0x07  body 8:  0 mlid (2)  2 reserved (2)  4 version (4).
+ *                    Every segment of that version of m's forwarding
+ *                    arrived and the port sends by it.  No reply.
+ *   UNSUBSCRIBE 0x08 body 4 as SUBSCRIBE.  Reply 0x88, no body.
+ *   SQUATTED   0x09  body 4 as SUBSCRIBE.  The port, a receiving member of
+ *                    m's group, cannot bind m's IP group and UDP port
+ *                    (another local socket holds it): umc-sm forwards m by
+ *                    unicast from then on.  Reply 0x89, no body; status
+ *                    INVALID: the port receives no group on m.
  *
  * Registration, leases, epochs.  Every request but REGISTER must come from
  * the control endpoint of a registered port and carry that port's LID and
@@ -74,6 +104,10 @@
  * -ENETRESET).  Any accepted request renews the lease; a port whose lease
  * passes is removed as by UNREGISTER.  A restarted umc-sm has a new epoch
  * (high 32 bits: start time in seconds, low 32: random) and no ports.
+ *
+ * REGISTER reply flag UMC_SM_FLAG_UNICAST_FWD: umc-sm runs with
+ * --forwarding unicast; every MLID is forwarded by unicast, so a port
+ * receives MLIDs on its data endpoint and joins no IP group.
  *
  * A message with a wrong magic, a truncated header, an unknown type or a
  * body of the wrong length is dropped and counted, never answered.  A
@@ -93,9 +127,20 @@ enum {
 	UMC_SM_MAGIC = 0x554D4353, /* "UMCS" */
 	UMC_SM_PROTO_VERSION = 1,
 	UMC_SM_HDR_LEN = 24,
-	UMC_SM_MAX_MSG = UMC_SM_HDR_LEN + 256, /* an SA datagram */
+	UMC_SM_FWD_HDR_LEN = 16,   /* FORWARD's fixed body */
+	UMC_SM_FWD_ENTRY_LEN = 8,  /* one endpoint of a FORWARD */
+	UMC_SM_FWD_SEG = 128,	   /* entries per FORWARD segment */
+	UMC_SM_MAX_MSG = UMC_SM_HDR_LEN + UMC_SM_FWD_HDR_LEN + UMC_SM_FWD_SEG * UMC_SM_FWD_ENTRY_LEN,
 	UMC_SM_TYPE_REPLY = 0x80,
 	UMC_SM_FLAG_SENDONLY_FULL = 0x0001, /* umc_sm_port_info.sm_flags */
+	UMC_SM_FLAG_UNICAST_FWD = 0x0002,   /* ... --forwarding unicast */
+};
+static_assert(UMC_SM_MAX_MSG >= UMC_SM_HDR_LEN + 256, "an SA datagram fits");
+
+/* FORWARD kinds. */
+enum umc_sm_fwd_kind {
+	UMC_SM_FWD_MULTICAST = 1, /* one entry: the IP group and UDP port */
+	UMC_SM_FWD_UNICAST = 2,	  /* the receiving ports' data endpoints */
 };
 
 enum umc_sm_type {
@@ -104,11 +149,18 @@ enum umc_sm_type {
 	UMC_SM_UNREGISTER = 0x03,
 	UMC_SM_SA = 0x04,
 	UMC_SM_RESOLVE = 0x05,
+	UMC_SM_SUBSCRIBE = 0x06,
+	UMC_SM_FWD_ACK = 0x07,
+	UMC_SM_UNSUBSCRIBE = 0x08,
+	UMC_SM_SQUATTED = 0x09,
 	UMC_SM_REGISTER_REPLY = UMC_SM_REGISTER | UMC_SM_TYPE_REPLY,
 	UMC_SM_RENEW_REPLY = UMC_SM_RENEW | UMC_SM_TYPE_REPLY,
 	UMC_SM_UNREGISTER_REPLY = UMC_SM_UNREGISTER | UMC_SM_TYPE_REPLY,
 	UMC_SM_SA_REPLY = UMC_SM_SA | UMC_SM_TYPE_REPLY,
 	UMC_SM_RESOLVE_REPLY = UMC_SM_RESOLVE | UMC_SM_TYPE_REPLY,
+	UMC_SM_FORWARD = UMC_SM_SUBSCRIBE | UMC_SM_TYPE_REPLY,
+	UMC_SM_UNSUBSCRIBE_REPLY = UMC_SM_UNSUBSCRIBE | UMC_SM_TYPE_REPLY,
+	UMC_SM_SQUATTED_REPLY = UMC_SM_SQUATTED | UMC_SM_TYPE_REPLY,
 };
 
 enum umc_sm_status {
@@ -188,6 +240,33 @@ struct umc_sm_wire_resolve_reply {
 };
 static_assert(sizeof(struct umc_sm_wire_resolve_reply) == 20, "RESOLVE reply body is 20 bytes");
 
+/* SUBSCRIBE, UNSUBSCRIBE, SQUATTED. */
+struct umc_sm_wire_mlid {
+	uint8_t mlid[2];
+	uint8_t reserved[2];
+};
+static_assert(sizeof(struct umc_sm_wire_mlid) == 4, "an MLID body is 4 bytes");
+
+struct umc_sm_wire_fwd {
+	uint8_t mlid[2];
+	uint8_t kind;
+	uint8_t reserved0;
+	uint8_t version[4];
+	uint8_t total[2];
+	uint8_t offset[2];
+	uint8_t count[2];
+	uint8_t reserved1[2];
+	/* count entries of UMC_SM_FWD_ENTRY_LEN follow */
+};
+static_assert(sizeof(struct umc_sm_wire_fwd) == UMC_SM_FWD_HDR_LEN, "FORWARD's fixed body is 16 bytes");
+
+struct umc_sm_wire_fwd_ack {
+	uint8_t mlid[2];
+	uint8_t reserved[2];
+	uint8_t version[4];
+};
+static_assert(sizeof(struct umc_sm_wire_fwd_ack) == 8, "FWD_ACK body is 8 bytes");
+
 /* Decoded forms.  IPv4 addresses in host order (0x7f000001 = 127.0.0.1). */
 struct umc_sm_hdr {
 	uint8_t version;
@@ -234,6 +313,29 @@ struct umc_sm_resolve_reply {
 	uint64_t port_guid;
 };
 
+/* One segment of an MLID's forwarding (FORWARD). */
+struct umc_sm_fwd {
+	uint16_t mlid;
+	uint8_t kind; /* enum umc_sm_fwd_kind */
+	uint32_t version;
+	uint16_t total;	 /* entries of the whole list */
+	uint16_t offset; /* of this segment's first */
+	uint16_t count;	 /* in this segment */
+	const uint8_t *entries; /* count * UMC_SM_FWD_ENTRY_LEN bytes (umc_sm_fwd_entry_get) */
+};
+
+/* One entry: an IPv4 address (host order), a UDP port and a LID. */
+struct umc_sm_fwd_entry {
+	uint32_t addr;
+	uint16_t port;
+	uint16_t lid;
+};
+
+struct umc_sm_fwd_ack {
+	uint16_t mlid;
+	uint32_t version;
+};
+
 /* One decoded message. */
 struct umc_sm_msg {
 	struct umc_sm_hdr hdr;
@@ -244,6 +346,9 @@ struct umc_sm_msg {
 		uint16_t resolve_lid;		      /* RESOLVE */
 		struct umc_sm_resolve_reply resolved; /* RESOLVE reply, OK */
 		const uint8_t *mad;		      /* SA, SA reply: 256 bytes in the datagram */
+		uint16_t mlid;			      /* SUBSCRIBE, UNSUBSCRIBE, SQUATTED */
+		struct umc_sm_fwd fwd;		      /* FORWARD, OK */
+		struct umc_sm_fwd_ack ack;	      /* FWD_ACK */
 	};
 };
 
@@ -259,12 +364,19 @@ struct umc_sm_msg {
  * REGISTER reply, the P_Key count is 1..UMC_SM_PKEY_TABLE_MAX, both MTU
  * codes are 1..5 (IBV_MTU_256..IBV_MTU_4096) with the active one at most
  * the largest, the lease is UMC_SM_LEASE_MIN_MS..UMC_SM_LEASE_MAX_MS and
- * the MLIDs are multicast ones, mlid_base..mlid_max within 0xC000..0xFFFE.
+ * the MLIDs are multicast ones, mlid_base..mlid_max within 0xC000..0xFFFE;
+ * in a FORWARD, the MLID is 0xC000..0xFFFE, the kind known, the version
+ * not 0, a MULTICAST one has exactly one entry, and the segment is one of
+ * the list: offset a multiple of UMC_SM_FWD_SEG below total (0 for an
+ * empty list), count min(UMC_SM_FWD_SEG, total - offset), the datagram
+ * exactly that long; in SUBSCRIBE, UNSUBSCRIBE, SQUATTED and FWD_ACK the
+ * MLID is 0xC000..0xFFFE.
  *
  * Context: pure.
  * Returns: 0; -EBADMSG for a short datagram, a wrong magic, a wrong body
- * length, an unknown type or a REGISTER reply's value out of range; -EPROTONOSUPPORT for another version (then
- * m->hdr is decoded, so that the receiver can answer BAD_VERSION).
+ * length, an unknown type or a value out of range; -EPROTONOSUPPORT for
+ * another version (then m->hdr is decoded, so that the receiver can
+ * answer BAD_VERSION).
  */
 int umc_sm_msg_decode(const uint8_t *p, size_t len, struct umc_sm_msg *m);
 
@@ -293,6 +405,26 @@ static inline uint32_t umc_sm_mlid_to_ip(const struct umc_sm_port_info *pi, uint
 	if (mlid < pi->mlid_base || mlid > pi->mlid_max)
 		return 0;
 	return pi->mcast_base + (uint32_t)(mlid - pi->mlid_base);
+}
+
+/**
+ * umc_sm_fwd_entry_get - entry @i (< f->count) of a FORWARD segment.
+ */
+void umc_sm_fwd_entry_get(const struct umc_sm_fwd *f, unsigned i, struct umc_sm_fwd_entry *e);
+
+/**
+ * umc_sm_fwd_entry_put - write @e as the bytes of one FORWARD entry at @raw
+ * (UMC_SM_FWD_ENTRY_LEN), for umc_sm_fwd.entries.
+ */
+void umc_sm_fwd_entry_put(uint8_t *raw, const struct umc_sm_fwd_entry *e);
+
+/**
+ * umc_sm_fwd_segments - how many FORWARD datagrams carry a list of @total
+ * entries (1 for an empty one).
+ */
+static inline unsigned umc_sm_fwd_segments(unsigned total)
+{
+	return total ? (total + UMC_SM_FWD_SEG - 1) / UMC_SM_FWD_SEG : 1;
 }
 
 /** umc_sm_type_str - name of a message type ("REGISTER", "SA reply", ...; "UNKNOWN"). */

@@ -181,15 +181,146 @@ static void test_other_messages(void **state)
 		mad[i] = (uint8_t)i;
 	m = msg(UMC_SM_SA, 0);
 	m.mad = mad;
-	assert_int_equal(umc_sm_msg_encode(buf, &m), UMC_SM_MAX_MSG);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24 + 256);
 	assert_memory_equal(buf + 24, mad, 256);
-	assert_int_equal(umc_sm_msg_decode(buf, UMC_SM_MAX_MSG, &d), 0);
+	assert_int_equal(umc_sm_msg_decode(buf, 24 + 256, &d), 0);
 	assert_ptr_equal(d.mad, buf + 24);
-	assert_int_equal(umc_sm_msg_decode(buf, UMC_SM_MAX_MSG - 1, &d), -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, 24 + 255, &d), -EBADMSG);
 	m = msg(UMC_SM_UNREGISTER_REPLY, 0);
 	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
 	m = msg(0x42, 0);
 	assert_int_equal(umc_sm_msg_encode(buf, &m), 0);
+}
+
+/* SUBSCRIBE, UNSUBSCRIBE, SQUATTED, FWD_ACK: the layouts sm_proto.h gives. */
+static void test_forwarding_requests(void **state)
+{
+	static const uint8_t types[] = { UMC_SM_SUBSCRIBE, UMC_SM_UNSUBSCRIBE, UMC_SM_SQUATTED };
+	struct umc_sm_msg m, d;
+	uint8_t buf[UMC_SM_MAX_MSG];
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(types); i++) {
+		m = msg(types[i], 0);
+		m.mlid = 0xC123;
+		assert_int_equal(umc_sm_msg_encode(buf, &m), 28);
+		assert_int_equal(buf[24], 0xC1);
+		assert_int_equal(buf[25], 0x23);
+		assert_int_equal(buf[26] | buf[27], 0);
+		assert_int_equal(umc_sm_msg_decode(buf, 28, &d), 0);
+		assert_int_equal(d.mlid, 0xC123);
+		assert_int_equal(umc_sm_msg_decode(buf, 27, &d), -EBADMSG);
+		buf[24] = 0xBF; /* a unicast LID */
+		assert_int_equal(umc_sm_msg_decode(buf, 28, &d), -EBADMSG);
+		buf[24] = 0xFF, buf[25] = 0xFF; /* the permissive LID */
+		assert_int_equal(umc_sm_msg_decode(buf, 28, &d), -EBADMSG);
+	}
+	m = msg(UMC_SM_FWD_ACK, 0);
+	m.ack = (struct umc_sm_fwd_ack){ .mlid = 0xC001, .version = 0x01020304 };
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 32);
+	assert_memory_equal(buf + 24, "\xc0\x01\0\0\x01\x02\x03\x04", 8);
+	assert_int_equal(umc_sm_msg_decode(buf, 32, &d), 0);
+	assert_int_equal(d.ack.mlid, 0xC001);
+	assert_int_equal(d.ack.version, 0x01020304);
+	/* Replies without a body. */
+	m = msg(UMC_SM_UNSUBSCRIBE_REPLY, 0);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), 0);
+	m = msg(UMC_SM_SQUATTED_REPLY, UMC_SM_INVALID);
+	assert_int_equal(umc_sm_msg_encode(buf, &m), 24);
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), 0);
+	assert_int_equal(d.hdr.status, UMC_SM_INVALID);
+	assert_string_equal(umc_sm_type_str(UMC_SM_FORWARD), "FORWARD");
+	assert_string_equal(umc_sm_type_str(UMC_SM_FWD_ACK), "FWD_ACK");
+}
+
+/* Encode a FORWARD segment of @count entries n = 0.. (addr 10.0.0.n, port 1000 + n, LID n). */
+static size_t fwd_msg(uint8_t *buf, uint8_t kind, uint16_t total, uint16_t offset, uint16_t count)
+{
+	static uint8_t raw[UMC_SM_FWD_SEG * UMC_SM_FWD_ENTRY_LEN];
+	struct umc_sm_msg m = msg(UMC_SM_FORWARD, 0);
+
+	for (unsigned i = 0; i < count && i < UMC_SM_FWD_SEG; i++) {
+		struct umc_sm_fwd_entry e = { 0x0a000000 + offset + i, (uint16_t)(1000 + offset + i),
+					      (uint16_t)(offset + i) };
+
+		umc_sm_fwd_entry_put(raw + i * UMC_SM_FWD_ENTRY_LEN, &e);
+	}
+	m.fwd = (struct umc_sm_fwd){ .mlid = 0xC002, .kind = kind, .version = 7, .total = total,
+				     .offset = offset, .count = count, .entries = raw };
+	return umc_sm_msg_encode(buf, &m);
+}
+
+/* FORWARD: the layout, the segments, and every bound the decoder keeps. */
+static void test_forward(void **state)
+{
+	uint8_t buf[UMC_SM_MAX_MSG + 8];
+	struct umc_sm_fwd_entry e;
+	struct umc_sm_msg d;
+	size_t n;
+
+	(void)state;
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 3, 0, 3);
+	assert_int_equal(n, 24 + 16 + 3 * 8);
+	assert_memory_equal(buf + 24, "\xc0\x02\x02\0\0\0\0\x07\0\x03\0\0\0\x03\0\0", 16);
+	assert_memory_equal(buf + 40 + 8, "\x0a\0\0\x01\x03\xe9\0\x01", 8);
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), 0);
+	assert_int_equal(d.fwd.mlid, 0xC002);
+	assert_int_equal(d.fwd.kind, UMC_SM_FWD_UNICAST);
+	assert_int_equal(d.fwd.version, 7);
+	assert_int_equal(d.fwd.total, 3);
+	assert_int_equal(d.fwd.count, 3);
+	umc_sm_fwd_entry_get(&d.fwd, 2, &e);
+	assert_int_equal(e.addr, 0x0a000002);
+	assert_int_equal(e.port, 1002);
+	assert_int_equal(e.lid, 2);
+	assert_int_equal(umc_sm_msg_decode(buf, n - 1, &d), -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, n + 1, &d), -EBADMSG);
+	/* An empty list is one segment of none. */
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 0, 0, 0);
+	assert_int_equal(n, 40);
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), 0);
+	assert_int_equal(umc_sm_fwd_segments(0), 1);
+	/* 300 entries: segments at 0 and 128 are full, at 256 it holds 44. */
+	assert_int_equal(umc_sm_fwd_segments(300), 3);
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 128, 128);
+	assert_int_equal(n, UMC_SM_MAX_MSG);
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), 0);
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 256, 44);
+	assert_int_equal(n, 24 + 16 + 44 * 8);
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), 0);
+	/* Segments that are not one of the list's. */
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 256, 43), &d),
+			 -EBADMSG); /* short */
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 100, 128), &d),
+			 -EBADMSG); /* unaligned */
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 384, 0), &d),
+			 -EBADMSG); /* beyond the list */
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_UNICAST, 0, 128, 0), &d),
+			 -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_MULTICAST, 2, 0, 2), &d),
+			 -EBADMSG); /* multicast: one entry */
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, 3, 1, 0, 1), &d), -EBADMSG);
+	assert_int_equal(umc_sm_msg_decode(buf, fwd_msg(buf, UMC_SM_FWD_MULTICAST, 1, 0, 1), &d), 0);
+	/* A count beyond a segment is refused before the length is trusted. */
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 300, 0, 128);
+	buf[24 + 12] = 0x00, buf[24 + 13] = 129;
+	assert_int_equal(umc_sm_msg_decode(buf, n + 8, &d), -EBADMSG);
+	buf[24 + 12] = 0xff, buf[24 + 13] = 0xff;
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), -EBADMSG);
+	/* Version 0 and a unicast MLID are no forwarding. */
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 1, 0, 1);
+	buf[24 + 7] = 0;
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), -EBADMSG);
+	n = fwd_msg(buf, UMC_SM_FWD_UNICAST, 1, 0, 1);
+	buf[24] = 0x12;
+	assert_int_equal(umc_sm_msg_decode(buf, n, &d), -EBADMSG);
+	/* A refusal is a header alone. */
+	d = msg(UMC_SM_FORWARD, UMC_SM_NO_RESOURCES);
+	assert_int_equal(umc_sm_msg_encode(buf, &d), 24);
+	assert_int_equal(umc_sm_msg_decode(buf, 24, &d), 0);
+	assert_int_equal(d.hdr.status, UMC_SM_NO_RESOURCES);
+	assert_int_equal(umc_sm_msg_decode(buf, 40, &d), -EBADMSG);
 }
 
 static void test_decode_errors(void **state)
@@ -278,7 +409,8 @@ int main(void)
 		cmocka_unit_test(test_header_layout),  cmocka_unit_test(test_register_layout),
 		cmocka_unit_test(test_port_info_layout), cmocka_unit_test(test_other_messages),
 		cmocka_unit_test(test_decode_errors),  cmocka_unit_test(test_names_and_map),
-		cmocka_unit_test(test_parse_endpoint),
+		cmocka_unit_test(test_parse_endpoint), cmocka_unit_test(test_forwarding_requests),
+		cmocka_unit_test(test_forward),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
