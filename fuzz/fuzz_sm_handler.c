@@ -14,13 +14,15 @@
  * are left waiting after this datagram, else they are all served.  Three
  * ports are registered before the script runs; the caps are small enough
  * to be reached, and umc-sm runs with --sm-key, so that proxy requests
- * with the key get past that check.
+ * with the key get past that check.  An input of odd length runs it with
+ * --forwarding unicast (a last byte that makes no op changes nothing else).
  *
  * Properties, after every step: each datagram umc-sm sends decodes as a
  * reply of the protocol; every group's member and full-member counts
  * match its member list; every membership is on its port's list; the
- * MLID map agrees with the groups; each source host's ports, memberships
- * and transfers are what its ports hold, within the caps.  At the end the
+ * MLID map agrees with the groups; each source host's ports, memberships,
+ * transfers and forwarding subscriptions are what its ports hold, within
+ * the caps.  At the end the
  * state is destroyed: under ASan/LSan nothing may leak.
  */
 #include <arpa/inet.h>
@@ -97,7 +99,7 @@ static void check_hosts(struct umc_sm *sm)
 
 	for (p = sm->ports.lease_head; p; p = p->lease_next) {
 		const struct umc_sm_host *h = p->host;
-		unsigned ports = 0, members = 0, txns = 0;
+		unsigned ports = 0, members = 0, txns = 0, subs = 0, n = 0, stale = 0;
 
 		CHECK(umc_sm_host_find(sm, h->key) == h);
 		for (q = sm->ports.lease_head; q; q = q->lease_next) {
@@ -106,8 +108,16 @@ static void check_hosts(struct umc_sm *sm)
 			ports++;
 			members += q->nmembers;
 			txns += q->ntxns;
+			subs += q->nsubs;
 		}
-		CHECK(ports == h->ports && members == h->members && txns == h->txns);
+		CHECK(ports == h->ports && members == h->members && txns == h->txns && subs == h->subs);
+		/* Its subscriptions: on its list, each acknowledged at most what it was sent. */
+		for (const struct umc_sm_sub *s = p->subs; s; s = s->port_next) {
+			n++;
+			stale += s->stale;
+			CHECK(s->port == p && s->acked <= s->sent && s->sent <= s->f->version);
+		}
+		CHECK(n == p->nsubs && stale == p->nstale && p->nsubs <= sm->cfg.max_groups_per_port);
 		CHECK(ports <= sm->cfg.max_ports_per_host && members <= sm->cfg.max_groups_per_host &&
 		      txns <= sm->cfg.max_rmpp_per_host);
 		CHECK(p->nmembers <= sm->cfg.max_groups_per_port &&
@@ -136,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.max_groups_per_host = 10;
 	cfg.max_rmpp_per_port = 2;
 	cfg.max_rmpp_per_host = 3;
+	cfg.unicast_fwd = size % 2;
 	sm = umc_sm_create(&cfg, &out);
 	CHECK(sm);
 	for (i = 0; i < 3; i++) {

@@ -140,6 +140,8 @@ def seeds():
 
     for name, script in sm_handler_seeds():
         yield "sm_handler", name, script
+    for name, msg in sm_proto_seeds():
+        yield "sm_proto", name, msg
 
 
 # --- umc-sm's handler (fuzz_sm_handler.c) -----------------------------------
@@ -150,6 +152,7 @@ def seeds():
 # waiting.  Endpoints 0, 1, 2 are registered first: LIDs 2, 3, 4, GUIDs
 # 0x0200000000000002.. (umc-sm's own), GIDs fe80:: + GUID.
 SM_REGISTER, SM_RENEW, SM_UNREGISTER, SM_SA = 1, 2, 3, 4
+SM_SUBSCRIBE, SM_FWD_ACK, SM_UNSUBSCRIBE, SM_SQUATTED, SM_FORWARD = 6, 7, 8, 9, 0x86
 SM_KEY = 1  # the fuzz target runs umc-sm with --sm-key 1 given
 CREATE_MASK, JOIN_MASK = 0x130C7, 0x10003
 
@@ -179,8 +182,29 @@ def mgid(n):
     return bytes.fromhex("ff124001ffff00000000000000000000")[:12] + struct.pack(">I", n)
 
 
+def fwd_body(mlid, kind, version, total, offset, entries):
+    """A FORWARD body: its fixed part, then (addr, port, lid) entries."""
+    return struct.pack(">HBBIHHHH", mlid, kind, 0, version, total, offset, len(entries), 0) + \
+        b"".join(struct.pack(">IHH", *e) for e in entries)
+
+
+def sm_proto_seeds():
+    """The forwarding messages (sm_proto.h): requests, and FORWARD segments."""
+    mlid = struct.pack(">HH", 0xC001, 0)
+    yield "subscribe", sm_msg(SM_SUBSCRIBE, mlid)
+    yield "unsubscribe", sm_msg(SM_UNSUBSCRIBE, mlid)
+    yield "squatted", sm_msg(SM_SQUATTED, mlid)
+    yield "fwd_ack", sm_msg(SM_FWD_ACK, struct.pack(">HHI", 0xC001, 0, 3))
+    yield "forward_mcast", sm_msg(SM_FORWARD, fwd_body(0xC001, 1, 1, 1, 0, [(0xEFFFC001, 4796, 0)]))
+    yield "forward_empty", sm_msg(SM_FORWARD, fwd_body(0xC001, 2, 2, 0, 0, []))
+    ents = [(0x0A000000 + i, 40000 + i, 2 + i) for i in range(128)]
+    yield "forward_seg1", sm_msg(SM_FORWARD, fwd_body(0xC002, 2, 5, 130, 0, ents))
+    yield "forward_seg2", sm_msg(SM_FORWARD, fwd_body(0xC002, 2, 5, 130, 128, ents[:2]))
+    yield "forward_refused", sm_msg(SM_FORWARD)[:6] + struct.pack(">H", 3) + sm_msg(SM_FORWARD)[8:]
+
+
 def sm_handler_seeds():
-    """Scripts for the requests that wait, the caps and the proxy rules."""
+    """Scripts for the requests that wait, the caps, the proxy rules and forwarding."""
     def sa(src, mad, **kw):
         return sm_op(src, sm_msg(SM_SA, mad), **kw)
 
@@ -210,6 +234,28 @@ def sm_handler_seeds():
         sa(1, sa_mad(0x02, JOIN_MASK, mgid=mgid(1), port_gid=sm_port_gid(1), join=1)),
         sa(0, sa_mad(0x15, JOIN_MASK, SM_KEY, mgid=mgid(1), port_gid=sm_port_gid(1), join=1)),
         sa(2, sa_mad(0x15, JOIN_MASK, mgid=mgid(1), port_gid=sm_port_gid(1), join=1))])
+
+    # forwarding, --forwarding unicast (odd length): port 2 sends to the group's MLID
+    # (0xC001, the first after the broadcast group's); port 1's join is held until
+    # port 2 acknowledges; port 1's leave waits until the hold's time passes (250 ms);
+    # resends; port 2 renews; unsubscribes
+    def fwd(src, mtype, body, **kw):
+        return sm_op(src, sm_msg(mtype, body), **kw)
+    sub = fwd(2, SM_SUBSCRIBE, struct.pack(">HH", 0xC001, 0))
+    create = sa(0, sa_mad(0x02, CREATE_MASK, mgid=mgid(7), port_gid=sm_port_gid(0), join=1))
+    yield "fwd_unicast_hold", b"".join([
+        create, sub, fwd(2, SM_FWD_ACK, struct.pack(">HHI", 0xC001, 0, 1)),
+        sa(1, sa_mad(0x02, JOIN_MASK, mgid=mgid(7), port_gid=sm_port_gid(1), join=1), clock=1),
+        fwd(2, SM_FWD_ACK, struct.pack(">HHI", 0xC001, 0, 2)),
+        sa(1, sa_mad(0x15, JOIN_MASK, mgid=mgid(7), port_gid=sm_port_gid(1), join=1), clock=6),
+        sm_op(2, sm_msg(SM_RENEW), clock=20),
+        fwd(2, SM_UNSUBSCRIBE, struct.pack(">HH", 0xC001, 0))]) + b"\0"
+    # multicast mode (even length): a member's SQUATTED switches the MLID to unicast,
+    # a non-member's is refused
+    yield "fwd_squatted", b"".join([
+        create, sub, fwd(1, SM_SQUATTED, struct.pack(">HH", 0xC001, 0)),
+        fwd(0, SM_SQUATTED, struct.pack(">HH", 0xC001, 0), clock=1),
+        sa(1, sa_mad(0x02, JOIN_MASK, mgid=mgid(7), port_gid=sm_port_gid(1), join=1), clock=8)])
 
 
 def main():

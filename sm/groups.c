@@ -11,6 +11,8 @@
  * and the group is deleted, its MLID free for the next group (OpenSM
  * osm_mgrp_remove_port / osm_mgrp_cleanup, without its 0x9 partial-leave
  * leak), except for a well-known group, which stays with no members.
+ * Every change of who receives an MLID (JoinState 0x1 or 0x2 gained or
+ * lost) is told to its forwarding (fwd.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +24,8 @@ static uint32_t member_key(const struct umc_sm_group *grp, const struct umc_sm_p
 {
 	return (uint32_t)grp->rec.mlid << 16 | port->lid;
 }
+
+enum { RECEIVING = UMC_JOIN_FULL | UMC_JOIN_NON };
 
 static struct umc_sm_group *grp_of(struct umc_hnode *n)
 {
@@ -87,6 +91,8 @@ static void member_free(struct umc_sm *sm, struct umc_sm_member *m)
 		m->port_next->port_prev = m->port_prev;
 	if (m->join_state & UMC_JOIN_ANY_FULL)
 		grp->full_members--;
+	if (m->join_state & RECEIVING)
+		umc_sm_fwd_changed(sm, grp->rec.mlid);
 	grp->nmembers--;
 	port->nmembers--;
 	port->host->members--;
@@ -262,6 +268,8 @@ struct umc_sm_member *umc_sm_member_join(struct umc_sm *sm, struct umc_sm_group 
 	if (!proxy)
 		m->proxy = false;
 	was_full = m->join_state & UMC_JOIN_ANY_FULL;
+	if (!(m->join_state & RECEIVING) && (join_state & RECEIVING))
+		umc_sm_fwd_changed(sm, grp->rec.mlid);
 	m->join_state |= join_state & 0xF;
 	if (!was_full && (m->join_state & UMC_JOIN_ANY_FULL))
 		grp->full_members++;
@@ -324,6 +332,8 @@ uint8_t umc_sm_member_leave(struct umc_sm *sm, struct umc_sm_member *m, uint8_t 
 		m->join_state = left;
 		if (lost_full)
 			grp->full_members--;
+		if ((old & RECEIVING) && !(left & RECEIVING))
+			umc_sm_fwd_changed(sm, grp->rec.mlid);
 	}
 	if (lost_full && !grp->full_members) {
 		group_cleanup(sm, grp);

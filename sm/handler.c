@@ -22,23 +22,6 @@
 #include "wire/be.h"
 #include "wire/ib_rmpp.h"
 
-/* A reply without a body: a status, or a reply type that has none. */
-static void reply_status(struct umc_sm *sm, const struct sockaddr_in *to,
-			 const struct umc_sm_hdr *req, uint16_t status, uint16_t lid)
-{
-	struct umc_sm_msg m = {
-		.hdr = {
-			.type = (uint8_t)(req->type | UMC_SM_TYPE_REPLY),
-			.status = status,
-			.epoch = sm->epoch,
-			.lid = lid,
-			.tid = req->tid,
-		},
-	};
-
-	umc_sm_send_msg(sm, to, &m);
-}
-
 static void port_info(const struct umc_sm *sm, const struct umc_sm_port *port,
 		      struct umc_sm_port_info *pi)
 {
@@ -60,7 +43,8 @@ static void port_info(const struct umc_sm *sm, const struct umc_sm_port *port,
 	pi->mlid_base = UMC_SM_MLID_BASE;
 	pi->mlid_max = sm->cfg.mlid_max;
 	pi->data_port = sm->cfg.data_port;
-	pi->sm_flags = sm->cfg.sendonly ? UMC_SM_FLAG_SENDONLY_FULL : 0;
+	pi->sm_flags = (sm->cfg.sendonly ? UMC_SM_FLAG_SENDONLY_FULL : 0) |
+		       (sm->cfg.unicast_fwd ? UMC_SM_FLAG_UNICAST_FWD : 0);
 }
 
 /* Register (or find again) the port of @src; @host_key: its source host. */
@@ -99,7 +83,7 @@ static void do_resolve(struct umc_sm *sm, const struct umc_sm_port *port,
 
 	if (!t || !t->data_port) {
 		sm->cnt.resolve_miss++;
-		return reply_status(sm, &port->ctrl, &req->hdr, UMC_SM_NOT_FOUND, port->lid);
+		return umc_sm_send_status(sm, &port->ctrl, &req->hdr, UMC_SM_NOT_FOUND, port->lid);
 	}
 	sm->cnt.resolve_ok++;
 	m.resolved.lid = t->lid;
@@ -134,9 +118,16 @@ static bool is_query(const uint8_t *mad)
 	       get_be16(w->attr_id) == UMC_SA_ATTR_MCMEMBER_RECORD;
 }
 
+/*
+ * An SA MAD from @port, answered.  The reply to a Set or Delete of an MLID
+ * forwarded by unicast may wait until the MLID's senders have its new
+ * list (fwd.c); the MLID is read before the request (a Delete may delete
+ * the group) or, for a Set that created the group, after it.
+ */
 static void do_sa(struct umc_sm *sm, uint64_t now, struct umc_sm_port *port, uint32_t tid,
 		  const uint8_t *mad)
 {
+	uint16_t mlid = umc_sm_fwd_mlid_of(sm, mad);
 	struct umc_sm_sa_reply reply;
 	struct umc_sa_hdr h;
 
@@ -145,6 +136,10 @@ static void do_sa(struct umc_sm *sm, uint64_t now, struct umc_sm_port *port, uin
 	case UMC_SM_SA_NO_REPLY:
 		return;
 	case UMC_SM_SA_REPLY_MAD:
+		if (!mlid)
+			mlid = umc_sm_fwd_mlid_of(sm, mad);
+		if (mlid && umc_sm_fwd_hold(sm, port, tid, mlid, reply.mad, now))
+			return;
 		return send_reply(sm, port, now, tid, reply.mad);
 	case UMC_SM_SA_REPLY_TABLE:
 		if (!umc_sm_rmpp_send(sm, port, tid, &reply, now))
@@ -229,7 +224,7 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 	rc = umc_sm_msg_decode(buf, len, &m);
 	if (rc == -EPROTONOSUPPORT && !(m.hdr.type & UMC_SM_TYPE_REPLY)) {
 		sm->cnt.rx_bad_version++;
-		return reply_status(sm, src, &m.hdr, UMC_SM_BAD_VERSION, 0);
+		return umc_sm_send_status(sm, src, &m.hdr, UMC_SM_BAD_VERSION, 0);
 	}
 	if (rc || (m.hdr.type & UMC_SM_TYPE_REPLY)) {
 		sm->cnt.rx_malformed++;
@@ -242,7 +237,7 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 		sm->cnt.rx_unknown_port++;
 		umc_sm_log(sm, UMC_SM_LOG_DEBUG, "%s from an unknown port (LID %u): re-register",
 			   umc_sm_type_str(m.hdr.type), m.hdr.lid);
-		return reply_status(sm, src, &m.hdr, UMC_SM_UNKNOWN_PORT, m.hdr.lid);
+		return umc_sm_send_status(sm, src, &m.hdr, UMC_SM_UNKNOWN_PORT, m.hdr.lid);
 	}
 	umc_sm_port_renew(sm, port, now);
 	switch (m.hdr.type) {
@@ -254,16 +249,22 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 		};
 
 		sm->cnt.renew++;
-		return umc_sm_send_msg(sm, src, &r);
+		umc_sm_send_msg(sm, src, &r);
+		return umc_sm_fwd_renewed(sm, port, now);
 	}
 	case UMC_SM_UNREGISTER:
 		sm->cnt.unregister++;
-		reply_status(sm, src, &m.hdr, UMC_SM_OK, port->lid);
+		umc_sm_send_status(sm, src, &m.hdr, UMC_SM_OK, port->lid);
 		return umc_sm_port_remove(sm, port, "unregistered");
 	case UMC_SM_RESOLVE:
 		return do_resolve(sm, port, &m);
 	case UMC_SM_SA:
 		return on_sa(sm, now, port, &m);
+	case UMC_SM_SUBSCRIBE:
+	case UMC_SM_UNSUBSCRIBE:
+	case UMC_SM_FWD_ACK:
+	case UMC_SM_SQUATTED:
+		return umc_sm_fwd_request(sm, port, &m, now);
 	}
 }
 
@@ -296,7 +297,8 @@ bool umc_sm_work(struct umc_sm *sm, uint64_t now)
 }
 
 /**
- * umc_sm_tick - run what is due: lease expiries, RMPP resends and limits.
+ * umc_sm_tick - run what is due: lease expiries, RMPP resends and limits,
+ * forwarding versions not sent yet, their resends, held SA replies.
  * @sm:   the state
  * @now:  ms on the SM's monotonic clock
  * @seen: every datagram that arrived before this (ms, the same clock) has
@@ -309,6 +311,8 @@ uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now, uint64_t seen)
 {
 	uint64_t a = umc_sm_ports_expire(sm, seen < now ? seen : now);
 	uint64_t b = umc_sm_rmpp_tick(sm, now);
+	uint64_t c = umc_sm_fwd_tick(sm, now);
 
-	return a < b ? a : b;
+	a = a < b ? a : b;
+	return a < c ? a : c;
 }

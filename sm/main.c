@@ -265,6 +265,7 @@ static bool rx_burst(int fd, uint16_t port, struct umc_sm *sm, struct tx_batch *
 			umc_sm_handle(sm, t, &src[i], dst.sin_family ? &dst : NULL, buf[i],
 				      msgs[i].msg_len);
 		}
+		umc_sm_fwd_flush(sm, now); /* the batch's forwarding changes, one FORWARD each */
 		tx_flush(tx);
 		*seen = n < BATCH ? before : t;
 		if (n < BATCH)

@@ -19,6 +19,10 @@ static const char usage_text[] =
 	"  -l, --listen ADDR:PORT      UDP address to serve (default 127.0.0.1:4795; port 0: any)\n"
 	"      --no-sendonly           no SendOnlyFullMember support: ClassPortInfo\n"
 	"                              CapabilityMask2 bit 12 clear, JoinState 0x8 Sets refused\n"
+	"      --forwarding MODE       multicast (default): each MLID is an IP multicast group;\n"
+	"                              unicast: senders send a copy to each receiving port\n"
+	"      --forwarding-wait MS    a join or leave waits this long at most for the senders\n"
+	"                              to take the new list (default 250; 0..2000, 0: never)\n"
 	"      --prefix PREFIX         subnet prefix, IPv6 notation (default fe80::)\n"
 	"      --lease MS              port lease in ms (default 10000; 100..3600000)\n"
 	"      --sm-key KEY            SM_Key of trusted SA requests (default 1); given, it\n"
@@ -43,6 +47,8 @@ static const char usage_text[] =
 
 enum {
 	OPT_NO_SENDONLY = 256,
+	OPT_FORWARDING,
+	OPT_FWD_WAIT,
 	OPT_PREFIX,
 	OPT_LEASE,
 	OPT_SM_KEY,
@@ -76,6 +82,8 @@ static const struct {
 static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, 'l' },
 	{ "no-sendonly", no_argument, NULL, OPT_NO_SENDONLY },
+	{ "forwarding", required_argument, NULL, OPT_FORWARDING },
+	{ "forwarding-wait", required_argument, NULL, OPT_FWD_WAIT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "lease", required_argument, NULL, OPT_LEASE },
 	{ "sm-key", required_argument, NULL, OPT_SM_KEY },
@@ -214,6 +222,16 @@ int umc_sm_parse_options(int argc, char **argv, struct umc_sm_config *cfg)
 			break;
 		case OPT_NO_SENDONLY:
 			cfg->sendonly = false;
+			break;
+		case OPT_FORWARDING:
+			if (strcmp(optarg, "multicast") && strcmp(optarg, "unicast"))
+				return bad("--forwarding", optarg, "must be multicast or unicast");
+			cfg->unicast_fwd = !strcmp(optarg, "unicast");
+			break;
+		case OPT_FWD_WAIT:
+			if (number("--forwarding-wait", optarg, 0, UMC_SM_FWD_HOLD_MAX_MS, &v))
+				return UMC_SM_OPT_ERROR;
+			cfg->fwd_wait_ms = (uint32_t)v;
 			break;
 		case OPT_PREFIX:
 			if (prefix(optarg, &cfg->subnet_prefix))

@@ -314,10 +314,18 @@ int umc_sm_port_register(struct umc_sm *sm, uint64_t now, const struct sockaddr_
 		}
 		return st;
 	}
-	inet_ntop(AF_INET, &ctrl->sin_addr, addr, sizeof(addr));
 	sm->cnt.reg_new++;
-	umc_sm_log(sm, UMC_SM_LOG_INFO, "port LID %u GUID 0x%016llx registered from %s:%u",
-		   (*port)->lid, (unsigned long long)(*port)->guid, addr, ntohs(ctrl->sin_port));
+	if (umc_sm_log_on(sm, UMC_SM_LOG_INFO)) {
+		struct in_addr d = { htonl((*port)->data_addr) };
+		char data[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &ctrl->sin_addr, addr, sizeof(addr));
+		inet_ntop(AF_INET, &d, data, sizeof(data));
+		umc_sm_log(sm, UMC_SM_LOG_INFO,
+			   "port LID %u GUID 0x%016llx registered from %s:%u, data %s:%u", (*port)->lid,
+			   (unsigned long long)(*port)->guid, addr, ntohs(ctrl->sin_port), data,
+			   (*port)->data_port);
+	}
 	return UMC_SM_OK;
 }
 
@@ -341,6 +349,7 @@ void umc_sm_port_remove(struct umc_sm *sm, struct umc_sm_port *port, const char 
 			   (unsigned long long)port->guid, why);
 	while (port->members)
 		umc_sm_member_leave(sm, port->members, 0xF);
+	umc_sm_fwd_port_gone(sm, port);
 	umc_sm_rmpp_port_gone(sm, port);
 	umc_sm_defer_port_gone(sm, port);
 	umc_sm_host_put(sm, port->host);

@@ -20,6 +20,9 @@
  *   mcmember.c     MCMemberRecord Set/Delete/Get/GetTable (OpenSM 3.3.23's rules)
  *   groups.c       group table by MGID and MLID, MLID allocation, memberships
  *   rmpp.c         the RMPP sender for GetTable responses
+ *   fwd.c          each MLID's forwarding (the multicast forwarding tables):
+ *                  subscriptions of the ports that send to it, pushes,
+ *                  acknowledgments, SA replies held until they came
  *   cpi.c          ClassPortInfo
  *   control.c      faults on demand (umc-ctl): failover, silence, rejected joins
  *   log.c          logging and counters
@@ -77,6 +80,8 @@ struct umc_sm_config {
 	uint16_t mlid_max;
 	uint8_t port_mtu;    /* IB MTU code of every port */
 	bool sendonly;	     /* false: --no-sendonly */
+	bool unicast_fwd;    /* --forwarding unicast: every MLID forwarded by unicast */
+	uint32_t fwd_wait_ms; /* --forwarding-wait: a join waits this long for the senders */
 	uint64_t epoch;	     /* 0: choose one at create (tests and fuzzers fix it) */
 	int verbose;	     /* -v count */
 	int ready_fd;	     /* --ready-fd, -1 if none */
@@ -132,7 +137,17 @@ void umc_sm_config_default(struct umc_sm_config *cfg);
 	X(tx_errors)	    /* datagrams the kernel refused to send */                             \
 	X(failovers)	    /* umc-ctl failover: every port and group forgotten */                 \
 	X(silent_dropped)   /* datagrams not answered while umc-ctl silent */                       \
-	X(sa_fault_rejected) /* joins answered with umc-ctl reject's status */
+	X(sa_fault_rejected) /* joins answered with umc-ctl reject's status */                     \
+	X(fwd_subscribed)   /* SUBSCRIBEs answered with a FORWARD */                               \
+	X(fwd_refused)	    /* SUBSCRIBEs refused (not an MLID of the map, a cap) */               \
+	X(fwd_sent)	    /* FORWARD datagrams sent, segments and resends included */            \
+	X(fwd_resent)	    /* ... of those, resent for want of an acknowledgment */               \
+	X(fwd_acks)	    /* FWD_ACKs taken */                                                   \
+	X(fwd_stale)	    /* FWD_ACKs for no subscription or a version not sent: dropped */      \
+	X(fwd_held)	    /* SA replies held until the MLID's senders acknowledged */            \
+	X(fwd_hold_expired) /* ... sent when the hold time passed instead */                       \
+	X(fwd_lagging)	    /* subscriptions that missed a hold: they hold no reply until they ack */ \
+	X(fwd_squatted)	    /* MLIDs forwarded by unicast since a member could not bind */
 
 struct umc_sm_counters {
 #define UMC_SM_COUNTER_FIELD(name) unsigned long name;
@@ -169,6 +184,9 @@ struct umc_sm_port {
 	uint64_t lone_tids[UMC_SM_RMPP_LONE_TIDS];
 	uint8_t lone_valid; /* a bit per entry */
 	uint8_t lone_next;
+	struct umc_sm_sub *subs;      /* MLIDs it sends to (fwd.c) */
+	unsigned nsubs;
+	unsigned nstale;	      /* ... of those, given up resending to (fwd.c) */
 };
 
 struct umc_sm_ports {
@@ -233,6 +251,7 @@ struct umc_sm_host {
 	unsigned ports;	  /* registered ports; the host goes with the last */
 	unsigned members; /* memberships of those ports */
 	unsigned txns;	  /* GetTable transfers open to those ports */
+	unsigned subs;	  /* MLIDs those ports subscribed to (fwd.c) */
 	struct umc_sm_deferred *queue, **queue_tail; /* scanning queries waiting */
 	unsigned queued;
 	struct umc_sm_host *ring_next; /* on the ring of hosts with queries waiting; NULL: not */
@@ -429,6 +448,88 @@ bool umc_sm_rmpp_room(const struct umc_sm *sm, const struct umc_sm_port *port, u
 void umc_sm_rmpp_port_gone(struct umc_sm *sm, struct umc_sm_port *port);
 
 /* ------------------------------------------------------------------------- */
+/* Multicast forwarding (fwd.c).                                             */
+
+/*
+ * What a switch's multicast forwarding table holds for an MLID, as the SM
+ * programs it: where its packets go.  MULTICAST: its IP group and the data
+ * port (the default, the map of the REGISTER reply); UNICAST (every MLID
+ * with --forwarding unicast, or one a member could not bind): the data
+ * endpoints of its receiving member ports, each sender sending one copy to
+ * each.  A port that sends to an MLID subscribes to it; umc-sm sends it
+ * the forwarding and every new version, until it acknowledges.
+ */
+struct umc_sm_mlfwd;
+struct umc_sm_held;
+
+struct umc_sm_sub {
+	struct umc_sm_port *port;
+	struct umc_sm_mlfwd *f;
+	uint32_t sent;	     /* the version last sent (0: none yet) */
+	uint32_t acked;	     /* the highest version it acknowledged */
+	uint32_t tid;	     /* its SUBSCRIBE's, for the answer; 0 once answered */
+	unsigned tries;	     /* sends of @sent */
+	uint64_t resend_at;  /* when @sent goes again, while on the resend list */
+	bool on_resend;
+	bool stale;	     /* resends given up: sent again at the port's next RENEW */
+	bool lagging;	     /* missed a hold: holds no reply until it acknowledges */
+	struct umc_sm_sub *port_prev, *port_next; /* the port's */
+	struct umc_sm_sub *f_prev, *f_next;	  /* the MLID's */
+	struct umc_sm_sub *rs_prev, *rs_next;	  /* the resend list */
+	struct umc_hnode node;			  /* key: MLID << 16 | LID */
+};
+
+struct umc_sm_mlfwd {
+	uint16_t mlid;
+	bool unicast;
+	bool dirty;	      /* a new version not sent yet (umc_sm_fwd_flush) */
+	uint32_t version;     /* 1 from the first use, one more at each change */
+	struct umc_sm_sub *subs;
+	unsigned nsubs;
+	struct umc_sm_held *held, **held_tail; /* SA replies waiting for its senders */
+	struct umc_sm_mlfwd *dirty_next;
+};
+
+struct umc_sm_fwds {
+	struct umc_sm_mlfwd **by_mlid;	  /* 0xC000..cfg.mlid_max, each made at first use */
+	struct umc_hash subs;		  /* struct umc_sm_sub by MLID and LID */
+	struct umc_sm_mlfwd *dirty;	  /* versions to send */
+	struct umc_sm_sub *rs_head, *rs_tail; /* waiting for an acknowledgment, soonest first */
+	struct umc_sm_held *held_head, *held_tail; /* every held reply, soonest deadline first */
+	unsigned nheld;
+	uint8_t *list;			  /* the entries of one list, scratch */
+	size_t list_cap;
+};
+
+int umc_sm_fwd_init(struct umc_sm *sm);
+void umc_sm_fwd_fini(struct umc_sm *sm);
+/* umc_sm_fwd_changed - the receiving members of @mlid changed (groups.c). */
+void umc_sm_fwd_changed(struct umc_sm *sm, uint16_t mlid);
+/* umc_sm_fwd_port_gone - drop @port's subscriptions and its held replies. */
+void umc_sm_fwd_port_gone(struct umc_sm *sm, struct umc_sm_port *port);
+/* umc_sm_fwd_renewed - @port renewed its lease: resend what it never acknowledged. */
+void umc_sm_fwd_renewed(struct umc_sm *sm, struct umc_sm_port *port, uint64_t now);
+/*
+ * The protocol's requests from registered port @port (handler.c): SUBSCRIBE,
+ * UNSUBSCRIBE, FWD_ACK, SQUATTED.
+ */
+void umc_sm_fwd_request(struct umc_sm *sm, struct umc_sm_port *port, const struct umc_sm_msg *m,
+			uint64_t now);
+/* umc_sm_fwd_mlid_of - the MLID of the group an MCMemberRecord Set or Delete names, or 0. */
+uint16_t umc_sm_fwd_mlid_of(struct umc_sm *sm, const uint8_t *mad);
+/*
+ * umc_sm_fwd_hold - should SA reply @mad to @port about MLID @mlid wait
+ * until @mlid's senders acknowledged its current forwarding?  Then it is
+ * kept and sent later (true).
+ */
+bool umc_sm_fwd_hold(struct umc_sm *sm, struct umc_sm_port *port, uint32_t tid, uint16_t mlid,
+		     const uint8_t *mad, uint64_t now);
+/* umc_sm_fwd_flush - send the versions made since the last flush. */
+void umc_sm_fwd_flush(struct umc_sm *sm, uint64_t now);
+/* umc_sm_fwd_tick - resends, and held replies whose time passed; the next deadline. */
+uint64_t umc_sm_fwd_tick(struct umc_sm *sm, uint64_t now);
+
+/* ------------------------------------------------------------------------- */
 /* Requests that wait (defer.c).                                             */
 
 /*
@@ -504,6 +605,7 @@ struct umc_sm {
 	uint8_t *table; /* GetTable scratch, grown as needed */
 	size_t table_cap;
 	struct umc_sm_faults faults;
+	struct umc_sm_fwds fwd;
 };
 
 /**
@@ -555,7 +657,8 @@ void umc_sm_handle(struct umc_sm *sm, uint64_t now, const struct sockaddr_in *sr
 bool umc_sm_work(struct umc_sm *sm, uint64_t now);
 
 /**
- * umc_sm_tick - what is due: RMPP resends and limits at @now, and the
+ * umc_sm_tick - what is due: RMPP resends and limits at @now, the
+ * forwarding (fwd.c: versions to send, resends, held replies), and the
  * leases that passed before @seen, the time before which every datagram
  * that arrived has been handled (so a renewal still waiting to be read
  * never lets its port expire).  Returns the next deadline.
@@ -564,6 +667,9 @@ uint64_t umc_sm_tick(struct umc_sm *sm, uint64_t now, uint64_t seen);
 
 /* umc_sm_send_msg - encode @m and hand it to sm->out. */
 void umc_sm_send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const struct umc_sm_msg *m);
+/* umc_sm_send_status - a reply to @req with @status and no body, about LID @lid. */
+void umc_sm_send_status(struct umc_sm *sm, const struct sockaddr_in *to,
+			const struct umc_sm_hdr *req, uint16_t status, uint16_t lid);
 /* umc_sm_send_sa - an SA reply datagram carrying @mad to @port. */
 void umc_sm_send_sa(struct umc_sm *sm, const struct umc_sm_port *port, uint32_t tid,
 		    const uint8_t *mad);

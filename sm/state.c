@@ -44,6 +44,7 @@ void umc_sm_config_default(struct umc_sm_config *cfg)
 	cfg->mlid_max = UMC_SM_MLID_MAX;
 	cfg->port_mtu = UMC_SM_PORT_MTU;
 	cfg->sendonly = true;
+	cfg->fwd_wait_ms = UMC_SM_FWD_HOLD_MS;
 	cfg->ready_fd = -1;
 }
 
@@ -104,7 +105,8 @@ struct umc_sm *umc_sm_create(const struct umc_sm_config *cfg, const struct umc_s
 	sm->out = *out;
 	sm->epoch = cfg->epoch ? cfg->epoch : new_epoch();
 	if (umc_sm_ports_init(&sm->ports) || umc_hash_init(&sm->hosts, 64) ||
-	    umc_sm_groups_init(&sm->groups, cfg->mlid_max) || add_broadcast_group(sm)) {
+	    umc_sm_groups_init(&sm->groups, cfg->mlid_max) || umc_sm_fwd_init(sm) ||
+	    add_broadcast_group(sm)) {
 		umc_sm_destroy(sm);
 		return NULL;
 	}
@@ -116,6 +118,7 @@ int umc_sm_failover(struct umc_sm *sm)
 {
 	umc_sm_ports_fini(sm); /* first: the ports' memberships go with them */
 	umc_sm_groups_fini(sm);
+	umc_sm_fwd_fini(sm);
 	memset(&sm->ports, 0, sizeof(sm->ports));
 	memset(&sm->groups, 0, sizeof(sm->groups));
 	sm->epoch = new_epoch();
@@ -123,7 +126,7 @@ int umc_sm_failover(struct umc_sm *sm)
 	umc_sm_log(sm, UMC_SM_LOG_INFO, "failover: epoch 0x%016llx",
 		   (unsigned long long)sm->epoch);
 	if (umc_sm_ports_init(&sm->ports) || umc_sm_groups_init(&sm->groups, sm->cfg.mlid_max) ||
-	    add_broadcast_group(sm))
+	    umc_sm_fwd_init(sm) || add_broadcast_group(sm))
 		return -ENOMEM;
 	sm->cnt.groups_created--; /* the broadcast group is not a client's */
 	return 0;
@@ -140,6 +143,7 @@ void umc_sm_destroy(struct umc_sm *sm)
 	umc_sm_defer_fini(sm);
 	umc_hash_fini(&sm->hosts);
 	umc_sm_groups_fini(sm);
+	umc_sm_fwd_fini(sm);
 	free(sm->table);
 	free(sm);
 }
@@ -157,6 +161,31 @@ void umc_sm_send_msg(struct umc_sm *sm, const struct sockaddr_in *to, const stru
 
 	if (n)
 		sm->out.send(sm->out.ctx, to, buf, n);
+}
+
+/**
+ * umc_sm_send_status - a reply without a body: a status, or a reply type
+ * that has none.
+ * @sm:     the state
+ * @to:     the destination
+ * @req:    the request's header (its type and tid)
+ * @status: enum umc_sm_status
+ * @lid:    the LID the reply is about
+ */
+void umc_sm_send_status(struct umc_sm *sm, const struct sockaddr_in *to,
+			const struct umc_sm_hdr *req, uint16_t status, uint16_t lid)
+{
+	struct umc_sm_msg m = {
+		.hdr = {
+			.type = (uint8_t)(req->type | UMC_SM_TYPE_REPLY),
+			.status = status,
+			.epoch = sm->epoch,
+			.lid = lid,
+			.tid = req->tid,
+		},
+	};
+
+	umc_sm_send_msg(sm, to, &m);
 }
 
 /**

@@ -225,6 +225,22 @@ enum umc_sm_param {
 	UMC_SM_DEFER_REGISTER = 256,	     /* REGISTERs of new ports */
 	UMC_SM_DEFER_QUERIES_PER_HOST = 16, /* scanning queries of one source host */
 	UMC_SM_DEFER_QUERIES = 1024,	     /* ... of all hosts */
+	/*
+	 * Multicast forwarding (umc-sm's fwd.c, umc-sm(8) FORWARDING): a
+	 * FORWARD not acknowledged is sent again after UMC_SM_FWD_RESEND_MS,
+	 * UMC_SM_FWD_TRIES times in all, then at the port's next RENEW; an
+	 * SA Set or Delete that changed an MLID's receivers is answered once
+	 * its senders acknowledged the new list, or after UMC_SM_FWD_HOLD_MS
+	 * (--forwarding-wait, at most UMC_SM_FWD_HOLD_MAX_MS: a client sends
+	 * its Set again after a third of UMC_SA_TIMEOUT_MS and gives up after
+	 * it); at most UMC_SM_FWD_HELD_MAX replies wait at once (more go at
+	 * once).
+	 */
+	UMC_SM_FWD_RESEND_MS = 100,
+	UMC_SM_FWD_TRIES = 5,
+	UMC_SM_FWD_HOLD_MS = 250,
+	UMC_SM_FWD_HOLD_MAX_MS = 2000,
+	UMC_SM_FWD_HELD_MAX = 4096,
 
 	/* SA client (library): MAD transactions as the kernel's (multicast.c send_join()). */
 	UMC_SA_TIMEOUT_MS = 3000, /* whole transaction, split over the retries */
@@ -245,6 +261,8 @@ enum umc_sm_param {
 	UMC_SA_RMPP_MAX_BYTES = 16 << 20, /* largest reassembled GetTable reply */
 	UMC_SA_TXN_BUCKETS = 256,
 	UMC_SA_LID_CACHE = 64,	    /* resolved LIDs cached per port */
+	UMC_SA_SQUAT_TRIES = 12,    /* SQUATTED sends, UMC_SA_REGISTER_RESEND_MS apart */
+	UMC_SA_FWD_WAIT_MS = 1000,  /* an AH to an MLID waits this long for its forwarding */
 };
 
 /*
