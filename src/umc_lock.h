@@ -36,6 +36,7 @@ enum umc_lock_rank {
 	UMC_LOCK_CM_CHANNEL,	/* chan->lock: a CM event channel's queue (cm/channel.c) */
 	UMC_LOCK_DEVS,		/* the device list, its probes, the open contexts (verbs/device.c) */
 	UMC_LOCK_FAULT_SET,	/* umc_fault_set_lock: the fault rules in force (fault/stage.c) */
+	UMC_LOCK_IB_FWD_REF,	/* port->fwd_ref_lock: the MLIDs an IB port sends to (link/ib/fwd.c) */
 	UMC_LOCK_SA_CLIENT,	/* c->lock: an SA client's state (sa/sa_int.h) */
 	UMC_LOCK_DEV_RX,	/* dev->rx_lock: the receive engine (verbs/progress.c) */
 	UMC_LOCK_DEV,		/* dev->lock: groups, QP list, attachments (link/driver.h) */
@@ -45,6 +46,7 @@ enum umc_lock_rank {
 	UMC_LOCK_UC_QSET,	/* uc->qset_lock: a port's claimed QPNs (link/roce/) */
 	UMC_LOCK_UC_AGENT,	/* uc_ag_lock: the unicast agent and its addresses (link/roce/) */
 	UMC_LOCK_QP_SQ,		/* qp->sq_lock: a QP's send queue (link/driver.h) */
+	UMC_LOCK_IB_FWD,	/* port->fwd_lock (rw): where an IB port's MLIDs go (link/ib/fwd.c) */
 	UMC_LOCK_QP_RQ,		/* qp->rq_lock (spin): a QP's receive ring */
 	UMC_LOCK_CQ,		/* cq->lock (spin): a CQ's ring (verbs/verbs_int.h) */
 	UMC_LOCK_COMP_CHANNEL,	/* ch->lock: a completion channel's events (verbs/cq.c) */
@@ -105,12 +107,27 @@ static inline int umc_lockdep_spin_lock(pthread_spinlock_t *s, enum umc_lock_ran
 	return ret;
 }
 
+static inline int umc_lockdep_rwlock(pthread_rwlock_t *l, bool write, enum umc_lock_rank rank,
+				     const char *file, int line)
+{
+	int ret;
+
+	umc_lockdep_acquire(l, rank, false, file, line);
+	ret = write ? pthread_rwlock_wrlock(l) : pthread_rwlock_rdlock(l);
+	if (!ret)
+		umc_lockdep_taken(l, rank, file, line);
+	return ret;
+}
+
 #define umc_mutex_lock(m, rank) umc_lockdep_mutex_lock((m), (rank), false, __FILE__, __LINE__)
 #define umc_mutex_lock_nested(m, rank) umc_lockdep_mutex_lock((m), (rank), true, __FILE__, __LINE__)
 #define umc_mutex_trylock(m, rank) umc_lockdep_mutex_trylock((m), (rank), __FILE__, __LINE__)
 #define umc_mutex_unlock(m) (umc_lockdep_release(m), pthread_mutex_unlock(m))
 #define umc_spin_lock(s, rank) umc_lockdep_spin_lock((s), (rank), __FILE__, __LINE__)
 #define umc_spin_unlock(s) (umc_lockdep_release((const void *)(s)), pthread_spin_unlock(s))
+#define umc_rwlock_rdlock(l, rank) umc_lockdep_rwlock((l), false, (rank), __FILE__, __LINE__)
+#define umc_rwlock_wrlock(l, rank) umc_lockdep_rwlock((l), true, (rank), __FILE__, __LINE__)
+#define umc_rwlock_unlock(l) (umc_lockdep_release(l), pthread_rwlock_unlock(l))
 
 #else /* !UMC_LOCKDEP: the plain calls */
 
@@ -120,6 +137,9 @@ static inline int umc_lockdep_spin_lock(pthread_spinlock_t *s, enum umc_lock_ran
 #define umc_mutex_unlock(m) pthread_mutex_unlock(m)
 #define umc_spin_lock(s, rank) pthread_spin_lock(s)
 #define umc_spin_unlock(s) pthread_spin_unlock(s)
+#define umc_rwlock_rdlock(l, rank) pthread_rwlock_rdlock(l)
+#define umc_rwlock_wrlock(l, rank) pthread_rwlock_wrlock(l)
+#define umc_rwlock_unlock(l) pthread_rwlock_unlock(l)
 
 #endif /* UMC_LOCKDEP */
 

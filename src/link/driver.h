@@ -39,6 +39,7 @@ struct umc_attach;
 	X(tx_too_long)	     /* UD send above the path MTU: completed, not sent */                 \
 	X(tx_errors)	     /* datagrams the kernel refused */                                    \
 	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
+	X(tx_fwd_none)	     /* InfiniBand: to an MLID forwarded by unicast to no port: dropped */ \
 	X(rx_packets)	     /* datagrams read from the group sockets */                           \
 	X(rx_delivered)	     /* receive completions made (and those a full CQ drops) */            \
 	X(rx_in_place)	     /* ... whose payload the kernel wrote there: not copied */            \

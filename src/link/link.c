@@ -56,6 +56,10 @@ static int default_ah_init(struct umc_device *dev, const struct ibv_ah_attr *att
 	return -EOPNOTSUPP;
 }
 
+static void default_ah_fini(struct umc_device *dev, struct umc_ah *ah)
+{
+}
+
 static int default_init_ah_from_wc(struct umc_device *dev, const struct ibv_wc *wc,
 				   const uint8_t *grh, struct ibv_ah_attr *attr)
 {
@@ -113,6 +117,7 @@ static const struct umc_link_ops umc_link_default_ops = {
 	.sa = default_sa,
 	.addr_gid = default_addr_gid,
 	.ah_init = default_ah_init,
+	.ah_fini = default_ah_fini,
 	.init_ah_from_wc = default_init_ah_from_wc,
 	.qp_init = default_qp_init,
 	.qp_cleanup = default_qp_cleanup,
@@ -161,6 +166,7 @@ static void umc_links_init(void)
 		LINK_SET(dst, src, sa);
 		LINK_SET(dst, src, addr_gid);
 		LINK_SET(dst, src, ah_init);
+		LINK_SET(dst, src, ah_fini);
 		LINK_SET(dst, src, init_ah_from_wc);
 		LINK_SET(dst, src, qp_init);
 		LINK_SET(dst, src, qp_cleanup);

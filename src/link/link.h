@@ -233,6 +233,12 @@ struct umc_link_ops {
 	int (*ah_init)(struct umc_device *dev, const struct ibv_ah_attr *attr, struct umc_ah *ah);
 
 	/*
+	 * ah_fini - release what ah_init took (InfiniBand: the AH's hold on
+	 * its MLID's forwarding), before the AH is freed.  Context: no lock.
+	 */
+	void (*ah_fini)(struct umc_device *dev, struct umc_ah *ah);
+
+	/*
 	 * init_ah_from_wc - an ah_attr that answers the sender of received
 	 * completion @wc, from the GRH area @grh of its buffer
 	 * (ibv_init_ah_from_wc(3)).  Returns 0 or -EINVAL.

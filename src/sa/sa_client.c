@@ -170,6 +170,7 @@ static void port_lost(struct umc_sa_client *c, uint64_t now)
 	c->reg_ptid = 0;
 	c->next_register = now;
 	lid_cache_clear(c);
+	umc_sa_fwd_lost(c);
 	emit(c, UMC_SA_EVENT_PORT_LOST);
 }
 
@@ -189,6 +190,7 @@ static void on_register_reply(struct umc_sa_client *c, const struct umc_sm_msg *
 		return; /* try again at next_register */
 	registered(c, m, now);
 	umc_sa_txn_resend_all(c, now);
+	umc_sa_fwd_registered(c, now);
 	for (w = c->resolves; w; w = w->next)
 		w->ptid = 0; /* the waiter sends its RESOLVE again */
 	pthread_cond_broadcast(&c->cond);
@@ -242,6 +244,13 @@ static void on_datagram(struct umc_sa_client *c, const uint8_t *buf, size_t len,
 		break;
 	case UMC_SM_RESOLVE_REPLY:
 		on_resolve_reply(c, &m);
+		break;
+	case UMC_SM_FORWARD:
+		umc_sa_fwd_on_forward(c, &m);
+		break;
+	case UMC_SM_UNSUBSCRIBE_REPLY:
+	case UMC_SM_SQUATTED_REPLY:
+		umc_sa_fwd_on_reply(c, &m);
 		break;
 	}
 }
@@ -399,6 +408,9 @@ static void *client_thread(void *arg)
 		t = umc_sa_txn_timers(c, now);
 		if (t < next)
 			next = t;
+		t = umc_sa_fwd_timers(c, now);
+		if (t < next)
+			next = t;
 		if (c->stopping)
 			break;
 		umc_mutex_unlock(&c->lock);
@@ -416,6 +428,7 @@ static void *client_thread(void *arg)
 static void client_free(struct umc_sa_client *c)
 {
 	umc_sa_txn_free_all(c);
+	umc_sa_fwd_free_all(c);
 	umc_fd_close(c->fd);
 	umc_fd_close(c->wake_fd);
 	free(c);
@@ -462,6 +475,7 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c->data = args->data;
 	c->req_guid = args->port_guid;
 	c->event = args->event;
+	c->fwd = args->fwd;
 	c->event_ctx = args->event_ctx;
 	c->fault = args->fault;
 	c->fault_ctx = args->fault_ctx;

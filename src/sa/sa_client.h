@@ -83,13 +83,31 @@ enum umc_sa_fault {
 	UMC_SA_FAULT_REJECT,  /* not sent: answered at once with a MAD status */
 };
 
+/*
+ * One MLID's forwarding as umc-sm sends it (umc-sm(8) FORWARDING): where
+ * the port sends the MLID's packets.  Valid during the callback only.
+ */
+struct umc_sa_fwd {
+	uint16_t mlid;
+	bool unicast;	   /* false: e[0] is the IP group and UDP port */
+	uint32_t version;  /* grows with each change, per MLID and subnet epoch */
+	unsigned n;	   /* entries: 1 for multicast, the receiving ports for unicast */
+	const struct umc_sm_fwd_entry *e;
+};
+
 struct umc_sa_open_args {
 	struct sockaddr_in sm;	 /* umc-sm's address (umc_sa_parse_endpoint()) */
 	struct sockaddr_in data; /* where the port receives unicast IB packets; 0.0.0.0:0 for none */
 	uint64_t port_guid;	 /* GUID to ask for; 0: the SM's choice */
 	unsigned timeout_ms;	 /* registration wait; 0: UMC_SA_REGISTER_TIMEOUT_MS */
 	void (*event)(void *ctx, enum umc_sa_event ev); /* NULL: no events */
-	void *event_ctx;
+	/*
+	 * A new version of a subscribed MLID's forwarding (NULL: none taken).
+	 * On the client thread; once it returns, the port must send by it:
+	 * the client acknowledges it to umc-sm.
+	 */
+	void (*fwd)(void *ctx, const struct umc_sa_fwd *f);
+	void *event_ctx; /* for both */
 	/*
 	 * Injected faults, NULL for none: called, with the client's lock held,
 	 * for every request about to be sent, @first for a transaction's
@@ -267,5 +285,50 @@ void umc_sa_counters(struct umc_sa_client *c, struct umc_sa_counters *out);
  * -ETIMEDOUT, -EINVAL (a multicast or zero LID), -EDEADLK (from a callback).
  */
 int umc_sa_resolve_lid(struct umc_sa_client *c, uint16_t lid, struct sockaddr_in *data);
+
+/**
+ * umc_sa_fwd_subscribe - the port sends to MLID @mlid: have its forwarding
+ * (umc-sm(8) FORWARDING) sent to the fwd callback, now and at each change,
+ * also after the port is registered again.
+ * @c:    the client
+ * @mlid: 0xC000..0xFFFE
+ *
+ * Subscribing twice is subscribing once.
+ *
+ * Context: any thread, callbacks included; does not block.
+ * Returns: 0 or -ENOMEM.
+ */
+int umc_sa_fwd_subscribe(struct umc_sa_client *c, uint16_t mlid);
+
+/**
+ * umc_sa_fwd_wait - wait until the fwd callback has had a version of
+ * @mlid's forwarding (in this registration).
+ * @c:          the client
+ * @mlid:       subscribed to
+ * @timeout_ms: at most this long
+ *
+ * Context: not from a callback; blocks up to the timeout.
+ * Returns: 0; -ETIMEDOUT; -EINVAL (umc-sm refused: not an MLID of its
+ * map), -ENOSPC (umc-sm refused: the port's cap of subscriptions), -ENOENT
+ * (not subscribed), -EDEADLK (from a callback).
+ */
+int umc_sa_fwd_wait(struct umc_sa_client *c, uint16_t mlid, unsigned timeout_ms);
+
+/**
+ * umc_sa_fwd_unsubscribe - the port no longer sends to @mlid.
+ *
+ * Context: any thread, callbacks included; does not block.
+ */
+void umc_sa_fwd_unsubscribe(struct umc_sa_client *c, uint16_t mlid);
+
+/**
+ * umc_sa_squatted - tell umc-sm that the port, a member receiving MLID
+ * @mlid, cannot bind its IP group and data port (another local socket
+ * holds it): umc-sm then forwards @mlid by unicast.  Sent until answered,
+ * at most UMC_SA_SQUAT_TRIES times.
+ *
+ * Context: any thread, any lock held (it takes none); does not block.
+ */
+void umc_sa_squatted(struct umc_sa_client *c, uint16_t mlid);
 
 #endif /* UMC_SA_CLIENT_H */

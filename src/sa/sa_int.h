@@ -13,10 +13,13 @@
 #define UMC_SA_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "sa/sa_client.h"
+#include "umc_lock.h"
 #include "umc_param.h"
+#include "wire/ib.h"
 #include "wire/ib_rmpp.h"
 
 struct umc_sa_txn {
@@ -52,6 +55,9 @@ struct umc_sa_resolve_wait {
 	struct umc_sa_resolve_wait *next;
 };
 
+struct umc_sa_sub;
+struct umc_sa_squat;
+
 struct umc_sa_lid_entry {
 	uint16_t lid; /* 0: free */
 	struct sockaddr_in ep;
@@ -86,7 +92,14 @@ struct umc_sa_client {
 	struct umc_sa_counters cnt;
 	uint64_t calling; /* tid whose callback runs now, 0: none */
 	void (*event)(void *ctx, enum umc_sa_event ev);
-	void *event_ctx;
+	void (*fwd)(void *ctx, const struct umc_sa_fwd *f);
+	void *event_ctx; /* for both */
+	struct umc_sa_sub *subs;     /* MLIDs subscribed to (sa_fwd.c) */
+	uint64_t next_sub_id;
+	struct umc_sa_squat *squats; /* SQUATTED reports not answered yet */
+	/* MLIDs reported by umc_sa_squatted(), lock-free, not yet on @squats. */
+	_Atomic uint64_t squat_new[(UMC_LID_PERMISSIVE + 1 - UMC_MLID_FIRST) / 64];
+	atomic_bool squat_any;
 	enum umc_sa_fault (*fault)(void *ctx, const uint8_t *mad, bool first, uint16_t *status);
 	void *fault_ctx;
 	bool rereg_req;	     /* umc_sa_reregister asked: the thread loses the port */
@@ -111,6 +124,22 @@ uint64_t umc_sa_now_ms(void);
 uint32_t umc_sa_ptid(struct umc_sa_client *c);
 void umc_sa_xmit(struct umc_sa_client *c, struct umc_sm_msg *m);
 void umc_sa_wake(struct umc_sa_client *c);
+
+/*
+ * sa_fwd.c, which sa_client.c drives; all with c->lock held:
+ * umc_sa_fwd_on_forward - a FORWARD (the callback may run, the lock dropped);
+ * umc_sa_fwd_on_reply - an UNSUBSCRIBE or SQUATTED reply;
+ * umc_sa_fwd_timers - resends; the next time they need the thread;
+ * umc_sa_fwd_lost - the port was lost: every version forgotten;
+ * umc_sa_fwd_registered - registered again: subscribe again;
+ * umc_sa_fwd_free_all - at close.
+ */
+void umc_sa_fwd_on_forward(struct umc_sa_client *c, const struct umc_sm_msg *m);
+void umc_sa_fwd_on_reply(struct umc_sa_client *c, const struct umc_sm_msg *m);
+uint64_t umc_sa_fwd_timers(struct umc_sa_client *c, uint64_t now);
+void umc_sa_fwd_lost(struct umc_sa_client *c);
+void umc_sa_fwd_registered(struct umc_sa_client *c, uint64_t now);
+void umc_sa_fwd_free_all(struct umc_sa_client *c);
 
 /* sa_txn.c, which sa_client.c drives; all with c->lock held */
 void umc_sa_txn_init(struct umc_sa_client *c);

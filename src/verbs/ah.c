@@ -55,11 +55,13 @@ UMC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 UMC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	struct umc_ah *uah = to_uah(ah);
+	struct umc_device *dev = ctx_dev(ah->context);
 
 	if (umc_ctx_forked(ah->context))
 		return umc_pos_errno(-EIO);
 	if (umc_ah_mcast(&uah->attr))
-		umc_stat_grp_put(ctx_dev(ah->context), &uah->attr.grh.dgid);
+		umc_stat_grp_put(dev, &uah->attr.grh.dgid);
+	dev->link->ah_fini(dev, uah);
 	umc_pd_put(ah->pd);
 	free(uah);
 	return 0;

@@ -11,7 +11,11 @@
 #      and b on segment 0 register and join through the router; umc-sa on a
 #      reads the SA), multicast does not: with a send-only sender on b and
 #      full members on a and d (segment 1), a gets every message, d none.
-#      umc-sm --forwarding unicast (issue 34) is to make d get them too.
+#   3. (4 only) The same with umc-sm --forwarding unicast: a and d, on both
+#      sides of the router, get every message intact; b sends one copy per
+#      member (its tx_packets); the capture holds no datagram to an MLID's
+#      IP group, and b's copies to d's address enter segment 1 from the
+#      router.
 set -u
 FAM=${1:?usage: test_routed.sh 4|6}
 # shellcheck source=fabric_lib.sh
@@ -54,3 +58,26 @@ fab_cmd ib 30 send 0 $N 200 0 0
 fab_expect_got ia $N "$(sed -n '1s/.* gid //p' "$FAB_WORK/ib.out")" 0
 fab_expect_got id 0 - 0 # segment 1
 for h in ia ib id; do fab_quit $h || fab_fail "$h exited $?"; done
+kill -TERM "$(fab_child sm)"
+fab_wait sm 10 || fab_fail "umc-sm did not end"
+
+# 3. umc-sm --forwarding unicast: the InfiniBand link without IP multicast
+fab_bg smu c "$UMC_BIN/umc-sm" --listen "$SM" --forwarding unicast -v
+wait_until 10 grep -qs '^umc-sm: ready on ' "$FAB_WORK/smu.out" || fab_fail "umc-sm did not start"
+fab_cap_start a "udp" || exit 1
+for h in a b d; do fab_member u$h $h $IB "$G" 1 UMC_SM="$SM" UMC_STATS=1 || exit 1; done
+fab_cmd ua 20 join full && fab_cmd ud 20 join full && fab_cmd ub 20 join sendonly || exit 1
+fab_cmd ub 30 send 0 $N 200 0 0
+BGID=$(sed -n '1s/.* gid //p' "$FAB_WORK/ub.out")
+fab_expect_got ua $N "$BGID" 0
+fab_expect_got ud $N "$BGID" 0 # across the router
+for h in ua ub ud; do fab_quit $h || fab_fail "$h exited $?"; done
+fab_cap_stop a
+fab_expect_eq "b's datagrams: one copy per member" "$(fab_counter ub umc_ib0 tx_packets)" $((2 * N))
+fab_expect_count "datagrams to an MLID's IP group" "\$4 == \"data\" && \$6 ~ /^239\\.255\\./" eq 0
+for i in "${!FAB_IFX[@]}"; do [ "${FAB_IFX[$i]}" = rts1 ] && RTS1=$i; done
+fab_expect_eq "b's copies to d entering segment 1 from the router" "$(tshark -n -r "$FAB_WORK/cap.pcapng" \
+	-Y "sll.ifindex == $RTS1 && sll.pkttype != 4 && ip.src == $B && ip.dst == $(fab_addr d) && udp" |
+	wc -l)" $N
+kill -TERM "$(fab_child smu)"
+fab_wait smu 10 || fab_fail "umc-sm did not end"

@@ -51,6 +51,21 @@
  *                         EMFILE (the attach found no descriptor), none
  *                         with -ETIMEDOUT, and the kernel dropped none of
  *                         umc-sm's responses at the port's SA socket
+ *   ib_procs fwd          umc-sm --forwarding unicast: two full members and
+ *                         a send-only sender; every message reaches both,
+ *                         one datagram per member; once a member's leave is
+ *                         done at the SA no copy reaches its port; a member
+ *                         killed is dropped from the list when its lease
+ *                         ends, and with none left nothing is sent
+ *   ib_procs fwd_restart  the same SM restarted: the sender's list goes
+ *                         with the port, comes back for its AH once it is
+ *                         registered again, and reaches the member that
+ *                         joined again
+ *   ib_procs squat_any    a plain UDP socket of another process on
+ *   ib_procs squat_group  0.0.0.0:DATAPORT, or on the MLID's group address
+ *                         and DATAPORT: the join completes, the MLID goes
+ *                         over to unicast forwarding and every message
+ *                         arrives; another group stays multicast
  *
  * As tests/integ/mc_procs.c, the orchestrator starts "agents" and drives
  * them over pipes with one-line commands (agent.h); readiness is a reply,
@@ -66,6 +81,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -400,12 +416,20 @@ static void cmd_port(void)
 	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
 }
 
-/* cnt: the port's drop counter rx_no_qp (a unicast DestQP it does not have). */
-static void cmd_cnt(void)
+/* cnt NAME: one of the port's counters (struct umc_counters). */
+static void cmd_cnt(const char *name)
 {
+	const struct umc_counters *c;
+
 	if (!ag.nids)
 		return agent_reply("fail no port");
-	agent_reply("ok %lu", atomic_load(&ctx_dev(ag.n[0].id->verbs)->cnt->rx_no_qp));
+	c = ctx_dev(ag.n[0].id->verbs)->cnt;
+#define CNT_BY_NAME(n)                                                                             \
+	if (!strcmp(name, #n))                                                                     \
+		return agent_reply("ok %lu", atomic_load(&c->n));
+	UMC_COUNTERS(CNT_BY_NAME)
+#undef CNT_BY_NAME
+	agent_reply("fail no counter %s", name);
 }
 
 /*
@@ -505,8 +529,8 @@ static void agent_main(int cmd)
 			cmd_storm(i1);
 		else if (!strcmp(line, "port"))
 			cmd_port();
-		else if (!strcmp(line, "cnt"))
-			cmd_cnt();
+		else if (sscanf(line, "cnt %63s", a) == 1)
+			cmd_cnt(a);
 		else if (!strcmp(line, "quit")) {
 			agent_reply("ok bye");
 			_exit(0); /* no atexit handlers: the port stays registered */
@@ -552,12 +576,12 @@ static void expect_prefix(const char *r, const char *prefix, const char *what)
 		agent_fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
 }
 
-/* Agent @a's port's rx_no_qp counter. */
-static unsigned long count_no_qp(struct agent *a)
+/* Counter @name of agent @a's port. */
+static unsigned long counter(struct agent *a, const char *name)
 {
-	const char *r = ask(a, "cnt");
+	const char *r = ask(a, "cnt %s", name);
 
-	expect_prefix(r, "ok ", "rx_no_qp counter");
+	expect_prefix(r, "ok ", name);
 	return strtoul(r + 3, NULL, 10);
 }
 
@@ -1177,11 +1201,11 @@ static void scenario_unicast(void)
 	r = ask(&c, "urecv 0 1 quiet");
 	expect_prefix(r, "ok 0 ", "the bystander");
 	/* A QPN nobody on that port has: sent, dropped and counted (rx_no_qp). */
-	unsigned long no_qp = count_no_qp(&b);
+	unsigned long no_qp = counter(&b, "rx_no_qp");
 
 	expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
 	expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
-	if (count_no_qp(&b) != no_qp + 1)
+	if (counter(&b, "rx_no_qp") != no_qp + 1)
 		agent_fail("stray datagram: rx_no_qp did not go up by one from %lu", no_qp);
 	agent_finish(&a);
 	agent_finish(&b);
@@ -1233,6 +1257,336 @@ static void scenario_storm(void)
 	test_sm_free(&sm);
 }
 
+/* "recv IDX N MGID" must say "ok N badgrh 0": @what got N messages, each with the group's GRH. */
+static void expect_recv(struct agent *a, int n, const char *mgid, const char *what)
+{
+	char want[48];
+
+	snprintf(want, sizeof(want), "ok %d badgrh 0", n);
+	expect_prefix(ask(a, "recv 0 %d %s", n, mgid), want, what);
+}
+
+/* Wait (up to 5 s) until agent @a's port is ACTIVE (registered again after a restart). */
+static void wait_active(struct agent *a)
+{
+	uint64_t end = t_deadline(5000);
+
+	while (!strstr(ask(a, "port"), "state 4 ") && t_now_ms() < end)
+		usleep(10000); /* bounded by end */
+	expect_prefix(strstr(a->last, "state 4 ") ? "ok" : a->last, "ok", "the port active again");
+}
+
+/*
+ * Join @grp on agent @a's id 0 as a full member.  Once its port is ACTIVE
+ * again a join still fails with EADDRNOTAVAIL until the CM has read the
+ * IPoIB broadcast group's record again (umcast(7), The port), which it
+ * asks the SA for on the port's ACTIVE event: try for up to 5 s.
+ */
+static const char *join_when_ready(struct agent *a, const char *grp)
+{
+	uint64_t end = t_deadline(5000);
+	const char *r;
+
+	while (!strncmp((r = ask(a, "join 0 %s full", grp)), "fail join errno 99", 18) &&
+	       t_now_ms() < end)
+		usleep(10000); /* bounded by end */
+	return r;
+}
+
+/*
+ * umc-sm --forwarding unicast; a lease of 3 s, so that a restart is heard of
+ * within a second; joins wait up to 2 s for the senders (a loaded host).
+ */
+static const char *const fwd_args[] = {"--forwarding", "unicast", "--lease", "3000",
+				       "--forwarding-wait", "2000", NULL};
+
+static void start_sm_unicast(struct test_sm *sm)
+{
+	start_sm(sm, fwd_args);
+	observer_open(sm);
+}
+
+/*
+ * The observer's own membership of @mgid: a waited SA Set (JoinState
+ * FullMember) or Delete; returns its MAD status, or -1 for no answer.
+ * Its port's data endpoint is where a sender's copies come.
+ */
+static int observer_member(const char *mgid, bool join)
+{
+	struct umc_sa_port_attr pa;
+	struct umc_mcmember rec = {.join_state = UMC_JOIN_FULL};
+	struct umc_sa_result res;
+	uint8_t mad[UMC_MAD_SIZE];
+	int ret;
+
+	umc_sa_query_port(observer, &pa);
+	inet_pton(AF_INET6, mgid, rec.mgid);
+	memcpy(rec.port_gid, pa.gid, 16);
+	umc_sa_request_encode(mad, join ? UMC_MAD_METHOD_SET : UMC_SA_METHOD_DELETE,
+			      UMC_SA_ATTR_MCMEMBER_RECORD, UMC_MCM_JOIN_MASK, 0, &rec);
+	if (umc_sa_call(observer, mad, 3000, 2, &res))
+		return -1;
+	ret = res.status;
+	umc_sa_result_free(&res);
+	return ret;
+}
+
+/*
+ * The InfiniBand packets to MLID @mlid that arrive on @fd within @ms ms
+ * (after the last one, once @want arrived: 300 ms more for one too many);
+ * anything else counts in *@other.
+ */
+static int count_copies(int fd, uint16_t mlid, int want, int ms, int *other)
+{
+	uint64_t end = t_deadline(ms);
+	uint8_t buf[4096];
+	int got = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct umc_ib_hdr ib;
+		struct umc_ud_hdr ud;
+		size_t off, plen;
+		ssize_t n;
+
+		if (got >= want && end > t_deadline(300))
+			end = t_deadline(300);
+		if (t_now_ms() >= end || poll(&p, 1, t_left_ms(end)) <= 0)
+			return got;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0 && !umc_ib_decode(buf, (size_t)n, &ib, &ud, &off, &plen) && ib.lrh.dlid == mlid)
+			got++;
+		else if (n > 0)
+			(*other)++;
+	}
+}
+
+/*
+ * umc-sm --forwarding unicast: a full member R, a send-only sender S, and
+ * the orchestrator's own port, a receiving member with a data endpoint of
+ * its own, whose joins and leaves are waited SA transactions: every copy S
+ * sends after its join was answered reaches it, none after its leave was;
+ * a member killed is dropped from S's list once its lease ends.
+ */
+static void scenario_fwd(void)
+{
+	enum { N = 20 }; /* R has 64 receives posted, never posted again */
+	struct umc_sa_open_args oa = {.timeout_ms = 3000};
+	socklen_t len = sizeof(oa.data);
+	struct test_sm sm;
+	struct agent r, s;
+	char grp[32], mgid[64], gr[64];
+	int data, other = 0, got;
+	unsigned mlid;
+	uint64_t end;
+
+	start_sm(&sm, fwd_args);
+	data = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	oa.data.sin_family = AF_INET;
+	oa.data.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	test_sm_addr(&sm, &oa.sm);
+	if (data < 0 || bind(data, (struct sockaddr *)&oa.data, sizeof(oa.data)) ||
+	    getsockname(data, (struct sockaddr *)&oa.data, &len) || umc_sa_open(&oa, &observer)) {
+		fprintf(stderr, "the observer's port cannot register\n");
+		exit(2);
+	}
+	scenario_group(grp, 30);
+	udp_mgid(grp, mgid);
+	start(&r, "R");
+	start(&s, "S");
+	reply_gid(ask(&r, "open udp"), gr);
+	expect_prefix(ask(&s, "open udp"), "ok", "open");
+	mlid = reply_hex(ask(&r, "join 0 %s full", grp), "dlid 0x");
+	expect_prefix(r.last, "ok JOIN 0 0 ", "the member's join");
+	expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
+	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send");
+	expect_recv(&r, N, mgid, "the member");
+	expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "the send-only sender receives");
+	if (counter(&s, "tx_packets") != N) /* one copy per receiving port, none to itself */
+		agent_fail("sender: %lu datagrams for %d messages to one member",
+			   counter(&s, "tx_packets"), N);
+	/* Joined: what S sends once the join was answered reaches the new member. */
+	if (observer_member(mgid, true))
+		agent_fail("the observer's join failed");
+	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a join");
+	if ((got = count_copies(data, (uint16_t)mlid, N, 3000, &other)) != N)
+		agent_fail("the member that had just joined got %d of %d", got, N);
+	expect_recv(&r, 2 * N, mgid, "the first member");
+	/* Left: nothing S sends once the leave was answered reaches the port that left. */
+	if (observer_member(mgid, false))
+		agent_fail("the observer's leave failed");
+	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a leave");
+	expect_recv(&r, 3 * N, mgid, "the first member, after the leave");
+	if ((got = count_copies(data, (uint16_t)mlid, 0, 300, &other)) != 0)
+		agent_fail("%d copies reached the port whose leave was answered", got);
+	if (other)
+		agent_fail("%d other datagrams at the observer's data endpoint", other);
+	if (counter(&s, "tx_packets") != 4 * N)
+		agent_fail("sender: %lu datagrams, expected %d", counter(&s, "tx_packets"), 4 * N);
+	/*
+	 * Killed: once its lease ends the SA drops it, and S hears of it
+	 * (nobody waits for that: a lease that ends is no request); then S has
+	 * nobody left to send to.
+	 */
+	agent_kill(&r);
+	if (sa_join_state_becomes(mgid, gr, 0, 15000) != 0)
+		agent_fail("the killed member outlived its lease");
+	end = t_deadline(3000);
+	while (counter(&s, "tx_fwd_none") == 0 && t_now_ms() < end)
+		expect_prefix(ask(&s, "send 0 1"), "ok", "send while the list changes");
+	unsigned long tx = counter(&s, "tx_packets"), none = counter(&s, "tx_fwd_none");
+
+	expect_prefix(ask(&s, "send 0 5"), "ok", "send to nobody");
+	if (counter(&s, "tx_packets") != tx || counter(&s, "tx_fwd_none") != none + 5)
+		agent_fail("to no member: tx_packets %lu (was %lu), tx_fwd_none %lu (was %lu)",
+			   counter(&s, "tx_packets"), tx, counter(&s, "tx_fwd_none"), none);
+	agent_finish(&s);
+	umc_sa_close(observer);
+	close(data);
+	stop_sm(&sm);
+	/* The join and the leave waited for S's acknowledgment, not for the time limit. */
+	if (test_sm_counter(&sm, "fwd_held") < 2 || test_sm_counter(&sm, "fwd_hold_expired") != 0)
+		agent_fail("umc-sm: fwd_held %ld fwd_hold_expired %ld", test_sm_counter(&sm, "fwd_held"),
+			   test_sm_counter(&sm, "fwd_hold_expired"));
+	test_sm_free(&sm);
+}
+
+static void scenario_fwd_restart(void)
+{
+	struct test_sm sm;
+	struct agent r, s;
+	char grp[32], mgid[64];
+	uint16_t port;
+
+	start_sm_unicast(&sm);
+	port = sm.port;
+	scenario_group(grp, 31);
+	udp_mgid(grp, mgid);
+	start(&r, "R");
+	start(&s, "S");
+	expect_prefix(ask(&r, "open udp"), "ok", "open");
+	expect_prefix(ask(&s, "open udp"), "ok", "open");
+	expect_prefix(ask(&r, "join 0 %s full", grp), "ok JOIN 0 0 ", "receiver join");
+	expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
+	expect_prefix(ask(&s, "send 0 5"), "ok", "send");
+	expect_recv(&r, 5, mgid, "before the restart");
+	umc_sa_close(observer);
+	kill(sm.pid, SIGKILL);
+	test_sm_stop(&sm);
+	test_sm_free(&sm);
+	{
+		if (test_sm_start(&sm, port, fwd_args))
+			exit(2);
+	}
+	expect_prefix(ask(&r, "event 5000"), "ok ERROR -102 ", "receiver reset");
+	expect_prefix(ask(&s, "event 5000"), "ok ERROR -102 ", "sender reset");
+	/* The sender's AH is still there: its list is empty until someone joins again. */
+	expect_prefix(ask(&s, "send 0 5"), "ok", "send after the restart");
+	if (counter(&s, "tx_fwd_none") != 5)
+		agent_fail("after the restart: tx_fwd_none %lu", counter(&s, "tx_fwd_none"));
+	/*
+	 * Registered again, the sender's port has subscribed again (before it
+	 * says ACTIVE): the member's join below waits for its acknowledgment.
+	 */
+	wait_active(&s);
+	wait_active(&r);
+	expect_prefix(ask(&r, "leave 0 %s", grp), "ok", "leave");
+	expect_prefix(join_when_ready(&r, grp), "ok JOIN 0 0 ", "join again");
+	/* The join is answered once the sender (subscribed again) has the new list. */
+	expect_prefix(ask(&s, "send 0 5"), "ok", "send to the member that joined again");
+	expect_recv(&r, 10, mgid, "after joining again");
+	agent_finish(&r);
+	agent_finish(&s);
+	stop_sm(&sm);
+	test_sm_free(&sm);
+}
+
+/* A UDP port nothing uses now, for a umc-sm --data-port of this test's own. */
+static uint16_t free_udp_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		exit(2);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/*
+ * Another process holds the data port with a plain socket (no
+ * SO_REUSEADDR), on every address (@any) or on the IP group of the first
+ * application MLID, 0xC001: the join completes, umc-sm forwards that MLID
+ * by unicast, every message arrives; a second group on another MLID is
+ * not touched (with @any its own member says so too).
+ */
+static void scenario_squat(bool any)
+{
+	struct sockaddr_in sq = {.sin_family = AF_INET};
+	char dport[8], grp[2][32], mgid[2][64];
+	const char *args[] = {"--data-port", dport, NULL};
+	struct agent r, s;
+	struct test_sm sm;
+	int fd;
+
+	snprintf(dport, sizeof(dport), "%u", free_udp_port());
+	sq.sin_port = htons((uint16_t)atoi(dport));
+	sq.sin_addr.s_addr = htonl(any ? INADDR_ANY : UMC_SM_MCAST_BASE + 1);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sq, sizeof(sq))) {
+		fprintf(stderr, "cannot hold the data port\n");
+		exit(2);
+	}
+	start_sm(&sm, args);
+	for (int j = 0; j < 2; j++) {
+		scenario_group(grp[j], 32 + j);
+		udp_mgid(grp[j], mgid[j]);
+	}
+	start(&r, "R");
+	start(&s, "S");
+	for (int j = 0; j < 2; j++) {
+		expect_prefix(ask(&r, "open udp"), "ok", "open");
+		expect_prefix(ask(&s, "open udp"), "ok", "open");
+	}
+	const char *j0 = ask(&r, "join 0 %s full", grp[0]);
+
+	expect_prefix(j0, "ok JOIN 0 0 ", "a join with the data port held");
+	if (reply_hex(j0, "dlid 0x") != 0xc001)
+		agent_fail("the first group's MLID is 0x%x, not 0xc001", reply_hex(j0, "dlid 0x"));
+	expect_prefix(ask(&r, "join 1 %s full", grp[1]), "ok JOIN 0 1 ", "a second group's join");
+	expect_prefix(ask(&s, "join 0 %s sendonly", grp[0]), "ok JOIN 0 0 ", "send-only join");
+	expect_prefix(ask(&s, "join 1 %s sendonly", grp[1]), "ok JOIN 0 1 ", "send-only join 2");
+	expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
+	expect_prefix(ask(&s, "send 1 %d", NMSG), "ok", "send to the second group");
+	expect_recv(&r, NMSG, mgid[0], "the receiver of the held MLID");
+	{
+		char want[48];
+
+		snprintf(want, sizeof(want), "ok %d badgrh 0", NMSG);
+		expect_prefix(ask(&r, "recv 1 %d %s", NMSG, mgid[1]), want, "the second group");
+	}
+	agent_finish(&r);
+	agent_finish(&s);
+	close(fd);
+	stop_sm(&sm);
+	if (test_sm_counter(&sm, "fwd_squatted") != (any ? 2 : 1))
+		agent_fail("umc-sm: fwd_squatted %ld, expected %d", test_sm_counter(&sm, "fwd_squatted"),
+			   any ? 2 : 1);
+	test_sm_free(&sm);
+}
+
+static void scenario_squat_any(void)
+{
+	scenario_squat(true);
+}
+
+static void scenario_squat_group(void)
+{
+	scenario_squat(false);
+}
+
 static void scenario_nosm(void)
 {
 	struct agent a;
@@ -1278,6 +1632,10 @@ static const struct agent_scenario scenarios[] = {
 	{"nosm", scenario_nosm},
 	{"unicast", scenario_unicast},
 	{"storm", scenario_storm},
+	{"fwd", scenario_fwd},
+	{"fwd_restart", scenario_fwd_restart},
+	{"squat_any", scenario_squat_any},
+	{"squat_group", scenario_squat_group},
 };
 
 int main(int argc, char **argv)

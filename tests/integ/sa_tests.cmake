@@ -35,6 +35,6 @@ target_compile_definitions(ib_procs PRIVATE _GNU_SOURCE)
 target_link_libraries(ib_procs umc_testlib umcast_static)
 add_dependencies(ib_procs umc-sm umc-ctl)
 foreach(t sendonly nosendonly aggregate mgid0 ipoib lease exit restart timeout lapse smctl nosm
-    unicast storm)
+    unicast storm fwd fwd_restart squat_any squat_group)
   umc_test(integ/ib_${t} ib_procs ${t})
 endforeach()

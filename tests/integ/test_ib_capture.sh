@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# test_ib_capture.sh - umcast's simulated InfiniBand packets as captured on
-# lo, decoded by tshark as native InfiniBand (umcast(7), CAPTURING
-# INFINIBAND TRAFFIC):
+# test_ib_capture.sh [unicast] - umcast's simulated InfiniBand packets as
+# captured on lo, decoded by tshark as native InfiniBand (umcast(7),
+# CAPTURING INFINIBAND TRAFFIC):
 #
 #  1. umc-sm (its own MLID -> IP map, --mcast-base, so that no other
 #     subnet's traffic is in the capture), one umc-mckey receiver and a
 #     send-only umc-mckey sender over umc_ib0; tshark captures on lo the
-#     UDP datagrams to the MLID's IP group on port 4796;
+#     UDP datagrams to the MLID's IP group on port 4796 (with "unicast":
+#     umc-sm --forwarding unicast, the datagrams to the receiver's data
+#     endpoint, which umc-sm -v logs when the receiver's port registers);
 #  2. every such datagram goes to the IP group that umc-sm maps the
-#     sender's MLID to, port 4796, TTL 1;
+#     sender's MLID to, port 4796, TTL 1 (unicast: to the receiver's data
+#     endpoint, TTL 64);
 #  3. scripts/ib2erf.py strips the Ethernet, IPv4 and UDP headers and
 #     writes the IB packets as ERF records of type 21 (INFINIBAND), which
 #     tshark 4.0 decodes natively (it reads no LINKTYPE_INFINIBAND pcap);
@@ -22,7 +25,8 @@
 #     PSN 0..N-1;
 #  5. tshark's fields equal those of the packets the wire encoders build
 #     from these values, and every captured packet equals its rebuilt
-#     packet byte for byte, ICRC and VCRC included (ib_capture_check).
+#     packet byte for byte, ICRC and VCRC included (ib_capture_check): a
+#     copy forwarded by unicast is the very packet sent to an MLID.
 #
 # Needs tshark, python3 and permission to capture on lo (root or
 # CAP_NET_RAW): exits 77 (skipped) otherwise.  Every wait is bounded;
@@ -37,6 +41,7 @@ SMBIN=$BIN/umc-sm
 CHECK=$BIN/ib_capture_check
 CONV=$SRC/scripts/ib2erf.py
 SKIP=77
+MODE=${1:-multicast}
 N=5
 SIZE=37		# payload + pad 3: PadCnt is exercised
 QPN=0x11
@@ -63,23 +68,37 @@ print(ipaddress.ip_address("ff12:4001:ffff::%x:%x" % (0x0f00 | int(sys.argv[1]),
 	"$GA" "$GB" "$GC")
 
 # 1. The subnet manager, on a port the kernel chooses.
-start sm 120 "$SMBIN" -v --listen 127.0.0.1:0 --mcast-base "$BASE"
+SMARGS=()
+[ "$MODE" = unicast ] && SMARGS=(--forwarding unicast)
+start sm 120 "$SMBIN" -v --listen 127.0.0.1:0 --mcast-base "$BASE" "${SMARGS[@]}"
 wait_line sm '^umc-sm: ready on ' 10 || { show sm; exit 1; }
 SM_ADDR=$(sed -n 's/^umc-sm: ready on \([0-9.]*:[0-9]*\) .*/\1/p' "$WORK/sm.out")
 export UMC_SM=$SM_ADDR
 unset UMC_IB_ADDR UMC_QPN_BASE
-echo "# umc-sm on $SM_ADDR, MLIDs from 0xc000 on $BASE/18, group $GROUP"
+echo "# umc-sm on $SM_ADDR ($MODE forwarding), MLIDs from 0xc000 on $BASE/18, group $GROUP"
 
-# The capture: the MLIDs' IP groups on the data port (capture_lib.sh).
+# The capture: the MLIDs' IP groups on the data port (capture_lib.sh); for
+# unicast forwarding, once the receiver registered, its data endpoint.
 PCAP=$WORK/cap.pcap
-capture_start "$PCAP" "dst net $BASE/18 and dst port $DATA_PORT"
-rc=$?
-[ $rc -eq 0 ] || exit $rc
+if [ "$MODE" = multicast ]; then
+	capture_start "$PCAP" "dst net $BASE/18 and dst port $DATA_PORT"
+	rc=$?
+	[ $rc -eq 0 ] || exit $rc
+fi
 
 # A receiver (every payload checked: -P), then the send-only sender.
 start r 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -C $N -S $SIZE -P -t 10000
 wait_line r '^mckey: joined dgid:' 10
 regs=$(grep -c ' registered from ' "$WORK/sm.err")
+if [ "$MODE" = unicast ]; then
+	RDATA=$(sed -n 's/^umc-sm: port LID [0-9]* GUID 0x[0-9a-f]* registered from .*, data \([0-9.]*:[0-9]*\)$/\1/p' \
+		"$WORK/sm.err" | head -1)
+	[ -n "$RDATA" ] || { fail "no data endpoint of the receiver in umc-sm's log"; exit 1; }
+	DATA_PORT=${RDATA#*:}
+	capture_start "$PCAP" "dst host ${RDATA%:*} and dst port $DATA_PORT"
+	rc=$?
+	[ $rc -eq 0 ] || exit $rc
+fi
 UMC_QPN_BASE=$QPN timeout -k 2 60 "$MCKEY" -m "$GROUP" -b 127.0.0.2 -s -o -C $N -S $SIZE -w 0 \
 	>"$WORK/s.out" 2>&1
 rc=$?
@@ -108,17 +127,20 @@ finish r
 expect_rc r 0
 expect_line r "mckey: received $N messages"
 
-# 2. The IP datagrams: the MLID's group on the data port, TTL 1.
+# 2. The IP datagrams: the MLID's group on the data port, TTL 1; or, forwarded
+# by unicast, the receiver's data endpoint, with the default TTL.
 IPGRP=$(python3 -c 'import ipaddress, sys
 print(ipaddress.ip_address(sys.argv[1]) + int(sys.argv[2], 0) - 0xc000)' "$BASE" "$MLID")
+TTL=1
+[ "$MODE" = unicast ] && IPGRP=${RDATA%:*} TTL=64
 ipok=$(tshark -n -r "$PCAP" -Y "udp.dstport == $DATA_PORT" -T fields -e ip.dst -e udp.dstport -e ip.ttl 2>/dev/null |
-	grep -cx "$IPGRP	$DATA_PORT	1")
-[ "$ipok" -eq $N ] && pass "$N datagrams to $IPGRP:$DATA_PORT (MLID $MLID), TTL 1" ||
-	fail "$ipok of $N datagrams to $IPGRP:$DATA_PORT with TTL 1"
+	grep -cx "$IPGRP	$DATA_PORT	$TTL")
+[ "$ipok" -eq $N ] && pass "$N datagrams to $IPGRP:$DATA_PORT (MLID $MLID), TTL $TTL" ||
+	fail "$ipok of $N datagrams to $IPGRP:$DATA_PORT with TTL $TTL"
 
 # 3. To ERF type 21.
 ERF=$WORK/cap.erf
-python3 "$CONV" "$PCAP" "$ERF" 2>"$WORK/conv.err" || fail "ib2erf.py failed"
+python3 "$CONV" -p "$DATA_PORT" "$PCAP" "$ERF" 2>"$WORK/conv.err" || fail "ib2erf.py failed"
 cat "$WORK/conv.err"
 grep -q "^ib2erf: $N InfiniBand packets written" "$WORK/conv.err" || fail "ib2erf.py did not write $N packets"
 

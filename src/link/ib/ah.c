@@ -5,11 +5,12 @@
  * An AH names a DLID (unicast, or an MLID 0xC000-0xFFFE), an SL and source
  * path bits, and, when is_global, a GRH (SGID index, DGID, traffic class,
  * flow label, hop limit), as on an HCA (IBA 10.2.2).  The AH keeps the LRH
- * and GRH to send and the UDP destination that plays the fabric: an MLID's
- * IP group, or the data endpoint the SM has for a unicast LID (resolved
- * once, here, so that a send never waits for the SM).  An AH to a LID the
- * SM does not know is made, as on a real fabric, and its packets are
- * dropped and counted (tx_no_route).
+ * and GRH to send and what plays the fabric: for an MLID, its forwarding
+ * (fwd.c: the IP group, or the receiving ports' endpoints, as umc-sm says,
+ * waited for here), or the data endpoint the SM has for a unicast LID
+ * (resolved once, here), so that a send never waits for the SM.  An AH to
+ * a LID the SM does not know is made, as on a real fabric, and its packets
+ * are dropped and counted (tx_no_route).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,19 +53,24 @@ int ib_ah_init(struct umc_device *dev, const struct ibv_ah_attr *attr, struct um
 	}
 	memset(&ah->dst, 0, sizeof(ah->dst));
 	ah->dst.sin_family = AF_INET;
+	ah->fwd = NULL;
 	if (dlid >= UMC_MLID_FIRST) {
-		uint32_t group = umc_sm_mlid_to_ip(&pi, dlid);
-
-		if (!group)
+		if (!umc_sm_mlid_to_ip(&pi, dlid))
 			return -EINVAL; /* an MLID the subnet's map does not carry */
-		ah->dst.sin_addr.s_addr = htonl(group);
-		ah->dst.sin_port = htons(pi.data_port);
 		ah->routed = true;
-		return 0;
+		return ib_fwd_get(port, dlid, &ah->fwd);
 	}
 	sa = ib_port_sa(port);
 	ah->routed = sa && umc_sa_resolve_lid(sa, dlid, &ah->dst) == 0;
 	return 0;
+}
+
+void ib_ah_fini(struct umc_device *dev, struct umc_ah *uah)
+{
+	struct ib_ah *ah = to_ib_ah(uah);
+
+	if (ah->fwd)
+		ib_fwd_put(to_ib_port(dev), ah->fwd);
 }
 
 /*

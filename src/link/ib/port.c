@@ -122,6 +122,7 @@ static void ib_sa_event(void *ctx, enum umc_sa_event ev)
 		umc_sa_query_port(sa, &a);
 		/* Down while umc-ctl port-down holds it; otherwise waiting for the SM. */
 		atomic_store(&port->state, a.down ? IBV_PORT_DOWN : IBV_PORT_INIT);
+		ib_fwd_lost(port);
 		umc_dev_event(&port->dev, UMC_EVENT_PORT_ERR);
 		return;
 	}
@@ -137,6 +138,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 		.sm = port->sm,
 		.timeout_ms = timeout_ms,
 		.event = ib_sa_event,
+		.fwd = ib_fwd_update,
 		.event_ctx = port,
 		.fault = umc_fault_sa, /* the SA stage of injected faults (fault/stage.h) */
 		.fault_ctx = &port->dev,
@@ -153,6 +155,7 @@ static int ib_port_register(struct ib_port *port, unsigned timeout_ms)
 	umc_sa_query_port(sa, &a);
 	ib_port_apply(port, &a);
 	__atomic_store_n(&port->sa, sa, __ATOMIC_RELEASE);
+	ib_fwd_subscribe_all(port, sa);
 	umc_dev_event(&port->dev, UMC_EVENT_PORT_ACTIVE);
 	return 0;
 }
@@ -216,6 +219,7 @@ static void ib_probe(void)
 	if (!port)
 		return;
 	port->ucast.ep.fd = -1;
+	ib_fwd_init(port);
 	if (umc_sa_sm_from_env(&port->sm) ||
 	    ib_parse_addr(addr && *addr ? addr : UMC_IB_DEFAULT_ADDR, &port->ipoib) ||
 	    ib_data_iface(&port->sm, &port->data_addr, &port->ifindex) || ib_ucast_open(port))
@@ -297,6 +301,7 @@ const struct umc_link_ops umc_ib_link_ops = {
 	.addr_gid = ib_addr_gid,
 	.sa = ib_sa,
 	.ah_init = ib_ah_init,
+	.ah_fini = ib_ah_fini,
 	.init_ah_from_wc = ib_init_ah_from_wc,
 	.qp_init = ib_qp_init,
 	.qp_cleanup = ib_qp_cleanup,

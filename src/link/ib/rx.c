@@ -10,6 +10,19 @@
  * port gets an MLID's packets exactly while one of its QPs is attached,
  * and every port of the host gets its own copy.
  *
+ * An MLID forwarded by unicast (umc-sm --forwarding unicast: every one)
+ * reaches the port as copies sent to its unicast socket, and its groups
+ * open no socket.  Nor does a group whose socket cannot be bound because
+ * another socket of the host holds its IP group and data port without
+ * SO_REUSEADDR (a bind that fails with EADDRINUSE): the port tells umc-sm
+ * (SQUATTED), which forwards that MLID by unicast from then on, and the
+ * attach goes ahead.  No local socket can take the unicast socket, which
+ * is bound before the port registers.  On the unicast socket a packet to
+ * an MLID is taken when a group of the port, one with a QP attached, is
+ * on that MLID (its DGID names it; a local packet goes to the MLID's
+ * group), else dropped and counted (rx_no_group): a copy that reaches a
+ * port after it left is never delivered.
+ *
  * Every packet is checked as an HCA checks it (IBA 7.8, 9.6): LRH, GRH and
  * transport headers consistent, VCRC, ICRC (umc_ib_decode), a data VL (VL15
  * carries only subnet management), the DLID this socket is for (the port's
@@ -29,6 +42,7 @@
 #include <unistd.h>
 
 #include "link/ib/ib.h"
+#include "sa/sa_client.h"
 
 enum { IB_VL15 = 15 };
 
@@ -81,8 +95,10 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	struct ib_port *port = to_ib_port(dev);
 	struct ip_mreqn mr = {.imr_ifindex = (int)port->ifindex};
 	uint32_t group = umc_sm_mlid_to_ip(&port->pi, mlid);
+	struct umc_sa_client *sa;
 	struct ib_ep *e;
-	int ret;
+	bool copies;
+	int fd, ret;
 
 	if (!group)
 		return -EINVAL; /* no MLID (a CM membership), or one outside the map */
@@ -92,12 +108,23 @@ int ib_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 	e->ep.mcg = mcg; /* the group: the engine lends its QPs' receives */
 	e->dlid = mlid;
 	e->mlid_lead = !ib_mlid_ep(dev, mlid);
-	e->ep.fd = ib_rx_socket(group, port->pi.data_port, true);
-	if (e->ep.fd < 0) {
-		ret = e->ep.fd;
-		free(e);
-		return ret;
+	/* Forwarded by unicast: its packets come as copies to the unicast socket. */
+	copies = ib_fwd_unicast(port);
+	fd = copies ? -1 : ib_rx_socket(group, port->pi.data_port, true);
+	if (fd == -EADDRINUSE && (sa = ib_port_sa(port))) {
+		umc_sa_squatted(sa, mlid); /* umc-sm forwards it by unicast then */
+		copies = true;
 	}
+	e->ep.fd = -1;
+	if (copies) {
+		mcg->link_priv = e;
+		return 0;
+	}
+	if (fd < 0) {
+		free(e);
+		return fd;
+	}
+	e->ep.fd = fd;
 	mr.imr_multiaddr.s_addr = htonl(group);
 	mr.imr_address = port->data_addr;
 	if (setsockopt(e->ep.fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))
@@ -120,8 +147,10 @@ void ib_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 
 	if (e->mlid_lead && (next = ib_mlid_ep(dev, e->dlid)))
 		next->mlid_lead = true;
-	umc_rx_del(dev, &e->ep);
-	umc_fd_close(e->ep.fd); /* the IP membership goes with the socket */
+	if (e->ep.fd >= 0) {
+		umc_rx_del(dev, &e->ep);
+		umc_fd_close(e->ep.fd); /* the IP membership goes with the socket */
+	}
 	free(e);
 	mcg->link_priv = NULL;
 }
@@ -191,15 +220,32 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 		return false;
 	}
 	uint16_t lid = atomic_load_explicit(&port->lid, memory_order_relaxed);
+	bool copy = !e->ep.mcg && ib.lrh.dlid >= UMC_MLID_FIRST; /* forwarded by unicast */
 
-	if (umc_unlikely(ib.lrh.dlid != (e->ep.mcg ? e->dlid : lid))) {
+	if (umc_unlikely(!copy && ib.lrh.dlid != (e->ep.mcg ? e->dlid : lid))) {
 		CNT(dev, rx_bad_dlid);
 		return false;
 	}
 	pkt->mcg = e->ep.mcg;
 	pkt->has_grh = ib.lrh.lnh == UMC_LNH_IBA_GLOBAL;
-	if (pkt->has_grh) {
+	if (pkt->has_grh)
 		umc_sg_read(sg, UMC_LRH_LEN, pkt->grh, UMC_GRH_HDR_LEN);
+	if (copy) {
+		/* The group the DGID names, if it is on this MLID; a local packet: the MLID's. */
+		const struct ib_ep *own;
+
+		if (pkt->has_grh) {
+			pkt->mcg = __umc_mcg_find(dev, (const union ibv_gid *)ib.grh.dgid);
+			own = pkt->mcg ? pkt->mcg->link_priv : NULL;
+		} else {
+			own = ib_mlid_ep(dev, ib.lrh.dlid); /* a scan: local packets are rare */
+		}
+		if (!own || own->dlid != ib.lrh.dlid) {
+			CNT(dev, rx_no_group); /* not (or no longer) a member here */
+			return false;
+		}
+		pkt->mcg = own->ep.mcg;
+	} else if (pkt->has_grh) {
 		/* An MLID may carry several groups: the DGID says which. */
 		if (e->ep.mcg && memcmp(ib.grh.dgid, e->ep.mcg->mgid.raw, 16) != 0) {
 			const struct ib_ep *own;
@@ -215,9 +261,9 @@ static bool ib_rx_one(struct ib_port *port, struct ib_ep *e, const struct umc_sg
 				return false;
 			}
 		}
-	} else {
-		memset(pkt->grh, 0, sizeof(pkt->grh));
 	}
+	if (!pkt->has_grh)
+		memset(pkt->grh, 0, sizeof(pkt->grh));
 	pkt->len = (uint32_t)plen;
 	pkt->slid = ib.lrh.slid;
 	pkt->sl = ib.lrh.sl;

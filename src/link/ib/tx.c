@@ -8,7 +8,11 @@
  * QPs unless told not to).  A packet is the LRH and GRH of the AH, then
  * BTH, DETH, [ImmDt] from the core, the payload straight from the SGEs,
  * the pad, the ICRC (IBA 7.8.1 masking) and the VCRC, which covers
- * everything before it (wire/ib.h).  A batch goes out in one sendmmsg().
+ * everything before it (wire/ib.h).  A packet to an MLID goes where its
+ * forwarding says (fwd.c): one datagram to the IP group, or, forwarded by
+ * unicast, one copy, the same bytes, to each receiving port's data
+ * endpoint, read under fwd_lock so that an update waits for the batch.  A
+ * batch goes out in one sendmmsg() (more when its copies overflow it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,11 +25,12 @@
 enum {
 	IB_TAIL_MAX = 3 + UMC_ICRC_LEN + UMC_VCRC_LEN, /* pad, ICRC, VCRC */
 	IB_MCAST_TTL = 1,			       /* the fabric is one IP subnet */
+	IB_TX_MSGS = 4 * UMC_TX_BATCH,		       /* datagrams per sendmmsg, copies included */
 };
 
 struct ib_tx {
 	int fd;
-	struct mmsghdr msg[UMC_TX_BATCH];
+	struct mmsghdr msg[IB_TX_MSGS];
 	struct iovec iov[UMC_TX_BATCH][UMC_MAX_SGE + 2];
 	uint8_t hdr[UMC_TX_BATCH][UMC_IB_HDR_MAX];
 	uint8_t tail[UMC_TX_BATCH][IB_TAIL_MAX];
@@ -98,13 +103,12 @@ static struct ib_tx *ib_tx_get(struct ib_qp *qp)
 	return tx;
 }
 
-/* Encode packet @p into slot @k: headers, ICRC, VCRC and the iovec list. */
+/* Encode packet @p into slot @k: headers, ICRC, VCRC and the iovec list; returns its length. */
 UMC_HOT
-static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t lid)
+static size_t ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t lid)
 {
 	static const uint8_t zeros[4];
-	struct ib_ah *ah = to_ib_ah(p->ah);
-	struct umc_ib_hdr ib = ah->hdr;
+	struct umc_ib_hdr ib = to_ib_ah(p->ah)->hdr;
 	uint8_t *hdr = tx->hdr[k], *tail = tx->tail[k];
 	struct iovec *iov = tx->iov[k];
 	size_t hl;
@@ -142,15 +146,7 @@ static void ib_tx_build(struct ib_tx *tx, int k, struct umc_tx_pkt *p, uint16_t 
 	vcrc = umc_vcrc_update(vcrc, tail, pad + UMC_ICRC_LEN);
 	umc_vcrc_put(tail + pad + UMC_ICRC_LEN, umc_vcrc_final(vcrc));
 	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN + UMC_VCRC_LEN};
-
-	struct msghdr *mh = &tx->msg[k].msg_hdr;
-
-	mh->msg_name = &ah->dst;
-	mh->msg_namelen = sizeof(ah->dst);
-	mh->msg_iov = iov;
-	mh->msg_iovlen = (size_t)niov;
-	mh->msg_control = NULL;
-	mh->msg_controllen = 0;
+	return (size_t)niov;
 }
 
 UMC_HOT
@@ -158,21 +154,59 @@ int ib_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 {
 	struct ib_qp *qp = to_ib_qp(uqp);
 	struct umc_device *dev = uqp->dev;
+	struct ib_port *port = to_ib_port(dev);
 	struct ib_tx *tx = ib_tx_get(qp);
-	uint16_t lid = atomic_load_explicit(&to_ib_port(dev)->lid, memory_order_relaxed);
-	int k = 0;
+	uint16_t lid = atomic_load_explicit(&port->lid, memory_order_relaxed);
+	bool fwd_locked = false;
+	int m = 0;
 
 	if (umc_unlikely(!tx)) {
 		CNTN(dev, tx_errors, n);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {
-		if (umc_unlikely(!to_ib_ah(pkts[i].ah)->routed)) {
+		struct ib_ah *ah = to_ib_ah(pkts[i].ah);
+		const struct sockaddr_in *dst = &ah->dst;
+		unsigned ndst = 1;
+		size_t niov;
+
+		if (ah->fwd) {
+			if (!fwd_locked) {
+				umc_rwlock_rdlock(&port->fwd_lock, UMC_LOCK_IB_FWD);
+				fwd_locked = true;
+			}
+			if (ah->fwd->unicast) {
+				dst = ah->fwd->dst;
+				ndst = ah->fwd->n;
+				if (!ndst) {
+					CNT(dev, tx_fwd_none); /* no member: a switch drops it */
+					continue;
+				}
+			} else {
+				dst = &ah->fwd->mcast;
+			}
+		} else if (umc_unlikely(!ah->routed)) {
 			CNT(dev, tx_no_route); /* the fabric drops it */
 			continue;
 		}
-		ib_tx_build(tx, k++, &pkts[i], lid);
+		niov = ib_tx_build(tx, i, &pkts[i], lid);
+		for (unsigned d = 0; d < ndst; d++) {
+			struct msghdr *mh = &tx->msg[m].msg_hdr;
+
+			mh->msg_name = (void *)&dst[d];
+			mh->msg_namelen = sizeof(dst[d]);
+			mh->msg_iov = tx->iov[i];
+			mh->msg_iovlen = niov;
+			mh->msg_control = NULL;
+			mh->msg_controllen = 0;
+			if (++m == IB_TX_MSGS) {
+				umc_link_sendmmsg(dev, tx->fd, tx->msg, 0, m);
+				m = 0;
+			}
+		}
 	}
-	umc_link_sendmmsg(dev, tx->fd, tx->msg, 0, k);
+	umc_link_sendmmsg(dev, tx->fd, tx->msg, 0, m);
+	if (fwd_locked)
+		umc_rwlock_unlock(&port->fwd_lock);
 	return 0;
 }
