@@ -140,6 +140,15 @@ int umc_link_socket(int family, int type);
 void umc_link_rcvbuf(int fd);
 
 /*
+ * umc_link_port_holder - what holds the UDP port of @sa (AF_INET or
+ * AF_INET6, its port set), which a bind found in use: "process PID
+ * (COMM)", "a socket of uid UID" (another user's process), or "a socket
+ * this process cannot see", from /proc/net/udp (udp6) and /proc/PID/fd
+ * (holder.c).  Slow: for an error message.  Returns @buf.
+ */
+const char *umc_link_port_holder(const struct sockaddr *sa, char *buf, size_t len);
+
+/*
  * umc_link_sendmmsg - send @msg[@from, @to) on @fd; a datagram the kernel
  * refuses is counted (tx_errors) and skipped, the sent ones in tx_packets.
  */

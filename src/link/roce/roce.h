@@ -161,6 +161,7 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg);
 int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more, const struct umc_rx_lend *lend);
+void roce_port_held(const struct sockaddr *sa, const char *what);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);

@@ -31,7 +31,9 @@
  * the solved ID.  IPv6 has no hidden invariant field: the check is the full
  * 32 bits.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,11 +68,32 @@ static int roce_mcg_socket(struct umc_device *dev, const union ibv_gid *mgid)
 	ret = roce_rx_sockopts(fd, v4, pktinfo);
 	if (!ret && bind(fd, (struct sockaddr *)&ss, len))
 		ret = -errno;
+	if (ret == -EADDRINUSE)
+		roce_port_held((struct sockaddr *)&ss, "the group cannot be received here");
 	if (ret) {
 		umc_fd_close(fd); /* under rx_lock: not a cancellation point */
 		return ret;
 	}
 	return fd;
+}
+
+/*
+ * roce_port_held - say on stderr that UDP 4791 of @sa is held by another
+ * socket without SO_REUSEADDR, by whom, and @what follows.  RoCEv2's port
+ * is fixed (IBA Annex A17), so nothing here can move to another.
+ */
+void roce_port_held(const struct sockaddr *sa, const char *what)
+{
+	char addr[INET6_ADDRSTRLEN] = "?", who[96];
+
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, addr, sizeof(addr));
+	else
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof(addr));
+	fprintf(stderr,
+		"umcast: UDP port %d of %s is held by %s, bound without SO_REUSEADDR: %s "
+		"(EADDRINUSE) until it lets go\n",
+		UMC_ROCEV2_UDP_PORT, addr, umc_link_port_holder(sa, who, sizeof(who)), what);
 }
 
 int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)

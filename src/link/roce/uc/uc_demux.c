@@ -482,7 +482,10 @@ void roce_uc_lead_bind(struct uc_leader *l)
 		l->adopting = false;
 		roce_uc_steer_reset(l);
 	}
-	l->bind_fails++;
+	/* Refused for a second (not a predecessor closing): say so, once. */
+	if (++l->bind_fails == UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS && fd == -EADDRINUSE)
+		roce_port_held((const struct sockaddr *)&l->dom->addr,
+			       "unicast to this address cannot be received here");
 	l->bind_at = uc_now_ms() + (l->bind_fails < UMC_UC_RETRY_SLOW_MS / UMC_UC_RETRY_MS
 					? UMC_UC_RETRY_MS
 					: UMC_UC_RETRY_SLOW_MS);
