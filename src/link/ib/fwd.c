@@ -67,6 +67,7 @@ int ib_fwd_get(struct ib_port *port, uint16_t mlid, struct ib_fwd **out)
 {
 	struct umc_device *dev = &port->dev;
 	struct umc_sa_client *sa = ib_port_sa(port);
+	struct sockaddr_in mcast = {0}, *old;
 	struct ib_fwd *f;
 	bool unicast;
 	int ret;
@@ -80,21 +81,31 @@ int ib_fwd_get(struct ib_port *port, uint16_t mlid, struct ib_fwd **out)
 			return -ENOMEM;
 		}
 		f->mlid = mlid;
-		umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
-		f->unicast = ib_fwd_unicast(port);
-		f->mcast.sin_family = AF_INET;
-		f->mcast.sin_addr.s_addr = htonl(umc_sm_mlid_to_ip(&port->pi, mlid));
-		f->mcast.sin_port = htons(port->pi.data_port);
-		umc_mutex_unlock(&dev->lock);
 		umc_rwlock_wrlock(&port->fwd_lock, UMC_LOCK_IB_FWD);
 		f->next = port->fwds;
 		port->fwds = f;
 		umc_rwlock_unlock(&port->fwd_lock);
+	}
+	if (!f->refs) {
+		/* New, or kept since its last AH went (ib_fwd_put): as the REGISTER reply says. */
+		umc_mutex_lock(&dev->lock, UMC_LOCK_DEV);
+		unicast = ib_fwd_unicast(port);
+		mcast.sin_family = AF_INET;
+		mcast.sin_addr.s_addr = htonl(umc_sm_mlid_to_ip(&port->pi, mlid));
+		mcast.sin_port = htons(port->pi.data_port);
+		umc_mutex_unlock(&dev->lock);
+		umc_rwlock_wrlock(&port->fwd_lock, UMC_LOCK_IB_FWD);
+		old = f->dst;
+		f->dst = NULL;
+		f->n = 0;
+		f->version = 0;
+		f->unicast = unicast;
+		f->mcast = mcast;
+		umc_rwlock_unlock(&port->fwd_lock);
+		free(old);
 		ret = sa ? umc_sa_fwd_subscribe(sa, mlid) : 0;
 		if (ret) {
-			f->refs = 1;
 			umc_mutex_unlock(&port->fwd_ref_lock);
-			ib_fwd_put(port, f);
 			return ret;
 		}
 	}
@@ -121,27 +132,20 @@ int ib_fwd_get(struct ib_port *port, uint16_t mlid, struct ib_fwd **out)
 	return 0;
 }
 
-/* ib_fwd_put - an AH lets go of @f; the last one unsubscribes. */
+/*
+ * ib_fwd_put - an AH lets go of @f; the last one unsubscribes.  @f itself
+ * stays, for the port's life (one per MLID ever sent to): a datagram the
+ * fault stage holds back keeps a copy of its AH, and with it @f, to send
+ * later (fault/stage.c).
+ */
 void ib_fwd_put(struct ib_port *port, struct ib_fwd *f)
 {
 	struct umc_sa_client *sa = ib_port_sa(port);
-	struct ib_fwd **pp;
 
 	umc_mutex_lock(&port->fwd_ref_lock, UMC_LOCK_IB_FWD_REF);
-	if (--f->refs) {
-		umc_mutex_unlock(&port->fwd_ref_lock);
-		return;
-	}
-	umc_rwlock_wrlock(&port->fwd_lock, UMC_LOCK_IB_FWD);
-	for (pp = &port->fwds; *pp != f; pp = &(*pp)->next)
-		;
-	*pp = f->next;
-	umc_rwlock_unlock(&port->fwd_lock);
-	if (sa)
+	if (!--f->refs && sa)
 		umc_sa_fwd_unsubscribe(sa, f->mlid);
 	umc_mutex_unlock(&port->fwd_ref_lock);
-	free(f->dst);
-	free(f);
 }
 
 /*
@@ -198,6 +202,7 @@ void ib_fwd_subscribe_all(struct ib_port *port, struct umc_sa_client *sa)
 {
 	umc_mutex_lock(&port->fwd_ref_lock, UMC_LOCK_IB_FWD_REF);
 	for (struct ib_fwd *f = port->fwds; f; f = f->next)
-		(void)umc_sa_fwd_subscribe(sa, f->mlid); /* ENOMEM: that MLID keeps its default */
+		if (f->refs)
+			(void)umc_sa_fwd_subscribe(sa, f->mlid); /* ENOMEM: that MLID keeps its default */
 	umc_mutex_unlock(&port->fwd_ref_lock);
 }
