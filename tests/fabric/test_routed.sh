@@ -54,6 +54,13 @@ fab_wait sa 10
 fab_expect_eq "umc-sa -c on a, to umc-sm on c through the router" "$(grep -c 'send_only_full_member yes' "$FAB_WORK/sa.out")" 1
 for h in a b d; do fab_member i$h $h $IB "$G" 1 UMC_SM="$SM" || exit 1; done
 fab_cmd ia 20 join full && fab_cmd id 20 join full && fab_cmd ib 20 join sendonly || exit 1
+MLID=$(echo "$FAB_REPLY" | sed -n 's/.* mlid //p')
+IPG=239.255.$((192 + (MLID - 0xc000) / 256)).$(((MLID - 0xc000) % 256))
+# A snooping bridge with a querier sends an IPv4 group that no port has
+# reported only to its multicast router ports (net/bridge/br_multicast.c,
+# br_multicast_ipv4_rcv: mrouters_only): a burst sent before the hosts'
+# reports are in reaches the router alone, and a got some or none of it.
+fab_expect_mdb "$IPG" "as0 ds1" 2
 fab_cmd ib 30 send 0 $N 200 0 0
 fab_expect_got ia $N "$(sed -n '1s/.* gid //p' "$FAB_WORK/ib.out")" 0
 fab_expect_got id 0 - 0 # segment 1
