@@ -388,7 +388,7 @@ static void v_check(struct rx *r, int i)
 	bool solved;
 
 	memcpy(ip.dst, &r->grp, 4); /* the socket is bound to it */
-	umc_ip_ctx_from_msg(mh, &ip);
+	umc_ip_ctx_from_msg(mh, &ip, NULL);
 	ip.dport = (uint16_t)o.port; /* udp-perf's, not 4791 */
 	if (umc_rocev2_rx_check_sg(&ip, &sg, &h, &off, &len, &solved, &r->memo) || solved ||
 	    h.bth.pkey != 0xFFFF || h.bth.dest_qpn != V_MCAST_QPN || h.deth.qkey != V_QKEY ||

@@ -41,6 +41,7 @@ struct umc_attach;
 	X(tx_no_route)	     /* InfiniBand unicast to a LID the SM does not know: dropped */       \
 	X(tx_fwd_none)	     /* InfiniBand: to an MLID forwarded by unicast to no port: dropped */ \
 	X(rx_packets)	     /* datagrams read from the group sockets */                           \
+	X(rx_sock_ovfl)	     /* dropped by the kernel at a full receive socket (SO_RXQ_OVFL) */    \
 	X(rx_delivered)	     /* receive completions made (and those a full CQ drops) */            \
 	X(rx_in_place)	     /* ... whose payload the kernel wrote there: not copied */            \
 	X(rx_malformed)	     /* umc_ud_decode() refused it */                                      \
@@ -116,9 +117,9 @@ struct umc_grp_counters {
  * Counting: CNT and CNTN from any thread (a relaxed atomic add), on a
  * device (dev->cnt) or, GCNT and GCNTN, a group's counters.  CNT_RX and
  * CNTN_RX only for a counter that nothing but the receive engine writes,
- * under dev->rx_lock (rx_packets, rx_bytes, rx_delivered, rx_in_place, a
- * group's rx_*): a plain load and store, without the locked add, on every
- * datagram.  Readers load relaxed either way.
+ * under dev->rx_lock (rx_packets, rx_sock_ovfl, rx_bytes, rx_delivered,
+ * rx_in_place, a group's rx_*): a plain load and store, without the locked
+ * add, on every datagram.  Readers load relaxed either way.
  */
 #define CNTN_AT(c, name, n) atomic_fetch_add_explicit(&(c)->name, (n), memory_order_relaxed)
 #define CNTN_RX_AT(c, name, n)                                                                     \
@@ -372,5 +373,21 @@ struct umc_mcg *__umc_mcg_find(struct umc_device *dev, const union ibv_gid *mgid
  */
 int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep);
 void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep);
+
+/*
+ * umc_rx_sock_drops - count in rx_sock_ovfl the datagrams the kernel
+ * dropped at @ep's socket since its datagrams last said: @drops is the
+ * socket's total a datagram carried (SO_RXQ_OVFL, socket(7): sk_drops as
+ * the datagram was queued, mostly a full receive buffer; 32 bits, wrapping).
+ * Drops after the last datagram are counted when the next one arrives.
+ * Context: the receive engine, dev->rx_lock held.
+ */
+static inline void umc_rx_sock_drops(struct umc_device *dev, struct umc_rx_ep *ep, uint32_t drops)
+{
+	if (umc_unlikely(drops != ep->sk_drops)) {
+		CNTN_RX(dev, rx_sock_ovfl, (uint32_t)(drops - ep->sk_drops));
+		ep->sk_drops = drops;
+	}
+}
 
 #endif /* UMC_LINK_DRIVER_H */

@@ -64,6 +64,7 @@ struct umc_rx_ep {
 	unsigned long seen;  /* the device's rx_got when this endpoint last delivered */
 	unsigned long reads; /* reads of this endpoint (one syscall each) */
 	bool fresh;	     /* emptied by a woken thread's pass, not read since */
+	uint32_t sk_drops;   /* the socket's drop count its datagrams last gave (umc_rx_sock_drops) */
 };
 
 /*
@@ -136,7 +137,11 @@ void umc_rx_settle(struct umc_rx_pkt *pkt, uint8_t *slot, size_t hdr,
  */
 int umc_link_socket(int family, int type);
 
-/* umc_link_rcvbuf - a receive buffer of UMC_RX_SOCKBUF bytes, or what rmem_max allows. */
+/*
+ * umc_link_rcvbuf - a receive buffer of UMC_RX_SOCKBUF bytes, or what
+ * rmem_max allows, and the socket's drop count on the datagrams received
+ * after a drop (SO_RXQ_OVFL, socket(7)): see umc_rx_sock_drops.
+ */
 void umc_link_rcvbuf(int fd);
 
 /*
@@ -147,6 +152,12 @@ void umc_link_rcvbuf(int fd);
  * (holder.c).  Slow: for an error message.  Returns @buf.
  */
 const char *umc_link_port_holder(const struct sockaddr *sa, char *buf, size_t len);
+
+/*
+ * umc_link_sock_drops - the socket's drop count that an SO_RXQ_OVFL
+ * control message of @mh gives, or @seen when it has none.
+ */
+uint32_t umc_link_sock_drops(struct msghdr *mh, uint32_t seen);
 
 /*
  * umc_link_sendmmsg - send @msg[@from, @to) on @fd; a datagram the kernel

@@ -5,6 +5,7 @@
  * a batch.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "link/driver.h"
@@ -30,11 +31,22 @@ int umc_link_socket(int family, int type)
 
 void umc_link_rcvbuf(int fd)
 {
-	int buf = UMC_RX_SOCKBUF;
+	int buf = UMC_RX_SOCKBUF, one = 1;
 
 	/* A bigger buffer than rmem_max needs privilege; fall back quietly. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	/* Its drops, on the datagrams after them (umc_rx_sock_drops). */
+	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+}
+
+uint32_t umc_link_sock_drops(struct msghdr *mh, uint32_t seen)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(seen)))
+			memcpy(&seen, CMSG_DATA(c), sizeof(seen));
+	return seen;
 }
 
 UMC_HOT

@@ -157,12 +157,16 @@ struct msghdr;
  * and from its control messages (ip(7), ipv6(7)) the TTL or hop limit, the
  * TOS or traffic class, the flow label, and with IP_PKTINFO/IPV6_PKTINFO
  * the destination address.  @ip is zeroed by the caller, who fills what
- * the socket did not say (the destination of a bound socket).
+ * the socket did not say (the destination of a bound socket).  With
+ * SO_RXQ_OVFL (socket(7)) a message may carry the socket's count of
+ * datagrams dropped so far; *@sk_drops gets it then, and is left as it was
+ * otherwise (the kernel sends none while the count is 0).  @sk_drops may
+ * be NULL.
  *
  * Context: pure.
  * Returns: the arrival interface a PKTINFO message gave, or 0.
  */
-unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip);
+unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip, uint32_t *sk_drops);
 
 /**
  * umc_grh_synth - the 40 bytes rxe writes in front of a UD receive buffer:

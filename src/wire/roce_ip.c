@@ -152,7 +152,7 @@ void umc_grh_synth(uint8_t out[40], const struct umc_ip_ctx *c, size_t udp_len)
 }
 
 UMC_HOT
-unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip)
+unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip, uint32_t *sk_drops)
 {
 	const struct sockaddr_storage *from = mh->msg_name;
 	unsigned ifindex = 0;
@@ -202,6 +202,9 @@ unsigned umc_ip_ctx_from_msg(struct msghdr *mh, struct umc_ip_ctx *ip)
 
 			memcpy(&fi, d, sizeof(fi));
 			ip->flow_label = ntohl(fi) & 0xfffff;
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL && sk_drops &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(*sk_drops))) {
+			memcpy(sk_drops, d, sizeof(*sk_drops));
 		}
 	}
 	return ifindex;

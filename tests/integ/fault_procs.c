@@ -22,6 +22,10 @@
  *   fault_procs stat   umc-stat -j while a receiver runs and after SIGKILL,
  *                      the listing, --clean, and another user refused by
  *                      umc-stat and umc-ctl
+ *   fault_procs ovfl   a receiver stopped while its group socket overflows
+ *                      counts in rx_sock_ovfl what the kernel dropped
+ *                      there, as /proc/net/udp's drops column shows it,
+ *                      on loopback and on InfiniBand
  *   fault_procs ib     on InfiniBand (umc-sm): sa reject= (MULTICAST_ERROR
  *                      -EINVAL), sa timeout (-ETIMEDOUT after the
  *                      client's resends), reregister (one -ENETRESET per
@@ -34,6 +38,7 @@
  * as umc-mckey numbers them.  Exit status 0 when every check passed.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -765,6 +770,122 @@ static void scenario_stat(void)
 	agent_finish(&s);
 }
 
+/*
+ * The kernel's drops (the "drops" column of /proc/net/udp and udp6) of the
+ * UDP sockets process @pid holds, summed; -1 if unreadable.
+ */
+static long sock_drops(pid_t pid)
+{
+	static const char *const tables[] = {"/proc/net/udp", "/proc/net/udp6"};
+	unsigned long inode[64];
+	char path[320], link[64], line[512];
+	int n = 0;
+	long sum = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	while ((de = readdir(d)) && n < 64) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, de->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		link[len > 0 ? len : 0] = 0;
+		if (sscanf(link, "socket:[%lu]", &inode[n]) == 1)
+			n++;
+	}
+	closedir(d);
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long ino, drops;
+
+			if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu %*s %*s %lu", &ino,
+				   &drops) != 2)
+				continue;
+			for (int k = 0; k < n; k++)
+				sum += inode[k] == ino ? (long)drops : 0;
+		}
+		if (f)
+			fclose(f);
+	}
+	return sum;
+}
+
+/*
+ * On the device of @addr (@dev), a receiver stopped while its group
+ * socket overflows counts the kernel's drops there in rx_sock_ovfl.
+ */
+static void ovfl_on(const char *addr, const char *dev, int salt)
+{
+	enum { M = 20000 }; /* more than the socket's 4 MiB (UMC_RX_SOCKBUF) hold */
+	struct agent r, s;
+	char g[32];
+	long ovfl, drops, got;
+
+	scenario_group(g, salt);
+	start(&r, "R");
+	start(&s, "S");
+	agent_cmd(&r, "open %s", addr);
+	agent_cmd(&r, "join 0 %s full", g);
+	agent_cmd(&s, "open %s", addr);
+	agent_cmd(&s, "join 0 %s sendonly", g);
+	transfer(&s, 0, &r, 0, 1);
+	/* Stopped, it reads nothing: the socket fills, the kernel drops the rest. */
+	kill(r.pid, SIGSTOP);
+	agent_cmd(&s, "send 0 %d 0", M);
+	kill(r.pid, SIGCONT);
+	agent_cmd(&r, "recv 0 %d", QUIET_MS);
+	/* The drops after the last datagram queued are told by the next one. */
+	transfer(&s, 0, &r, 0, 1);
+	agent_expect_eq("delivered after", agent_field(&r, "n"), 1);
+	ovfl = stat_counter(r.pid, dev, "rx_sock_ovfl");
+	got = stat_counter(r.pid, dev, "rx_packets");
+	drops = sock_drops(r.pid);
+	printf("%s: rx_sock_ovfl %ld, the kernel's drops %ld, rx_packets %ld\n", dev, ovfl, drops,
+	       got);
+	if (ovfl <= 0 || ovfl != drops)
+		agent_fail("%s: rx_sock_ovfl %ld, the kernel dropped %ld", dev, ovfl, drops);
+	/* Every datagram sent is read or counted as dropped. */
+	agent_expect_eq("rx_packets + rx_sock_ovfl", (unsigned long)(got + ovfl), M + 2);
+	agent_finish(&r);
+	agent_finish(&s);
+}
+
+/* umc-sm started, and the agents started next pointed at it (UMC_SM); exit 2 if it cannot start. */
+static void sm_up(struct test_sm *sm)
+{
+	char env[32];
+
+	if (test_sm_start(sm, 0, NULL)) {
+		fprintf(stderr, "umc-sm does not start\n");
+		exit(2);
+	}
+	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
+	setenv("UMC_SM", env, 1);
+	unsetenv("UMC_IB_ADDR");
+}
+
+static void sm_down(struct test_sm *sm)
+{
+	if (test_sm_stop(sm))
+		agent_fail("umc-sm exit status");
+	test_sm_free(sm);
+}
+
+static void scenario_ovfl(void)
+{
+	struct test_sm sm;
+
+	ovfl_on("127.0.0.1", "umc_lo", 7);
+	sm_up(&sm);
+	ovfl_on("127.0.0.2", "umc_ib0", 8);
+	sm_down(&sm);
+}
+
 /* ------------------------------------------------------------------------- */
 /* InfiniBand.                                                               */
 
@@ -784,16 +905,10 @@ static void scenario_ib(void)
 {
 	struct test_sm sm;
 	struct agent r, s;
-	char g[4][32], env[32], out[4096];
+	char g[4][32], out[4096];
 	uint64_t t0, dt;
 
-	if (test_sm_start(&sm, 0, NULL)) {
-		fprintf(stderr, "umc-sm does not start\n");
-		exit(2);
-	}
-	snprintf(env, sizeof(env), "127.0.0.1:%u", sm.port);
-	setenv("UMC_SM", env, 1);
-	unsetenv("UMC_IB_ADDR");
+	sm_up(&sm);
 	for (int j = 0; j < 4; j++)
 		scenario_group(g[j], 10 + j);
 	start(&r, "R");
@@ -844,14 +959,13 @@ static void scenario_ib(void)
 	agent_expect_eq("received after", agent_field(&r, "n"), 10);
 	agent_finish(&r);
 	agent_finish(&s);
-	if (test_sm_stop(&sm))
-		agent_fail("umc-sm exit status");
-	test_sm_free(&sm);
+	sm_down(&sm);
 }
 
 static const struct agent_scenario scenarios[] = {
 	{"rx", scenario_rx},	   {"tx", scenario_tx},	    {"seed", scenario_seed},
-	{"start", scenario_start}, {"stat", scenario_stat}, {"ib", scenario_ib},
+	{"start", scenario_start}, {"stat", scenario_stat}, {"ovfl", scenario_ovfl},
+	{"ib", scenario_ib},
 };
 
 int main(int argc, char **argv)

@@ -172,6 +172,7 @@ struct ib_rx {
 	struct mmsghdr msg[UMC_RX_BATCH];
 	/* Per datagram: the slot, or scratch headers + a lent receive + the slot's tail. */
 	struct iovec iov[UMC_RX_BATCH][UMC_MAX_SGE + 2];
+	uint64_t cmsg[UMC_RX_BATCH][4]; /* the socket's drops (SO_RXQ_OVFL), after one */
 	uint8_t buf[UMC_RX_BATCH][UMC_RX_SLOT];
 };
 
@@ -187,6 +188,8 @@ static struct ib_rx *ib_rx_get(struct ib_port *port)
 	for (int i = 0; i < UMC_RX_BATCH; i++) {
 		rx->msg[i].msg_hdr.msg_iov = rx->iov[i];
 		rx->msg[i].msg_hdr.msg_iovlen = umc_rx_aim(rx->iov[i], rx->buf[i], IB_LAND_HDR, NULL);
+		rx->msg[i].msg_hdr.msg_control = rx->cmsg[i];
+		rx->msg[i].msg_hdr.msg_controllen = sizeof(rx->cmsg[i]);
 	}
 	port->rx = rx;
 	return rx;
@@ -305,6 +308,9 @@ int ib_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt 
 		size_t off;
 
 		CNT_RX(dev, rx_packets);
+		if (umc_unlikely(m->msg_hdr.msg_controllen)) /* the socket has dropped some */
+			umc_rx_sock_drops(dev, ep, umc_link_sock_drops(&m->msg_hdr, ep->sk_drops));
+		m->msg_hdr.msg_controllen = sizeof(rx->cmsg[i]); /* recvmmsg() set what it used */
 		if (umc_unlikely(m->msg_hdr.msg_flags & MSG_TRUNC)) {
 			CNT(dev, rx_too_long);
 			continue;

@@ -207,18 +207,21 @@ static struct roce_rx *roce_rx_get(struct roce_port *rp)
 
 /*
  * Fill the IP context of a datagram received on endpoint @rm (a group's
- * socket or a steered unicast one) from its name and control messages;
+ * socket or a steered unicast one) from its name and control messages,
+ * and count the socket's drops they report;
  * returns the interface it arrived on (a unicast socket's: the port's).
  */
-static unsigned roce_rx_ctx(struct roce_port *rp, const struct roce_ep *rm, struct msghdr *mh,
+static unsigned roce_rx_ctx(struct roce_port *rp, struct roce_ep *rm, struct msghdr *mh,
 			    struct umc_ip_ctx *ip)
 {
+	uint32_t drops = rm->ep.sk_drops;
 	unsigned ifindex;
 
 	memset(ip, 0, sizeof(*ip));
 	/* The socket is bound to the address (IP_PKTINFO, when asked for, says the same) ... */
 	umc_gid_to_ip(rm->kind == ROCE_EP_GROUP ? &rm->ep.mcg->mgid : &rm->dst, ip->dst);
-	ifindex = umc_ip_ctx_from_msg(mh, ip);
+	ifindex = umc_ip_ctx_from_msg(mh, ip, &drops);
+	umc_rx_sock_drops(&rp->dev, &rm->ep, drops);
 	/*
 	 * ... and a group's to the interface, unless IP_PKTINFO says where it
 	 * arrived.  A unicast address names the port wherever it arrived.

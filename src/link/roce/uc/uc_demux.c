@@ -388,7 +388,7 @@ static void uc_lead_stage(struct uc_leader *l, int i, int k, struct uc_client *c
 	struct umc_ip_ctx ip = {0};
 	struct roce_uc_fwd *f = &l->fwd[k];
 
-	umc_ip_ctx_from_msg(&l->rq.msg[i].msg_hdr, &ip);
+	umc_ip_ctx_from_msg(&l->rq.msg[i].msg_hdr, &ip, NULL);
 	*f = l->fwd0;
 	f->tclass = ip.tclass;
 	f->hop_limit = ip.hop_limit;
