@@ -9,7 +9,7 @@
  *                      order (drop_nth by hand; drop, burst, dup, reorder,
  *                      corrupt against the pure model of the rules,
  *                      fault.h, with the same seed), delay's lateness,
- *                      selection by group and by QP, the fault counters
+ *                      selection by device, group and QP, the fault counters
  *                      apart from the natural drops, a malformed SPEC
  *                      refused with the old rules kept
  *   fault_procs tx     a sender's rules: drop_nth, drop, dup, reorder against
@@ -19,9 +19,9 @@
  *                      seed lose the same messages; another seed, others
  *   fault_procs start  a malformed UMC_FAULTS: one line on stderr, nothing
  *                      injected; a well-formed one is in force from start
- *   fault_procs stat   umc-stat -j while a receiver runs and after SIGKILL,
- *                      the listing, --clean, and another user refused by
- *                      umc-stat and umc-ctl
+ *   fault_procs stat   umc-stat -j while a receiver runs (-w: again and
+ *                      again) and after SIGKILL, the listing, --clean,
+ *                      and another user refused by umc-stat and umc-ctl
  *   fault_procs ovfl   a receiver stopped while its group socket overflows
  *                      counts in rx_sock_ovfl what the kernel dropped
  *                      there, as /proc/net/udp's drops column shows it,
@@ -553,6 +553,15 @@ static void scenario_rx(void)
 	transfer(&s, 0, &r, 0, N);
 	if (strcmp(nums(&r), want))
 		agent_fail("after the malformed SPEC: arrived %s, not %s", nums(&r), want);
+	/* dev= selects the device: another device's rule loses nothing here, this one's all. */
+	faults(&r, "rx dev=umc_ib0 drop=1");
+	transfer(&s, 0, &r, 0, N);
+	model("rx drop=0", "umc_lo", N, want, sizeof(want));
+	if (strcmp(nums(&r), want))
+		agent_fail("rx dev=umc_ib0 drop=1: arrived %s on umc_lo", nums(&r));
+	faults(&r, "rx dev=umc_lo drop=1");
+	transfer(&s, 0, &r, 0, N);
+	agent_expect_eq("rx dev=umc_lo drop=1: delivered", agent_field(&r, "n"), 0);
 	/* Every action, against the model with the same seed. */
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		expect_model(&r, &r, &s, specs[i]);
@@ -739,6 +748,12 @@ static void scenario_stat(void)
 			25);
 	agent_expect_eq("sender group tx_bytes",
 			(unsigned long)stat_counter(s.pid, NULL, "tx_bytes"), 25 * MSG);
+	/* -w repeats (every 0.4 s, until the interrupt after 2 s: at least twice). */
+	run(out, sizeof(out),
+	    "timeout -s INT 2 %s/umc-stat -j -w 0.4 %d | grep -o '\"rx_delivered\":25' | wc -l",
+	    bin(), (int)r.pid);
+	if (atoi(out) < 2)
+		agent_fail("umc-stat -w 0.4 for 2 s: %d reports", atoi(out));
 	/* Another user reaches neither its counters nor its control. */
 	tools_for_others(dir);
 	if (run(out, sizeof(out), "setpriv --reuid=65534 --regid=65534 --clear-groups %s/umc-stat -j %d",
