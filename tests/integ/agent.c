@@ -19,6 +19,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "agent.h"
+#include "sm_proc.h"
 #include "wait.h"
 
 int agent_failures;
@@ -321,4 +322,16 @@ int agent_run_scenario(const char *prog, const char *name, const struct agent_sc
 	else
 		printf("%s: ok\n", name);
 	return agent_failures ? 1 : 0;
+}
+
+void agent_start_sm(struct test_sm *sm, const char *const *args)
+{
+	char env[32];
+
+	if (test_sm_start(sm, 0, args)) {
+		fprintf(stderr, "umc-sm does not start\n");
+		exit(2);
+	}
+	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
+	setenv("UMC_SM", env, 1);
 }

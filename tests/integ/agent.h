@@ -122,6 +122,14 @@ void agent_kill(struct agent *a);
  */
 void agent_expect_resets(struct agent *a, int nids, uint64_t end);
 
+struct test_sm;
+
+/*
+ * In the orchestrator: start umc-sm (@args: NULL-terminated, or NULL) and
+ * make it the UMC_SM of the agents started next; exit 2 if it cannot start.
+ */
+void agent_start_sm(struct test_sm *sm, const char *const *args);
+
 /* A scenario of a multi-process test program: its name, its body. */
 struct agent_scenario {
 	const char *name;

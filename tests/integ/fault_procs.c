@@ -870,17 +870,10 @@ static void ovfl_on(const char *addr, const char *dev, int salt)
 	agent_finish(&s);
 }
 
-/* umc-sm started, and the agents started next pointed at it (UMC_SM); exit 2 if it cannot start. */
+/* umc-sm started, the agents started next on it (agent_start_sm), at umc_ib0's own address. */
 static void sm_up(struct test_sm *sm)
 {
-	char env[32];
-
-	if (test_sm_start(sm, 0, NULL)) {
-		fprintf(stderr, "umc-sm does not start\n");
-		exit(2);
-	}
-	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
-	setenv("UMC_SM", env, 1);
+	agent_start_sm(sm, NULL);
 	unsetenv("UMC_IB_ADDR");
 }
 

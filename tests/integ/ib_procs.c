@@ -688,19 +688,6 @@ static unsigned reply_hex(const char *r, const char *key)
 	return p ? (unsigned)strtoul(p + strlen(key), NULL, 16) : ~0u;
 }
 
-/* Start umc-sm (@args: NULL-terminated, or NULL) as the agents' UMC_SM; exit 2 if it cannot. */
-static void start_sm(struct test_sm *sm, const char *const *args)
-{
-	char env[32];
-
-	if (test_sm_start(sm, 0, args)) {
-		fprintf(stderr, "umc-sm does not start\n");
-		exit(2);
-	}
-	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
-	setenv("UMC_SM", env, 1);
-}
-
 /* Stop umc-sm: an exit status other than 0 is a failure; its counters stay readable. */
 static void stop_sm(struct test_sm *sm)
 {
@@ -753,7 +740,7 @@ static void scenario_sendonly(bool support)
 	char grp[32], mgid[64], g1[64], g2[64], gs[64], dgid[64];
 	const char *r;
 
-	start_sm(&sm, support ? NULL : noso);
+	agent_start_sm(&sm, support ? NULL : noso);
 	observer_open(&sm);
 	long cap2 = sa_cap_mask2();
 
@@ -828,7 +815,7 @@ static void scenario_aggregate(void)
 	char grp[32], mgid[64], g[64];
 	int st;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	observer_open(&sm);
 	scenario_group(grp, 2);
 	udp_mgid(grp, mgid);
@@ -870,7 +857,7 @@ static void scenario_mgid0(void)
 	const char *r;
 	unsigned m1;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	start(&a, "A");
 	agent_cmd(&a, "open udp");
 	agent_cmd(&a, "open udp");
@@ -897,7 +884,7 @@ static void scenario_ipoib(void)
 	char grp[32], d[64];
 	const char *r;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	scenario_group(grp, 3);
 	start(&a, "A");
 	r = ask(&a, "open ipoib");
@@ -922,7 +909,7 @@ static void scenario_lease(void)
 	char mgid[64], g[64];
 
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
-	start_sm(&sm, args);
+	agent_start_sm(&sm, args);
 	observer_open(&sm);
 	start_joined(&a, 4, mgid, g);
 	agent_kill(&a); /* SIGKILL: no leave, no unregister */
@@ -942,7 +929,7 @@ static void scenario_exit(void)
 	struct agent a;
 	char mgid[64], g[64];
 
-	start_sm(&sm, NULL); /* the default lease: 10 s */
+	agent_start_sm(&sm, NULL); /* the default lease: 10 s */
 	observer_open(&sm);
 	start_joined(&a, 7, mgid, g);
 	/* exit(0), not _exit(0): its atexit handlers run; reaped with status 0. */
@@ -990,7 +977,7 @@ static void scenario_restart(void)
 	char grp[NIDS][32];
 	uint16_t port;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	port = sm.port;
 	for (int j = 0; j < NIDS; j++)
 		scenario_group(grp[j], 10 + j);
@@ -1051,7 +1038,7 @@ static void scenario_smctl(void)
 	char grp[3][32], args[64], want[128];
 	uint64_t t0, dt;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	for (int j = 0; j < 3; j++)
 		scenario_group(grp[j], 20 + j);
 	start(&a[0], "A");
@@ -1109,7 +1096,7 @@ static void scenario_lapse(void)
 	const char *r;
 
 	snprintf(lease, sizeof(lease), "%d", LEASE_MS);
-	start_sm(&sm, args);
+	agent_start_sm(&sm, args);
 	for (int j = 0; j < 2; j++)
 		scenario_group(grp[j], 30 + j);
 	start(&a, "A");
@@ -1141,7 +1128,7 @@ static void scenario_timeout(void)
 	char grp[32];
 	uint64_t t0, dt;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	scenario_group(grp, 5);
 	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open");
@@ -1170,7 +1157,7 @@ static void scenario_unicast(void)
 	char agid[64], bgid[64], want[96];
 	const char *r;
 
-	start_sm(&sm, NULL);
+	agent_start_sm(&sm, NULL);
 	start(&a, "A");
 	start(&b, "B");
 	start(&c, "C");
@@ -1236,7 +1223,7 @@ static void scenario_storm(void)
 	const char *r;
 
 	snprintf(cap, sizeof(cap), "%d", STORM_JOINS);
-	start_sm(&sm, args);
+	agent_start_sm(&sm, args);
 	start(&a, "A");
 	expect_prefix(ask(&a, "open udp"), "ok", "open");
 	r = ask(&a, "storm %d", STORM_JOINS);
@@ -1302,7 +1289,7 @@ static const char *const fwd_args[] = {"--forwarding", "unicast", "--lease", "30
 
 static void start_sm_unicast(struct test_sm *sm)
 {
-	start_sm(sm, fwd_args);
+	agent_start_sm(sm, fwd_args);
 	observer_open(sm);
 }
 
@@ -1380,7 +1367,7 @@ static void scenario_fwd(void)
 	unsigned mlid;
 	uint64_t end;
 
-	start_sm(&sm, fwd_args);
+	agent_start_sm(&sm, fwd_args);
 	data = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	oa.data.sin_family = AF_INET;
 	oa.data.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1539,7 +1526,7 @@ static void scenario_squat(bool any)
 		fprintf(stderr, "cannot hold the data port\n");
 		exit(2);
 	}
-	start_sm(&sm, args);
+	agent_start_sm(&sm, args);
 	for (int j = 0; j < 2; j++) {
 		scenario_group(grp[j], 32 + j);
 		udp_mgid(grp[j], mgid[j]);
