@@ -46,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +58,7 @@
 #include "agent.h"
 #include "fault/fault.h"
 #include "sm_proc.h"
+#include "stat/rundir.h"
 #include "wire/be.h"
 
 enum {
@@ -722,10 +725,44 @@ static void tools_for_others(char *dir)
 		agent_fail("copying the tools: %s", out);
 }
 
+/* RUNDIR/PID.ctl, the control socket of process @pid of this user. */
+static void ctl_path(pid_t pid, char *path, size_t size)
+{
+	char dir[UMC_RUNDIR_MAX];
+
+	if (umc_rundir_path(geteuid(), dir, sizeof(dir)) < 0)
+		agent_fail("no run directory");
+	snprintf(path, size, "%s/%d.ctl", dir, (int)pid);
+}
+
+/*
+ * Leave a control socket as a killed umc-sm does (no counters file beside
+ * it), under the PID of a process that is gone; its path in @path.
+ */
+static void orphan_ctl(char *path, size_t size)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	pid_t pid = fork();
+	int fd;
+
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+		agent_fail("fork: %s", strerror(errno));
+	ctl_path(pid, path, size);
+	if (strlen(path) >= sizeof(a.sun_path))
+		agent_fail("%s: too long for a socket", path);
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		agent_fail("binding %s: %s", path, strerror(errno));
+	close(fd);
+}
+
 static void scenario_stat(void)
 {
 	struct agent r, s;
-	char g[32], out[65536], dir[64], want[64];
+	char g[32], out[65536], dir[64], want[64], orphan[UMC_RUNDIR_MAX + 32];
 
 	scenario_group(g, 6);
 	pair(&r, &s, g);
@@ -777,11 +814,21 @@ static void scenario_stat(void)
 	snprintf(want, sizeof(want), "%d gone", (int)r.pid);
 	if (run(out, sizeof(out), "%s/umc-stat | tr -s ' '", bin()) || !strstr(out, want))
 		agent_fail("umc-stat does not list %s: %s", want, out);
-	/* --clean removes what it left; the running sender's file stays. */
+	/*
+	 * --clean removes what it left, and the control socket a killed
+	 * umc-sm leaves alone (no counters file beside it); the running
+	 * sender's files stay.
+	 */
+	orphan_ctl(orphan, sizeof(orphan));
 	if (run(out, sizeof(out), "%s/umc-stat --clean", bin()) ||
 	    run(out, sizeof(out), "%s/umc-stat -j %d", bin(), (int)r.pid) != 1 ||
 	    run(out, sizeof(out), "%s/umc-stat -j %d", bin(), (int)s.pid))
 		agent_fail("umc-stat --clean: %s", out);
+	if (!access(orphan, F_OK))
+		agent_fail("umc-stat --clean left %s", orphan);
+	ctl_path(s.pid, orphan, sizeof(orphan));
+	if (access(orphan, F_OK))
+		agent_fail("umc-stat --clean removed the running sender's %s", orphan);
 	agent_finish(&s);
 }
 

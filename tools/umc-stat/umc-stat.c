@@ -511,7 +511,8 @@ static int by_pid(const void *a, const void *b)
 	return px < py ? -1 : px > py;
 }
 
-static int for_each_file(int (*fn)(const char *path, bool arg), bool arg)
+/* Call @fn on each RUNDIR/PID@suffix the caller may see, by PID. */
+static int for_each(const char *suffix, int (*fn)(const char *path, bool arg), bool arg)
 {
 	char pattern[UMC_RUNDIR_MAX + 16], dir[UMC_RUNDIR_MAX];
 	glob_t g;
@@ -521,7 +522,7 @@ static int for_each_file(int (*fn)(const char *path, bool arg), bool arg)
 		umc_rundir_glob(dir, sizeof(dir));
 	else
 		umc_rundir_path(geteuid(), dir, sizeof(dir));
-	snprintf(pattern, sizeof(pattern), "%s/*.stat", dir);
+	snprintf(pattern, sizeof(pattern), "%s/*%s", dir, suffix);
 	if (glob(pattern, 0, NULL, &g) == 0) {
 		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), by_pid);
 		for (size_t i = 0; i < g.gl_pathc; i++)
@@ -529,6 +530,11 @@ static int for_each_file(int (*fn)(const char *path, bool arg), bool arg)
 		globfree(&g);
 	}
 	return ret;
+}
+
+static int for_each_file(int (*fn)(const char *path, bool arg), bool arg)
+{
+	return for_each(".stat", fn, arg);
 }
 
 /* --clean: the files of a process that is gone (exited or killed). */
@@ -553,6 +559,32 @@ static int clean_file(const char *path, bool unused)
 		return 1;
 	}
 	printf("removed %s (%s)\n", path, state);
+	return 0;
+}
+
+/*
+ * --clean: a control socket without a counters file beside it (umc-sm
+ * has no counters file) whose process no longer exists.  A PID in use
+ * again keeps it: the socket is replaced when that process binds its own.
+ */
+static int clean_ctl(const char *path, bool unused)
+{
+	char stat_path[UMC_RUNDIR_MAX + 32];
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(path);
+	struct stat st;
+	long pid = base ? atol(base + 1) : 0;
+
+	(void)unused;
+	snprintf(stat_path, sizeof(stat_path), "%.*s.stat", (int)(n - 4), path);
+	if (pid <= 0 || lstat(path, &st) || !S_ISSOCK(st.st_mode) || !access(stat_path, F_OK) ||
+	    !kill((pid_t)pid, 0) || errno != ESRCH)
+		return 0;
+	if (unlink(path)) {
+		fprintf(stderr, "umc-stat: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	printf("removed %s (gone)\n", path);
 	return 0;
 }
 
@@ -651,8 +683,11 @@ int main(int argc, char **argv)
 	json = o.json;
 	sigaction(SIGBUS, &sa, NULL);
 	if (o.clean) {
+		int ret;
+
 		free(o.pids);
-		return for_each_file(clean_file, false);
+		ret = for_each_file(clean_file, false);
+		return ret | for_each(".ctl", clean_ctl, false);
 	}
 	for (;;) {
 		ret = run_once(&o);
