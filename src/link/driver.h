@@ -63,6 +63,9 @@ struct umc_attach;
 	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
 	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
 	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
+	X(tx_shm)	     /* datagrams written to the same-host path's shared memory (in tx_packets) */ \
+	X(rx_shm)	     /* datagrams read from it (in rx_packets too) */                      \
+	X(rx_overrun)	     /* datagrams overwritten there before this process read them */       \
 	X(cq_overflow)	     /* completion dropped: CQ full */                                     \
 	X(tx_bytes)	     /* payload bytes of the datagrams handed to the link */               \
 	X(rx_bytes)	     /* payload bytes of the datagrams read (rx_packets') */               \
@@ -185,6 +188,8 @@ struct umc_device {
 	unsigned rx_pass;	    /* busy-poll passes, under rx_lock: cold endpoints' turn */
 	bool rx_thread;		    /* the background receive thread is running */
 	atomic_bool rx_thread_in;   /* ... and holds rx_lock (progress.c umc_progress) */
+	atomic_bool rx_sleeping;    /* ... and sleeps on rx_epfd (or is about to) */
+	int rx_narm;		    /* endpoints with an arm op, under rx_lock and watch_lock */
 	struct umc_rx_lender *rx_lender; /* receives lent for the burst (rx_lend.c), on first use */
 
 	/* Shared context and PD used by the CM (ucma's per-device context). */
@@ -389,5 +394,22 @@ static inline void umc_rx_sock_drops(struct umc_device *dev, struct umc_rx_ep *e
 		ep->sk_drops = drops;
 	}
 }
+
+/*
+ * umc_rx_may_sleep - may a thread of the process sleep on the device's
+ * endpoints now (a CQ is armed, or the background thread waits on them)?
+ * An endpoint with an arm op must then make its fd readable on arrival.
+ */
+static inline bool umc_rx_may_sleep(struct umc_device *dev)
+{
+	return atomic_load(&dev->cq_armed) > 0 || atomic_load(&dev->rx_sleeping);
+}
+
+/*
+ * umc_rx_arm - call the arm op of every endpoint of @dev that has one: a
+ * thread is about to sleep on them.  Context: no device lock held; takes
+ * rx_lock when there is such an endpoint.
+ */
+void umc_rx_arm(struct umc_device *dev);
 
 #endif /* UMC_LINK_DRIVER_H */

@@ -65,6 +65,13 @@ struct umc_rx_ep {
 	unsigned long reads; /* reads of this endpoint (one syscall each) */
 	bool fresh;	     /* emptied by a woken thread's pass, not read since */
 	uint32_t sk_drops;   /* the socket's drop count its datagrams last gave (umc_rx_sock_drops) */
+	/*
+	 * An endpoint whose fd does not become readable by itself (NULL for
+	 * a socket): a thread of the process may now sleep on the fd until
+	 * something arrives (umc_rx_arm), so make it readable then, and now
+	 * if something waits.  Context: dev->rx_lock held.
+	 */
+	void (*arm)(struct umc_device *dev, struct umc_rx_ep *ep);
 };
 
 /*

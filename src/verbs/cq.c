@@ -601,7 +601,9 @@ int umc_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->armed = solicited_only ? UMC_CQ_ARM_SOLICITED : UMC_CQ_ARM_ANY;
 	umc_spin_unlock(&cq->lock);
 	/* Its waiter, in poll(2) on the fd perhaps, must be woken by the sockets. */
-	if (first)
+	if (first) {
 		umc_chan_watch(to_uchan(ibcq->channel));
+		umc_rx_arm(cq->dev); /* ... and by the endpoints that are not sockets */
+	}
 	return 0;
 }

@@ -155,6 +155,7 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 	if (!ret) {
 		ep->seen = dev->rx_got; /* hot until the others deliver without it */
 		dev->rx_eps[dev->rx_nep++] = ep;
+		dev->rx_narm += ep->arm != NULL;
 		/* One too many for the passes' one syscall each: into the set, all. */
 		if (dev->rx_nep == UMC_RX_FEW + 1 && !__umc_rx_epoll(dev, true)) {
 			ret = errno ? -errno : -ENOMEM;
@@ -166,6 +167,8 @@ int umc_rx_add(struct umc_device *dev, struct umc_rx_ep *ep)
 	umc_mutex_unlock(&dev->watch_lock);
 	if (ret)
 		return ret;
+	if (ep->arm && umc_rx_may_sleep(dev)) /* a waiter sleeps already: it must hear this one */
+		ep->arm(dev, ep);
 	if (!dev->rx_thread)
 		umc_rx_thread_start(dev);
 	return 0;
@@ -180,12 +183,24 @@ void umc_rx_del(struct umc_device *dev, struct umc_rx_ep *ep)
 	for (int i = 0; i < dev->rx_nep; i++) {
 		if (dev->rx_eps[i] == ep) {
 			dev->rx_eps[i] = dev->rx_eps[--dev->rx_nep];
+			dev->rx_narm -= ep->arm != NULL;
 			break;
 		}
 	}
 	if (!dev->rx_thread) /* nobody sleeps on the set: few again, it empties */
 		__umc_rx_epoll(dev, false);
 	umc_mutex_unlock(&dev->watch_lock);
+}
+
+void umc_rx_arm(struct umc_device *dev)
+{
+	if (!__atomic_load_n(&dev->rx_narm, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&dev->rx_lock);
+	for (int i = 0; i < dev->rx_nep; i++)
+		if (dev->rx_eps[i]->arm)
+			dev->rx_eps[i]->arm(dev, dev->rx_eps[i]);
+	pthread_mutex_unlock(&dev->rx_lock);
 }
 
 /* At most this many batches per endpoint per call, so no endpoint starves the rest. */
@@ -265,8 +280,12 @@ static int umc_progress_pass(struct umc_device *dev, enum umc_pass mode, bool *s
 	}
 	n = umc_sys_epoll_poll(dev->rx_epfd, ev, UMC_RX_BATCH);
 	for (int i = 0; i < n; i++)
-		if (ev[i].data.ptr) /* not rx_kick: the thread reads that */
-			total += umc_ep_drain(dev, ev[i].data.ptr, false);
+		if (ev[i].data.ptr && !((struct umc_rx_ep *)ev[i].data.ptr)->arm)
+			total += umc_ep_drain(dev, ev[i].data.ptr, false); /* not rx_kick */
+	/* Endpoints whose fd is readable only for a sleeper (ep->arm): each pass, no syscall. */
+	for (int i = 0; dev->rx_narm && i < dev->rx_nep; i++)
+		if (dev->rx_eps[i]->arm)
+			total += umc_ep_drain(dev, dev->rx_eps[i], false);
 	return total;
 }
 

@@ -112,7 +112,12 @@ static void *umc_rx_thread(void *arg)
 			umc_rx_drain_away(dev);
 			continue;
 		}
-		if (epoll_wait(dev->rx_epfd, &ev, 1, -1) <= 0)
+		atomic_store(&dev->rx_sleeping, true);
+		umc_rx_arm(dev);
+		int woke = epoll_wait(dev->rx_epfd, &ev, 1, -1);
+
+		atomic_store(&dev->rx_sleeping, false);
+		if (woke <= 0)
 			continue;
 		if (!ev.data.ptr) { /* rx_kick: the program polls again (emptying reads it) */
 			umc_rx_epoll(dev, false);

@@ -369,6 +369,21 @@ static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 	agent_reply("ok id%d received %u (total %u)", idx, got, nd->received);
 }
 
+/* Poll id @idx for @ms: the completions, whatever they are. */
+static void cmd_count(int idx, int ms)
+{
+	struct ibv_cq *cq = ag.n[idx].id->recv_cq;
+	uint64_t deadline = t_now_ms() + (uint64_t)ms;
+	struct ibv_wc wc[16];
+	unsigned got = 0;
+	int k;
+
+	while (t_now_ms() < deadline)
+		if ((k = ibv_poll_cq(cq, 16, wc)) > 0)
+			got += (unsigned)k;
+	agent_reply("ok got=%u", got);
+}
+
 /* Nothing arrives on id @idx during @ms (0: just what is already there). */
 static void cmd_quiet(int idx, int ms)
 {
@@ -410,6 +425,14 @@ static void cmd_leave(int idx)
 	agent_reply("ok id%d left", idx);
 }
 
+/* Is the same-host path on (umcast(7): unless UMC_SHM=0)? */
+static bool shm_on(void)
+{
+	const char *e = getenv("UMC_SHM");
+
+	return !(e && strcmp(e, "0") == 0);
+}
+
 /* The agent's device counters and whether it holds a socket for the group. */
 static void cmd_counters(void)
 {
@@ -425,9 +448,14 @@ static void cmd_counters(void)
 	group = __umc_mcg_find(dev, &mgid) != NULL;
 	pthread_mutex_unlock(&dev->lock);
 	agent_reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
-	      "attached_groups=%d",
-	      atomic_load(&dev->cnt->rx_packets), atomic_load(&dev->cnt->rx_delivered),
-	      atomic_load(&dev->cnt->rx_self_blocked), group, dev->mcg_attached);
+	      "attached_groups=%d rx_shm=%lu tx_shm=%lu tx_packets=%lu rx_overrun=%lu",
+	      (unsigned long)atomic_load(&dev->cnt->rx_packets),
+	      (unsigned long)atomic_load(&dev->cnt->rx_delivered),
+	      (unsigned long)atomic_load(&dev->cnt->rx_self_blocked), group, dev->mcg_attached,
+	      (unsigned long)atomic_load(&dev->cnt->rx_shm),
+	      (unsigned long)atomic_load(&dev->cnt->tx_shm),
+	      (unsigned long)atomic_load(&dev->cnt->tx_packets),
+	      (unsigned long)atomic_load(&dev->cnt->rx_overrun));
 }
 
 static void agent_quit(void)
@@ -448,7 +476,7 @@ static void agent_quit(void)
 	rdma_destroy_event_channel(ag.ch);
 }
 
-enum { AG_SENDONLY = 1, AG_BLOCK_SELF = 2 };
+enum { AG_SENDONLY = 1, AG_BLOCK_SELF = 2, AG_NOSHM = 4, AG_NOTHREAD = 8 };
 
 /* What an agent is: how many ids, and AG_* flags. */
 struct agent_kind {
@@ -464,6 +492,10 @@ static int agent_main(void *arg, int cmd)
 	ag.nids = k->nids;
 	ag.sendonly = k->flags & AG_SENDONLY;
 	ag.block_self = k->flags & AG_BLOCK_SELF;
+	if (k->flags & AG_NOSHM)
+		setenv("UMC_SHM", "0", 1); /* read at the first group, after this */
+	if (k->flags & AG_NOTHREAD)
+		setenv("UMC_RX_THREAD", "0", 1); /* nothing reads but the agent's polls */
 	err = agent_setup();
 	if (err) {
 		agent_reply("fail setup: %s (errno %d)", err, errno);
@@ -486,6 +518,8 @@ static int agent_main(void *arg, int cmd)
 				agent_reply("ok sent %u qpn=0x%x", a, ag.n[0].id->qp->qp_num);
 		} else if (sscanf(line, "recv %u %u %u %x", &a, &b, &c, &d) == 4 && a < (unsigned)ag.nids) {
 			cmd_recv((int)a, b, c, d);
+		} else if (sscanf(line, "count %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
+			cmd_count((int)a, (int)b);
 		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
 			cmd_quiet((int)a, (int)b);
 		} else if (sscanf(line, "skip %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
@@ -568,12 +602,20 @@ static void scenario_fanout(void)
 		agent_expect_eq("S rx_packets", agent_field(&s, "rx_packets"), 0);
 		agent_expect_eq("S group_socket", agent_field(&s, "group_socket"), 0);
 		agent_expect_eq("S attached_groups", agent_field(&s, "attached_groups"), 0);
+		/*
+		 * With the same-host path on (unless UMC_SHM=0) every local
+		 * receiver reads it: the datagrams go to the ring (and count
+		 * as sent there), none to lo.
+		 */
+		agent_expect_eq("S tx_shm", agent_field(&s, "tx_shm"), shm_on() ? N : 0);
+		agent_expect_eq("S tx_packets", agent_field(&s, "tx_packets"), N);
 	}
 	if (agent_cmd(&r2, "counters")) {
 		/* One socket per group and process: each datagram read once, delivered twice. */
 		agent_expect_eq("R2 rx_packets", agent_field(&r2, "rx_packets"), N);
 		agent_expect_eq("R2 rx_delivered", agent_field(&r2, "rx_delivered"), 2 * N);
 		agent_expect_eq("R2 group_socket", agent_field(&r2, "group_socket"), 1);
+		agent_expect_eq("R2 rx_shm", agent_field(&r2, "rx_shm"), shm_on() ? N : 0);
 	}
 	agent_finish(&s);
 	agent_finish(&r1);
@@ -662,6 +704,114 @@ static void scenario_selfloop(void)
 	agent_finish(&r);
 }
 
+/*
+ * mixed: the same-host path with a local receiver that has it off
+ * (umcast(7), SAME-HOST PATH).  R1 reads the path, R2 (UMC_SHM=0) only
+ * its socket, S sends with the path on.  While R2 receives, the kernel
+ * carries every datagram (S writes none to its ring); once R2 is gone
+ * the ring does (S sends none to lo); when R3 (UMC_SHM=0) joins, the
+ * kernel again.  Every receiver QP gets each message exactly once, in
+ * order, through every switch.
+ */
+static void scenario_mixed(void)
+{
+	enum { N = 150 }; /* 3 N within R1's NRECV - 1 receives */
+	struct agent r1, r2, r3, s;
+	unsigned long qpn;
+
+	spawn(&r1, "R1", 1, 0);
+	spawn(&r2, "R2", 1, AG_NOSHM);
+	if (!agent_ready(&r1) || !agent_ready(&r2))
+		return;
+	spawn(&s, "S", 1, AG_SENDONLY);
+	if (!agent_ready(&s))
+		return;
+	qpn = agent_field(&s, "qpn");
+	agent_cmd(&s, "send %d 0", N);
+	agent_cmd(&r1, "recv 0 %d 0 %lx", N, qpn);
+	agent_cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
+	agent_cmd(&r2, "quiet 0 100");
+	if (agent_cmd(&s, "counters")) {
+		agent_expect_eq("S tx_shm, R2 there", agent_field(&s, "tx_shm"), 0);
+	}
+	agent_finish(&r2);
+
+	agent_cmd(&s, "send %d %d", N, N);
+	agent_cmd(&r1, "recv 0 %d %d %lx", N, N, qpn);
+	if (agent_cmd(&s, "counters")) {
+		agent_expect_eq("S tx_shm, R2 gone", agent_field(&s, "tx_shm"), shm_on() ? N : 0);
+	}
+
+	spawn(&r3, "R3", 1, AG_NOSHM);
+	if (!agent_ready(&r3))
+		return;
+	agent_cmd(&s, "send %d %d", N, 2 * N);
+	agent_cmd(&r1, "recv 0 %d %d %lx", N, 2 * N, qpn);
+	agent_cmd(&r3, "skip 0 %d", 2 * N); /* joined after those */
+	agent_cmd(&r3, "recv 0 %d %d %lx", N, 2 * N, qpn);
+	agent_cmd(&r1, "quiet 0 100");
+	agent_cmd(&r3, "quiet 0 0");
+	if (agent_cmd(&r1, "counters")) {
+		agent_expect_eq("R1 rx_packets", agent_field(&r1, "rx_packets"), 3 * N);
+		agent_expect_eq("R1 rx_shm", agent_field(&r1, "rx_shm"), shm_on() ? N : 0);
+	}
+	if (agent_cmd(&s, "counters")) {
+		agent_expect_eq("S tx_shm, R3 there", agent_field(&s, "tx_shm"), shm_on() ? N : 0);
+		agent_expect_eq("S tx_packets", agent_field(&s, "tx_packets"), 3 * N);
+	}
+	agent_finish(&s);
+	agent_finish(&r1);
+	agent_finish(&r3);
+}
+
+/*
+ * slow: flow control on the same-host path, with rings of 64 KiB
+ * (UMC_SHM_RING, about 100 of these messages).  R1 reads nothing while S
+ * sends N, several rings' worth (no background thread, no poll); R2
+ * receives as usual.  S waits for R2, which is woken and so gets all N in
+ * order, and for R1 only once (UMC_SHM_WAIT_MS): its send ends.  R1 then
+ * finds what is left: every datagram either read or counted lost
+ * (rx_overrun), none silently.
+ */
+static void scenario_slow(void)
+{
+	enum { N = 450 }; /* within R2's NRECV - 1 receives */
+	struct agent r1, r2, s;
+	unsigned long qpn, shm, over;
+
+	if (!shm_on()) {
+		printf("# the same-host path is off: nothing to check\n");
+		return;
+	}
+	spawn(&r1, "R1", 1, AG_NOTHREAD);
+	spawn(&r2, "R2", 1, 0);
+	if (!agent_ready(&r1) || !agent_ready(&r2))
+		return;
+	spawn(&s, "S", 1, AG_SENDONLY);
+	if (!agent_ready(&s))
+		return;
+	qpn = agent_field(&s, "qpn");
+	agent_cmd(&s, "send %d 0", N);
+	agent_cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
+	if (agent_cmd(&r2, "counters"))
+		agent_expect_eq("R2 rx_overrun", agent_field(&r2, "rx_overrun"), 0);
+	if (agent_cmd(&s, "counters"))
+		agent_expect_eq("S tx_shm", agent_field(&s, "tx_shm"), N);
+	agent_cmd(&r1, "count 0 300");
+	if (agent_cmd(&r1, "counters")) {
+		shm = agent_field(&r1, "rx_shm");
+		over = agent_field(&r1, "rx_overrun");
+		agent_expect_eq("R1 rx_shm + rx_overrun", shm + over, N);
+		if (over == 0 || shm == 0) {
+			printf("FAIL: R1 read %lu and lost %lu: it should have done both\n", shm, over);
+			agent_failures++;
+		}
+	}
+	agent_finish(&s);
+	agent_finish(&r1);
+	agent_finish(&r2);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned pid = (unsigned)getpid();
@@ -675,7 +825,7 @@ int main(int argc, char **argv)
 	g_grp.sin_addr.s_addr = htonl(239u << 24 | 251u << 16 | ((pid >> 8) & 0xff) << 8 | (pid & 0xff));
 	inet_ntop(AF_INET, &g_grp.sin_addr, gstr, sizeof(gstr));
 	if (argc != 2) {
-		fprintf(stderr, "usage: mc_procs fanout|leave|selfloop\n");
+		fprintf(stderr, "usage: mc_procs fanout|leave|selfloop|mixed|slow\n");
 		return 2;
 	}
 	printf("# group %s\n", gstr);
@@ -685,6 +835,10 @@ int main(int argc, char **argv)
 		scenario_leave();
 	else if (strcmp(argv[1], "selfloop") == 0)
 		scenario_selfloop();
+	else if (strcmp(argv[1], "mixed") == 0)
+		scenario_mixed();
+	else if (strcmp(argv[1], "slow") == 0)
+		scenario_slow();
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;

@@ -202,6 +202,7 @@ static struct umc_device *roce_port_get(const char *ifname)
 		return NULL;
 	snprintf(rp->ifname, sizeof(rp->ifname), "%s", ifname);
 	rp->ifindex = if_nametoindex(ifname);
+	pthread_mutex_init(&rp->shm_lock, NULL);
 	rp->netdev_mtu = roce_sysfs_mtu(ifname);
 
 	struct umc_device *dev = &rp->dev;
@@ -242,6 +243,7 @@ static void roce_probe(void)
 
 			if (!dev)
 				continue;
+			to_roce_port(dev)->loopback = ifa->ifa_flags & IFF_LOOPBACK;
 			umc_gid_from_sockaddr(&gid, ifa->ifa_addr);
 			umc_dev_add_gid(dev, &gid);
 		}

@@ -22,6 +22,10 @@
 #include <sys/un.h>
 
 #include "link/driver.h"
+#include "link/shm/shm.h"
+
+struct umc_sg;
+struct roce_shm_tx;
 
 /* A RoCE port: one network interface. */
 struct roce_port {
@@ -29,8 +33,14 @@ struct roce_port {
 	char ifname[IF_NAMESIZE];
 	unsigned ifindex;
 	unsigned netdev_mtu;
+	bool loopback;	    /* IFF_LOOPBACK: lo gives every local socket a copy */
 	struct roce_rx *rx; /* receive buffers, made on first use (rx.c) */
 	struct roce_uc *uc; /* unicast reception, made with the first QP (uc/) */
+	/* The groups this process sends to through the same-host path (shm.c). */
+	pthread_mutex_t shm_lock;
+	struct roce_shm_tx *shm_tx;
+	int shm_ntx;	/* groups in @shm_tx: at most UMC_SHM_MAX_GROUPS (shm_lock) */
+	int shm_groups; /* groups with a file open for receiving (rx_lock) */
 };
 
 static inline struct roce_port *to_roce_port(struct umc_device *dev)
@@ -44,6 +54,7 @@ enum roce_ep_kind {
 	ROCE_EP_UC_INPUT, /* datagrams the demultiplexer passed on, behind a roce_uc_fwd */
 	ROCE_EP_UC_SOCK,  /* the port's own socket of addr:4791's reuseport group (steered) */
 	ROCE_EP_UC_SET,	  /* an epoll of the port's UC_INPUT and UC_SOCK endpoints */
+	ROCE_EP_SHM,	  /* a group's senders of this host, through shared memory (shm.c) */
 };
 
 /*
@@ -57,12 +68,21 @@ struct roce_ep {
 	union ibv_gid dst;   /* ROCE_EP_UC_SOCK: the address the socket is bound to */
 	struct umc_icrc_memo memo; /* its last datagram's ICRC prefix (rx_lock) */
 	struct roce_ep *retired_next; /* ROCE_EP_UC_SOCK: the next on roce_uc's retired list */
+	/*
+	 * ROCE_EP_GROUP: the group's file of the same-host path (or NULL),
+	 * and the endpoint that reads it (NULL with the path off).
+	 * ROCE_EP_SHM: the file it reads.
+	 */
+	struct umc_shm_grp *shm;
+	struct roce_ep *shm_ep;
 };
 
 /* An AH: where a datagram goes and the IP context its ICRC covers. */
 struct roce_ah {
 	struct umc_ah ah;
 	struct sockaddr_storage dst; /* group (or host):4791 */
+	/* A group's file of the same-host path (shm.c): NULL until the first send. */
+	_Atomic(struct umc_shm_grp *) shm;
 	socklen_t dst_len;
 	struct umc_ip_ctx ip;	     /* pseudo-header template; ports filled per QP */
 	int sgid_index;		     /* source GID actually used (same family as the DGID) */
@@ -162,6 +182,26 @@ int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join);
 int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pkt *pkts, int max,
 		  bool *more, const struct umc_rx_lend *lend);
 void roce_port_held(const struct sockaddr *sa, const char *what);
+
+/*
+ * roce_rx_check - check the UDP payload @sg (BTH through ICRC) that
+ * arrived with IP context @ip on endpoint @rm: decode, ICRC.  Fill @pkt
+ * but for where its payload is (at *@off); true if it is to be delivered.
+ */
+bool roce_rx_check(struct roce_port *rp, struct roce_ep *rm, const struct umc_sg *sg,
+		   struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt, size_t *off);
+
+/* shm.c: the same-host path (link/shm/shm.h) on a RoCE port. */
+/* Open @rm's group file (group endpoint @rm of @mcg); with the path on, its reader too. */
+void roce_shm_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, struct roce_ep *rm);
+void roce_shm_mcg_close(struct umc_device *dev, struct roce_ep *rm);
+/* The port holds the group's IP membership now (or not). */
+void roce_shm_member(struct roce_ep *rm, bool member);
+/* rx_burst of a ROCE_EP_SHM endpoint (rx.c's buffers: the slots it may use). */
+int roce_shm_rx_burst(struct roce_port *rp, struct roce_ep *rm, uint8_t (*slot)[UMC_RX_SLOT],
+		      struct umc_rx_pkt *pkts, int max, bool *more, const struct umc_rx_lend *lend);
+/* The group file of multicast AH @ah for sending, opened on first use (NULL: none). */
+struct umc_shm_grp *roce_shm_tx_of(struct umc_device *dev, struct roce_ah *ah);
 
 /* tx.c */
 int roce_qp_init(struct umc_qp *qp);

@@ -118,6 +118,7 @@ int roce_mcg_open(struct umc_device *dev, struct umc_mcg *mcg, uint16_t mlid)
 		return ret;
 	}
 	mcg->link_priv = rm;
+	roce_shm_mcg_open(dev, mcg, rm); /* without it, the kernel alone carries the group */
 	return 0;
 }
 
@@ -127,6 +128,7 @@ void roce_mcg_close(struct umc_device *dev, struct umc_mcg *mcg)
 
 	umc_rx_del(dev, &rm->ep);
 	umc_fd_close(rm->ep.fd);
+	roce_shm_mcg_close(dev, rm); /* tells the senders, now that the socket is gone */
 	free(rm);
 	mcg->link_priv = NULL;
 }
@@ -150,8 +152,10 @@ int roce_membership(struct umc_device *dev, struct umc_mcg *mcg, bool join)
 		ret = setsockopt(rm->ep.fd, IPPROTO_IPV6,
 				 join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &mr, sizeof(mr));
 	}
-	if (!ret)
+	if (!ret) {
+		roce_shm_member(rm, join);
 		return 0;
+	}
 	/* cma_igmp_send: an interface that cannot join is ENODEV. */
 	return errno == EADDRNOTAVAIL || errno == ENODEV ? -ENODEV : -errno;
 }
@@ -259,10 +263,11 @@ static struct umc_qp *roce_rx_sender(struct umc_device *dev, const struct umc_ip
  * Check the UDP payload @sg (BTH through ICRC) that arrived with IP context
  * @ip on endpoint @rm (its group, if any, and its ICRC memo):
  * decode, ICRC.  Fill @pkt but for where its payload is (at *@off) and
- * return true if it is to be delivered.
+ * return true if it is to be delivered.  Datagrams of the same-host path
+ * come here too (shm.c).
  */
 UMC_HOT
-static bool roce_rx_check(struct roce_port *rp, struct roce_ep *rm, const struct umc_sg *sg,
+bool roce_rx_check(struct roce_port *rp, struct roce_ep *rm, const struct umc_sg *sg,
 			  struct umc_ip_ctx *ip, struct umc_rx_pkt *pkt, size_t *off)
 {
 	struct umc_device *dev = &rp->dev;
@@ -469,6 +474,8 @@ int roce_rx_burst(struct umc_device *dev, struct umc_rx_ep *ep, struct umc_rx_pk
 		return 0;
 	if (max > UMC_RX_BATCH)
 		max = UMC_RX_BATCH;
+	if (rm->kind == ROCE_EP_SHM)
+		return roce_shm_rx_burst(rp, rm, rx->q.buf, pkts, max, more, lend);
 	if (umc_likely(rm->kind != ROCE_EP_UC_SET))
 		return roce_rx_read(rp, rx, rm, 0, pkts, max, &used, more, lend);
 	/*

@@ -8,6 +8,12 @@
  * checksum 0 as rxe does.  The ICRC covers those fields, so it is computed
  * here over exactly what the kernel will put on the wire (docs/design.md,
  * "RoCEv2 fidelity").  A batch goes out in one sendmmsg().
+ *
+ * A batch to a multicast group that the host's other receivers all read
+ * through the same-host path (link/shm/shm.h, shm.c) goes to this
+ * process's ring of the group instead, the same encoded datagrams; on lo
+ * nothing goes to the kernel then, on another interface it is sent with
+ * IP_MULTICAST_LOOP off, for the other hosts only.
  */
 #include <errno.h>
 #include <netinet/udp.h>
@@ -28,6 +34,7 @@ struct roce_tx_sock {
 	int fd;
 	uint16_t sport; /* as bound: the ICRC covers it */
 	int hop_limit, tclass;
+	int loop; /* IP_MULTICAST_LOOP as set (the kernel's default: 1) */
 };
 
 struct roce_tx {
@@ -36,6 +43,7 @@ struct roce_tx {
 	struct iovec iov[UMC_TX_BATCH][UMC_MAX_SGE + 2];
 	uint8_t hdr[UMC_TX_BATCH][UMC_UD_HDR_MAX];
 	uint8_t tail[UMC_TX_BATCH][8]; /* pad (0-3 zero bytes) and ICRC */
+	uint32_t udp_len[UMC_TX_BATCH]; /* bytes of each datagram */
 	struct umc_icrc_memo memo;     /* the last packet's ICRC prefix (sq_lock) */
 };
 
@@ -88,6 +96,7 @@ static int roce_tx_sock_open(struct umc_device *dev, struct roce_qp *qp, int sgi
 	ts->sport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	atomic_store_explicit(&qp->tx_sport[sgid], ts->sport, memory_order_relaxed);
 	ts->hop_limit = ts->tclass = -1;
+	ts->loop = 1;
 	return 0;
 err:
 	umc_fd_close(fd); /* under sq_lock: not a cancellation point */
@@ -169,6 +178,7 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	if (umc_unlikely(p->corrupt)) /* corrupt= (fault/stage.h): the receiver finds the ICRC bad */
 		tail[pad] ^= 1;
 	iov[niov++] = (struct iovec){tail, pad + UMC_ICRC_LEN};
+	tx->udp_len[k] = (uint32_t)udp_len;
 
 	struct msghdr *mh = &tx->msg[k].msg_hdr;
 
@@ -178,6 +188,59 @@ static void roce_tx_build(struct roce_tx *tx, int k, const struct umc_tx_pkt *p,
 	mh->msg_iovlen = (size_t)niov;
 	mh->msg_control = NULL;
 	mh->msg_controllen = 0;
+}
+
+/*
+ * The same-host path for packets [@start, @end) of @tx, all to group file
+ * @g from socket @ts with AH @ah: into the ring when every local receiver
+ * reads it.  Returns whether the kernel still gets them (for other hosts,
+ * or for everyone here); IP_MULTICAST_LOOP is set to match.
+ */
+static bool roce_tx_shm(struct umc_device *dev, struct roce_tx *tx, struct roce_tx_sock *ts,
+			const struct roce_ah *ah, struct umc_shm_grp *g, int start, int end)
+{
+	struct roce_port *rp = to_roce_port(dev);
+	struct umc_shm_rec h;
+	uint64_t gen;
+	bool ring, only;
+	int loop;
+
+	umc_shm_send_lock(g);
+	ring = umc_shm_ring_mode(g, &gen);
+	/* On lo the ring is the only way out: its datagrams count as sent there. */
+	only = ring && rp->loopback;
+	if (ring) {
+		memset(&h, 0, sizeof(h));
+		h.gen = gen;
+		h.family = ah->ip.family;
+		h.sport = ts->sport;
+		h.tclass = ah->ip.tclass;
+		h.hop_limit = ah->ip.hop_limit;
+		h.flow_label = ah->ip.flow_label;
+		memcpy(h.src, ah->ip.src, sizeof(h.src));
+		for (int k = start; k < end; k++) {
+			const struct msghdr *mh = &tx->msg[k].msg_hdr;
+
+			if (umc_shm_send(g, &h, mh->msg_iov, (int)mh->msg_iovlen, tx->udp_len[k])) {
+				CNT(dev, tx_errors);
+				continue;
+			}
+			CNT(dev, tx_shm);
+			if (only)
+				CNT(dev, tx_packets);
+		}
+		umc_shm_send_done(g);
+	}
+	umc_shm_send_unlock(g);
+	if (only)
+		return false;
+	/* lo loops everything back anyway; elsewhere the ring's readers must get no copy. */
+	loop = !ring;
+	if (!rp->loopback && ts->loop != loop &&
+	    !roce_setopt(ts->fd, ah->ip.family == 4 ? IPPROTO_IP : IPPROTO_IPV6,
+			 ah->ip.family == 4 ? IP_MULTICAST_LOOP : IPV6_MULTICAST_LOOP, loop))
+		ts->loop = loop;
+	return true;
 }
 
 UMC_HOT
@@ -194,8 +257,9 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 	}
 	/* One sendmmsg per run of packets with the same socket and IP options. */
 	while (start < n) {
-		const struct roce_ah *ah = to_roce_ah(pkts[start].ah);
+		struct roce_ah *ah = to_roce_ah(pkts[start].ah);
 		struct roce_tx_sock *ts = &tx->sock[ah->sgid_index];
+		struct umc_shm_grp *g = roce_shm_tx_of(dev, ah);
 		int end = start;
 
 		if (umc_unlikely(ts->fd < 0) && roce_tx_sock_open(dev, qp, ah->sgid_index, ts)) {
@@ -208,13 +272,16 @@ int roce_xmit(struct umc_qp *uqp, struct umc_tx_pkt *pkts, int n)
 			start++;
 			continue;
 		}
+		/* A run shares the socket, the IP options and the same-host path's group. */
 		while (end < n && to_roce_ah(pkts[end].ah)->sgid_index == ah->sgid_index &&
 		       to_roce_ah(pkts[end].ah)->ip.hop_limit == ah->ip.hop_limit &&
-		       to_roce_ah(pkts[end].ah)->ip.tclass == ah->ip.tclass) {
+		       to_roce_ah(pkts[end].ah)->ip.tclass == ah->ip.tclass &&
+		       (end == start || roce_shm_tx_of(dev, to_roce_ah(pkts[end].ah)) == g)) {
 			roce_tx_build(tx, end, &pkts[end], ts->sport);
 			end++;
 		}
-		umc_link_sendmmsg(dev, ts->fd, tx->msg, start, end);
+		if (!g || roce_tx_shm(dev, tx, ts, ah, g, start, end))
+			umc_link_sendmmsg(dev, ts->fd, tx->msg, start, end);
 		start = end;
 	}
 	return 0;

@@ -81,8 +81,9 @@ enum {
 	UMC_SHM_GRACE_MS = 1000,
 	/*
 	 * Groups a port receives through the path (each costs a file, a
-	 * mapping and a FIFO); the rest only through the kernel, and they
-	 * announce nothing (a sender sees them within UMC_SHM_RECHECK_MS).
+	 * mapping and a FIFO), and sends to through it; the rest only through
+	 * the kernel, and they announce nothing (a sender sees them within
+	 * UMC_SHM_RECHECK_MS).
 	 */
 	UMC_SHM_MAX_GROUPS = 64,
 };
