@@ -78,6 +78,7 @@ enum umc_param {
 	 */
 	UMC_UC_MSG_QPNS = 64,	     /* QPNs per claim message */
 	UMC_UC_BACKLOG = 128,	     /* pending connections to the demultiplexer */
+	UMC_UC_USER_CONNS = 256,     /* ... and open ones of each other user */
 	UMC_UC_TABLE_MIN = 256,	     /* initial QPN table slots (a power of two) */
 	UMC_UC_REPLY_MS = 2000,	     /* QP creation waits this long for the claim's answer */
 	UMC_UC_CONNECT_MS = 2000,    /* ... and this long for an election under way */

@@ -63,6 +63,7 @@ struct umc_attach;
 	X(uc_forwarded)	     /* RoCE unicast passed on by this process's demultiplexer */          \
 	X(uc_fwd_dropped)    /* ... dropped: the owner process's queue was full */                 \
 	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
+	X(uc_conn_refused)   /* a connection to our demultiplexer beyond its user's cap: closed */ \
 	X(tx_shm)	     /* datagrams written to the same-host path's shared memory (in tx_packets) */ \
 	X(rx_shm)	     /* datagrams read from it (in rx_packets too) */                      \
 	X(rx_overrun)	     /* datagrams overwritten there before this process read them */       \

@@ -20,6 +20,7 @@
 
 #include "link/roce/uc/uc.h" /* the demultiplexer's protocol */
 #include "uc_procs.h"
+#include "wait.h"
 
 /* B sends C a marker on B.q1 -> C.q0, which C receives (in order). */
 static void marker(struct peer *b, struct peer *c)
@@ -299,8 +300,8 @@ void scenario_adopt(void)
 	/* Saying it holds A's socket, a process keeps it: B took the group over. */
 	if (!raw_hello(&rc, &a_idx))
 		return;
-	agent_expect_eq("A's index returned to whoever holds it", raw_given(&rc, &fresh, &size, NULL),
-			(unsigned long)-1);
+	agent_expect_eq("A's index returned to whoever holds it",
+			raw_given(&rc, &fresh, &size, NULL), (unsigned long)-1);
 	agent_expect_eq("no new group", fresh, false);
 	if (!raw_drop(&rc))
 		return;
@@ -355,13 +356,41 @@ void scenario_adopt(void)
 /* ------------------------------------------------------------------------- */
 /* A process of another user (scenario foreign).                             */
 
-enum { FOREIGN_UID = 65534, FOREIGN_QPN = 0x777777 };
+enum {
+	FOREIGN_UID = 65534,
+	FOREIGN_QPN = 0x777777,
+	FOREIGN_EXTRA = UMC_UC_USER_CONNS + 10, /* connections beyond its first */
+};
+
+/* Open @n more connections to the demultiplexer of 127.0.0.1, kept until exit (WAIT_MS at most). */
+static bool raw_connect_many(int n)
+{
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
+	uint64_t deadline = t_now_ms() + WAIT_MS;
+
+	for (int i = 0; i < n;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, len) == 0) {
+			i++;
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (errno != EAGAIN || t_now_ms() > deadline)
+			return false;
+		usleep(1000); /* the backlog is full: the demultiplexer accepts meanwhile */
+	}
+	return true;
+}
 
 /*
  * The process of another user, as a raw client: HELLO, then CLAIM
- * FOREIGN_QPN; says "claimed" on @ready, then waits for one datagram on
- * its input.  Exit status: 0 (no socket of the group given, the datagram
- * passed on), 1 (given sockets), 2 (no datagram), 3 (no HELLO or CLAIM).
+ * FOREIGN_QPN, then FOREIGN_EXTRA more connections; says so on @ready,
+ * then waits for one datagram on its input.  Exit status: 0 (no socket of
+ * the group given, the datagram passed on), 1 (given sockets), 2 (no
+ * datagram), 3 (no HELLO, CLAIM or connections).
  */
 static int foreign_client(int ready)
 {
@@ -380,7 +409,8 @@ static int foreign_client(int ready)
 	bool fresh;
 	ssize_t n;
 
-	if (setgroups(0, NULL) || setgid(FOREIGN_UID) || setuid(FOREIGN_UID) || !raw_hello(&rc, NULL))
+	if (setgroups(0, NULL) || setgid(FOREIGN_UID) || setuid(FOREIGN_UID) ||
+	    !raw_hello(&rc, NULL))
 		return 3;
 	own = raw_given(&rc, &fresh, &size, &socks);
 	printf("# another user's process: given %d socket(s) of the group, own index %d\n", socks,
@@ -390,8 +420,9 @@ static int foreign_client(int ready)
 	struct pollfd p = {.fd = rc.ctl, .events = POLLIN};
 
 	if (send(rc.ctl, &m, ROCE_UC_MSG_LEN(1), MSG_NOSIGNAL) != (ssize_t)ROCE_UC_MSG_LEN(1) ||
-	    poll(&p, 1, WAIT_MS) != 1 || recv(rc.ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
-	    r.seq != m.seq || r.status)
+	    poll(&p, 1, WAIT_MS) != 1 ||
+	    recv(rc.ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) || r.seq != m.seq ||
+	    r.status || !raw_connect_many(FOREIGN_EXTRA))
 		return 3;
 	if (write(ready, "c", 1) != 1)
 		return 3;
@@ -405,9 +436,9 @@ static int foreign_client(int ready)
 
 void scenario_foreign(void)
 {
-	struct peer a, b;
+	struct peer a, b, c;
 	int ready[2], st = -1;
-	char c;
+	char byte;
 	pid_t pid;
 
 	if (!steering()) {
@@ -432,8 +463,21 @@ void scenario_foreign(void)
 	close(ready[1]);
 	struct pollfd p = {.fd = ready[0], .events = POLLIN};
 
-	if (poll(&p, 1, WAIT_MS) == 1 && read(ready[0], &c, 1) == 1)
+	if (poll(&p, 1, WAIT_MS) == 1 && read(ready[0], &byte, 1) == 1) {
+		/* Beyond its user's cap, its connections are closed at once and counted. */
+		agent_cmd(&a.ag, "waitcnt uc_conn_refused %d",
+			  1 + FOREIGN_EXTRA - UMC_UC_USER_CONNS);
+		agent_expect_eq("A uc_conn_refused", agent_field(&a.ag, "uc_conn_refused"),
+				1 + FOREIGN_EXTRA - UMC_UC_USER_CONNS);
+		/* A newcomer still registers and receives, the other user's QPN too. */
+		if (start(&c, 2, "127.0.0.1", NULL, NULL, 0)) {
+			agent_cmd(&c.ag, "serve 1");
+			ping_start(&b, 0, &c, 1, 20, 0);
+			ping_done(&b, 20, true);
+			agent_finish(&c.ag);
+		}
 		agent_cmd(&b.ag, "send 0 127.0.0.1 %x 9 0 %x 0 1", FOREIGN_QPN, QKEY);
+	}
 	close(ready[0]);
 	/* The client's own waits are bounded (WAIT_MS each): so is this one. */
 	for (int ms = 0; ms < 3 * WAIT_MS && waitpid(pid, &st, WNOHANG) == 0; ms += 10)
@@ -443,8 +487,9 @@ void scenario_foreign(void)
 		waitpid(pid, &st, 0);
 		agent_fail("another user's client did not finish");
 	} else {
-		agent_expect_eq("another user's client: 0 = no socket given, its datagram passed on",
-				WIFEXITED(st) ? (unsigned long)WEXITSTATUS(st) : 99, 0);
+		agent_expect_eq(
+		    "another user's client: 0 = no socket given, its datagram passed on",
+		    WIFEXITED(st) ? (unsigned long)WEXITSTATUS(st) : 99, 0);
 	}
 	/* Its datagram went through A, the demultiplexer; A and B are unharmed. */
 	expect_counter(&a, "uc_forwarded", 1);

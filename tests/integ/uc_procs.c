@@ -53,7 +53,10 @@
  *                       addr:4791's reuseport group (with one it could read
  *                       the others' datagrams or steer them away), and the
  *                       QPN it claims is still served, passed on through
- *                       its input.  77 without root.
+ *                       its input; its connections beyond
+ *                       UMC_UC_USER_CONNS are closed at once and counted
+ *                       (uc_conn_refused), and a newcomer still registers
+ *                       and receives.  77 without root.
  *   uc_procs netns NSA NSB ADDRA ADDRB
  *                       two processes in each of two network namespaces
  *                       (hosts) joined by a link: ping-pong across hosts,

@@ -144,21 +144,31 @@ static void uc_client_drop(struct uc_leader *l, struct uc_client *cl)
 	l->dead = cl;
 }
 
-/*
- * Is the process at the other end of connection @fd of our effective uid?
- * Only such a process is given sockets of addr:4791's reuseport group
- * (uc_steer.c): the kernel lets only sockets of one effective uid share a
- * port with SO_REUSEPORT (socket(7)), so that no other user can read the
- * group's datagrams or attach a program that steers them away, and
- * handing a socket over must not undo that.  A process of another user is
- * served all the same, its datagrams passed on through its input.
- */
-static bool uc_peer_same_user(int fd)
+/* The effective uid of the process at the other end of connection @fd, or -1. */
+static uid_t uc_peer_uid(int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ? (uid_t)-1 : cred.uid;
+}
+
+/*
+ * May a connection of a process of @uid be kept?  Those of our own user
+ * always (it could signal or trace us anyway); another user's up to
+ * UMC_UC_USER_CONNS at once, so that no user can take every descriptor of
+ * this process (then nobody could register, and the listener, readable
+ * with nothing accepted, would keep the agent spinning).
+ */
+static bool uc_user_may_connect(struct uc_leader *l, uid_t uid)
+{
+	int n = 0;
+
+	if (uid == geteuid())
+		return true;
+	for (int i = 0; i < l->ncl; i++)
+		n += l->cl[i]->uid == uid;
+	return n < UMC_UC_USER_CONNS;
 }
 
 void roce_uc_lead_accept(struct uc_leader *l)
@@ -166,11 +176,18 @@ void roce_uc_lead_accept(struct uc_leader *l)
 	for (;;) {
 		int fd = UMC_FD_NEW(accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), false);
 		struct uc_client *cl;
+		uid_t uid;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			return;
+		}
+		uid = uc_peer_uid(fd);
+		if (!uc_user_may_connect(l, uid)) {
+			CNT(&l->dom->uc->rp->dev, uc_conn_refused);
+			umc_fd_close(fd);
+			continue;
 		}
 		if (l->ncl == l->clcap) {
 			int cap = l->clcap ? 2 * l->clcap : 8;
@@ -193,7 +210,18 @@ void roce_uc_lead_accept(struct uc_leader *l)
 		cl->ctl = fd;
 		cl->data = -1;
 		cl->sidx = -1;
-		cl->same_user = uc_peer_same_user(fd);
+		cl->uid = uid;
+		/*
+		 * Only a process of our effective uid is given sockets of
+		 * addr:4791's reuseport group (uc_steer.c): the kernel lets
+		 * only sockets of one effective uid share a port with
+		 * SO_REUSEPORT (socket(7)), so that no other user can read
+		 * the group's datagrams or attach a program that steers them
+		 * away, and handing a socket over must not undo that.  A
+		 * process of another user is served all the same, its
+		 * datagrams passed on through its input.
+		 */
+		cl->same_user = uid == geteuid();
 		if (roce_uc_ep_add(fd, EPOLLIN | EPOLLRDHUP, &cl->tag)) {
 			umc_fd_close(fd);
 			free(cl);

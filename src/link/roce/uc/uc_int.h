@@ -100,7 +100,8 @@ struct uc_client {
 	int data;		     /* its forwarding socket (HELLO), -1 before */
 	int sidx;		     /* its socket in the reuseport group (steering), or -1 */
 	bool self;		     /* this port's own registration: it holds the group already */
-	bool same_user;		     /* its effective uid is ours (SO_PEERCRED): it may hold the group */
+	uid_t uid;		     /* its effective uid (SO_PEERCRED; -1: unknown) */
+	bool same_user;		     /* ... is ours: it may hold the group */
 	struct uc_client *dead_next; /* dropped, freed after the agent's round */
 };
 

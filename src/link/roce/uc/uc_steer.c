@@ -12,7 +12,7 @@
  * creation.  It keeps each socket open for as long as it lives, so none
  * ever leaves the group and no index moves (a socket that leaves is
  * replaced by the last one).  Each registered process of its own user
- * (one of another user is given none: uc_peer_same_user() in uc_demux.c,
+ * (one of another user is given none: roce_uc_lead_accept() in uc_demux.c,
  * and its datagrams are passed on) gets one of them
  * (SCM_RIGHTS, through its own input) and reads it with its own receive
  * engine; a classic BPF program attached to the group (no privilege
@@ -179,7 +179,7 @@ static bool uc_ctl_send(struct uc_leader *l, const struct uc_client *cl, uint8_t
 				.index = idx >= 0 ? (uint32_t)idx : 0,
 				.size = (uint32_t)l->nsock};
 
-	/* A socket of the group goes to a process of our user only (uc_peer_same_user). */
+	/* A socket of the group goes to a process of our user only (roce_uc_lead_accept). */
 	if (cl->data < 0 || (idx >= 0 && !cl->same_user))
 		return false;
 	memcpy(c.dst, l->fwd0.dst, sizeof(c.dst));
