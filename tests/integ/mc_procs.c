@@ -425,12 +425,16 @@ static void cmd_leave(int idx)
 	agent_reply("ok id%d left", idx);
 }
 
-/* Is the same-host path on (umcast(7): unless UMC_SHM=0)? */
+/*
+ * Is the same-host path on (umcast(7): UMC_SHM=1)?  Read from the
+ * environment each time, not by umc_shm_enabled(), which keeps its first
+ * answer: agents forked after this call set UMC_SHM=0 for themselves.
+ */
 static bool shm_on(void)
 {
 	const char *e = getenv("UMC_SHM");
 
-	return !(e && strcmp(e, "0") == 0);
+	return e && *e && strcmp(e, "0") != 0;
 }
 
 /* The agent's device counters and whether it holds a socket for the group. */
@@ -603,7 +607,7 @@ static void scenario_fanout(void)
 		agent_expect_eq("S group_socket", agent_field(&s, "group_socket"), 0);
 		agent_expect_eq("S attached_groups", agent_field(&s, "attached_groups"), 0);
 		/*
-		 * With the same-host path on (unless UMC_SHM=0) every local
+		 * With the same-host path on (UMC_SHM=1) every local
 		 * receiver reads it: the datagrams go to the ring (and count
 		 * as sent there), none to lo.
 		 */

@@ -20,6 +20,7 @@
  * sleeper: the thread is woken through it, and a pass over many reads it
  * without asking the set.
  */
+#include "link/shm/shm.h"
 #include "verbs_util.h"
 
 enum { NGROUPS = 6 };
@@ -27,9 +28,7 @@ enum { NGROUPS = 6 };
 /* A group's endpoints: its socket, and with the same-host path its reader. */
 static int group_eps(void)
 {
-	const char *e = getenv("UMC_SHM");
-
-	return e && strcmp(e, "0") == 0 ? 1 : 2;
+	return umc_shm_enabled() ? 2 : 1;
 }
 
 /* The endpoint fds @dev's rx_epfd holds (not rx_kick), and *@epolled, under watch_lock. */

@@ -193,8 +193,8 @@ struct umc_shm_key {
 };
 
 /*
- * umc_shm_enabled - whether this process uses the path: $UMC_SHM unset or
- * not "0".  Read once.
+ * umc_shm_enabled - whether this process uses the path: $UMC_SHM set and
+ * not "0" (off by default: umcast(7) SAME-HOST PATH says why).  Read once.
  */
 bool umc_shm_enabled(void);
 
