@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,43 @@ static int raw_given(struct raw_client *rc, bool *fresh, uint32_t *size, int *so
 	}
 }
 
+/*
+ * CLAIM @qpn on @rc with descriptor @fd along (-1: none).  Returns the
+ * answer's status, or 1 when none came.
+ */
+static int raw_claim(struct raw_client *rc, uint32_t qpn, int fd)
+{
+	static uint32_t seq = 1000;
+	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
+				.version = ROCE_UC_VERSION,
+				.op = ROCE_UC_CLAIM,
+				.seq = ++seq,
+				.count = 1,
+				.qpn = {qpn}};
+	struct pollfd p = {.fd = rc->ctl, .events = POLLIN};
+	struct roce_uc_msg r;
+
+	if (!roce_send_fd(rc->ctl, &m, ROCE_UC_MSG_LEN(1), fd) || poll(&p, 1, WAIT_MS) != 1 ||
+	    recv(rc->ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) ||
+	    r.op != ROCE_UC_REPLY || r.seq != m.seq)
+		return 1;
+	return r.status;
+}
+
+/* A socket holding @qpn in this network namespace, as qpn.c holds one; -1 on failure. */
+static int raw_qpn_hold(uint32_t qpn)
+{
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_QPN_NAME_FMT, qpn);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, len)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* A message the demultiplexer cannot parse: it drops @rc (seen as the end of the connection). */
 static bool raw_drop(struct raw_client *rc)
 {
@@ -354,6 +392,132 @@ void scenario_adopt(void)
 }
 
 /* ------------------------------------------------------------------------- */
+/* A claim of another process's QPN (scenario claim).                        */
+
+/*
+ * A socket bound to @qpn's name in a network namespace of its own, made by
+ * a child (unshare(2), with a user namespace where unprivileged) and
+ * passed here; -1 where no namespace can be made.
+ */
+static int raw_qpn_hold_elsewhere(uint32_t qpn)
+{
+	int sv[2], fd = -1, st;
+	uint64_t cb[4];
+	char byte;
+	struct iovec iov = {&byte, 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb, .msg_controllen = sizeof(cb)};
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int h;
+
+		if (unshare(CLONE_NEWNET) && unshare(CLONE_NEWUSER | CLONE_NEWNET))
+			_exit(1);
+		h = raw_qpn_hold(qpn);
+		_exit(h >= 0 && roce_send_fd(sv[1], "q", 1, h) ? 0 : 1);
+	}
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	    recvmsg(sv[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1)
+		fd = roce_take_fd(&mh);
+	close(sv[0]);
+	close(sv[1]);
+	return fd;
+}
+
+/* The datagrams (not control messages) waiting on @rc's input. */
+static int raw_datagrams(struct raw_client *rc)
+{
+	uint8_t b[sizeof(struct roce_uc_fwd) + 2048];
+	ssize_t n;
+	int k = 0;
+
+	while ((n = recv(rc->in[0], b, sizeof(b), MSG_DONTWAIT)) > 0)
+		k += n > (ssize_t)sizeof(struct roce_uc_fwd) && b[0] != ROCE_UC_FWD_CTL;
+	return k;
+}
+
+void scenario_claim(void)
+{
+	enum { N = 20, MINE = 0x777776 };
+	struct raw_client rc;
+	struct peer a, b, d;
+	int st, mine, other[2], elsewhere;
+	char dead[16];
+
+	if (!start(&d, 3, "127.0.0.1", NULL, NULL, 0) || !start(&a, 0, "127.0.0.1", NULL, NULL, 0))
+		return;
+	agent_cmd(&a.ag, "ucsync 0");
+	agent_expect_eq("A's demultiplexer is D", agent_field(&a.ag, "leader"),
+			(unsigned long)d.pid);
+	/* A cannot register again: D's successor has never heard of A's QPNs. */
+	kill(a.pid, SIGSTOP);
+	if (waitpid(a.pid, &st, WUNTRACED) != a.pid || !WIFSTOPPED(st)) {
+		agent_fail("A did not stop");
+		return;
+	}
+	agent_kill(&d.ag);
+	snprintf(dead, sizeof(dead), "%d", (int)d.pid);
+	if (!start(&b, 1, "127.0.0.1", NULL, NULL, 0)) {
+		kill(a.pid, SIGCONT);
+		return;
+	}
+	/*
+	 * B is the demultiplexer (its first QP made it so), but cannot have
+	 * addr:4791 until A, which holds the group, lets go or comes back.
+	 * A local process claims A's q0 without the socket that holds it: refused. */
+	if (!raw_hello(&rc, NULL)) {
+		kill(a.pid, SIGCONT);
+		return;
+	}
+	mine = raw_qpn_hold(MINE);
+	elsewhere = raw_qpn_hold_elsewhere(a.q[0]);
+	if (mine < 0 || pipe(other))
+		agent_fail("no socket for QPN 0x%x or no pipe (errno %d)", MINE, errno);
+	agent_expect_eq("A's q0 claimed with no descriptor",
+			(unsigned long)raw_claim(&rc, a.q[0], -1), (unsigned long)-EPERM);
+	agent_expect_eq("A's q0 claimed with another QPN's socket",
+			(unsigned long)raw_claim(&rc, a.q[0], mine), (unsigned long)-EPERM);
+	agent_expect_eq("A's q0 claimed with a pipe",
+			(unsigned long)raw_claim(&rc, a.q[0], other[0]), (unsigned long)-EPERM);
+	if (elsewhere >= 0)
+		agent_expect_eq("A's q0 claimed with its name held in another network namespace",
+				(unsigned long)raw_claim(&rc, a.q[0], elsewhere),
+				(unsigned long)-EPERM);
+	else
+		printf("# no network namespace can be made here: that claim is not tried\n");
+	/* Its own QPN, with the socket that holds it, it may claim. */
+	agent_expect_eq("its own QPN claimed with its socket",
+			(unsigned long)raw_claim(&rc, MINE, mine), 0);
+	expect_counter(&b, "uc_claim_refused", elsewhere >= 0 ? 4 : 3);
+
+	/* A comes back: its QPNs are still its own, and its unicast reaches it alone. */
+	kill(a.pid, SIGCONT);
+	agent_cmd(&b.ag, "ucsync %s", dead);
+	agent_expect_eq("B is the demultiplexer", agent_field(&b.ag, "leader"),
+			(unsigned long)b.pid);
+	agent_cmd(&a.ag, "ucsync %s", dead);
+	expect_counter(&a, "uc_qpn_taken", 0);
+	agent_cmd(&a.ag, "serve 0");
+	ping_start(&b, 1, &a, 0, N, 0);
+	ping_done(&b, N, true);
+	agent_expect_eq("datagrams the claimant got", (unsigned long)raw_datagrams(&rc), 0);
+	raw_drop(&rc);
+	close(mine);
+	close(other[0]);
+	close(other[1]);
+	if (elsewhere >= 0)
+		close(elsewhere);
+	expect_clean(&a);
+	expect_clean(&b);
+	agent_finish(&a.ag);
+	agent_finish(&b.ag);
+}
+
+/* ------------------------------------------------------------------------- */
 /* A process of another user (scenario foreign).                             */
 
 enum {
@@ -394,14 +558,7 @@ static bool raw_connect_many(int n)
  */
 static int foreign_client(int ready)
 {
-	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
-				.version = ROCE_UC_VERSION,
-				.op = ROCE_UC_CLAIM,
-				.seq = 1000,
-				.count = 1,
-				.qpn = {FOREIGN_QPN}};
 	struct raw_client rc;
-	struct roce_uc_msg r;
 	struct roce_uc_fwd f;
 	uint8_t dgram[sizeof(f) + 2048];
 	uint32_t size = 0;
@@ -419,10 +576,8 @@ static int foreign_client(int ready)
 		return 1;
 	struct pollfd p = {.fd = rc.ctl, .events = POLLIN};
 
-	if (send(rc.ctl, &m, ROCE_UC_MSG_LEN(1), MSG_NOSIGNAL) != (ssize_t)ROCE_UC_MSG_LEN(1) ||
-	    poll(&p, 1, WAIT_MS) != 1 ||
-	    recv(rc.ctl, &r, sizeof(r), 0) < (ssize_t)ROCE_UC_MSG_LEN(0) || r.seq != m.seq ||
-	    r.status || !raw_connect_many(FOREIGN_EXTRA))
+	if (raw_claim(&rc, FOREIGN_QPN, raw_qpn_hold(FOREIGN_QPN)) ||
+	    !raw_connect_many(FOREIGN_EXTRA))
 		return 3;
 	if (write(ready, "c", 1) != 1)
 		return 3;

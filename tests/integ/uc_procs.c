@@ -47,6 +47,15 @@
  *                       rx_no_qp), three newcomers get three distinct
  *                       sockets (the two spares, then a new one): no index
  *                       is ever spare twice or had by two owners.
+ *   uc_procs claim      A, stopped, cannot register again when its
+ *                       demultiplexer D dies; at B, the new one, a local
+ *                       process claims A's q0 without the socket that holds
+ *                       it (no descriptor, another QPN's socket, a pipe, a
+ *                       socket bound to the name in another network
+ *                       namespace): each refused, -EPERM, and counted
+ *                       (uc_claim_refused); its own QPN with its socket is
+ *                       accepted.  A, continued, registers again without a
+ *                       refusal and gets its unicast, the claimant none.
  *   uc_procs foreign    a process of another user (root drops a child to
  *                       nobody) registers with the demultiplexer through a
  *                       raw connection: it is given no socket of
@@ -192,6 +201,8 @@ int main(int argc, char **argv)
 		scenario_stopped();
 	else if (argc == 2 && strcmp(argv[1], "adopt") == 0)
 		scenario_adopt();
+	else if (argc == 2 && strcmp(argv[1], "claim") == 0)
+		scenario_claim();
 	else if (argc == 2 && strcmp(argv[1], "foreign") == 0)
 		scenario_foreign();
 	else if (argc == 6 && strcmp(argv[1], "netns") == 0)
@@ -200,7 +211,8 @@ int main(int argc, char **argv)
 		scenario_rxe(argv);
 	else {
 		fprintf(stderr,
-			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt|foreign\n"
+			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt\n"
+			"       uc_procs claim|foreign\n"
 			"       uc_procs netns NSA NSB ADDRA ADDRB\n"
 			"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;

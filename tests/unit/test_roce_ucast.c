@@ -111,6 +111,18 @@ static ssize_t raw_recv(int fd, struct roce_uc_msg *r)
 	return recv(fd, r, sizeof(*r), 0);
 }
 
+/* A socket holding @qpn on the host, as qpn.c holds one: a claim's proof. */
+static int raw_hold(uint32_t qpn)
+{
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_QPN_NAME_FMT, qpn);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);
+	return fd;
+}
+
 /* A request and its answer (which must come): returns the answer's status. */
 static int raw_call(int fd, uint16_t op, const uint32_t *qpn, int n, const int *fds, int nfds,
 		    struct roce_uc_msg *r)
@@ -343,36 +355,58 @@ static void test_claims(void **state)
 {
 	struct roce_uc_msg m;
 	struct rig r;
-	uint32_t q;
-	int a, b;
+	uint32_t q, two[2];
+	int a, b, h, h2, hs[2], refused;
 
 	rig_up(&r);
 	a = raw_connect();
 	b = raw_connect();
-	/* Our QP's number is ours. */
+	h = raw_hold(OTHER_QPN);
+	h2 = raw_hold(OTHER_QPN + 1);
+	refused = (int)T_CNT(r.e.dev, uc_claim_refused);
+	/* Our QP's number is ours: without the socket that holds it, no claim. */
 	q = r.q.qp->qp_num;
-	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EPERM);
 	assert_int_equal(m.count, 1);
 	assert_int_equal(m.qpn[0], q);
+	/* ... nor with another QPN's socket, nor with a descriptor short. */
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), -EPERM);
+	two[0] = OTHER_QPN;
+	two[1] = OTHER_QPN + 1;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, two, 2, &h, 1, &m), -EPERM);
+	assert_int_equal(m.count, 1);
+	assert_int_equal(m.qpn[0], OTHER_QPN + 1);
+	assert_int_equal(T_CNT(r.e.dev, uc_claim_refused), refused + 3);
+	q = OTHER_QPN;
+	assert_int_equal(raw_call(a, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
 	/* The multicast QPN and numbers above 24 bits are no QP's. */
 	q = 0xffffff;
 	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
 	q = 0x1000000;
 	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EINVAL);
+	/* Each QPN with its socket, in order: accepted. */
+	hs[0] = h;
+	hs[1] = h2;
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, two, 2, hs, 2, &m), 0);
+	assert_int_equal(raw_call(a, ROCE_UC_RELEASE, two + 1, 1, NULL, 0, &m), 0);
 	/* A free one: first come, first served; claiming it again is fine. */
 	q = OTHER_QPN;
-	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
-	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
-	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), 0);
+	assert_int_equal(raw_call(a, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), 0);
+	/* Another connection with the proof too (its owner exited, its hang-up unread). */
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), -EADDRINUSE);
 	/* A release by another is no release. */
 	assert_int_equal(raw_call(b, ROCE_UC_RELEASE, &q, 1, NULL, 0, &m), 0);
-	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), -EADDRINUSE);
+	assert_int_equal(raw_call(b, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), -EADDRINUSE);
 	/* Its owner gone, it is free again. */
 	close(a);
-	for (uint64_t end = t_now_ms() + T_MS; raw_call(b, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m);)
+	for (uint64_t end = t_now_ms() + T_MS; raw_call(b, ROCE_UC_CLAIM, &q, 1, &h, 1, &m);)
 		if (t_now_ms() > end)
 			fail_msg("QPN 0x%x still taken after its owner closed", q);
+	assert_int_equal(T_CNT(r.e.dev, uc_claim_refused), refused + 3);
 	close(b);
+	close(h);
+	close(h2);
 	rig_down(&r);
 }
 
@@ -387,15 +421,16 @@ static void test_registered_receives(void **state)
 	struct rig r;
 	uint8_t b[2048];
 	uint32_t q = OTHER_QPN;
-	int fd, sv[2], rx;
+	int fd, sv[2], rx, h;
 	unsigned long noqp, fwd;
 	ssize_t n;
 
 	rig_up(&r);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
 	fd = raw_connect();
+	h = raw_hold(q);
 	assert_int_equal(raw_call(fd, ROCE_UC_HELLO, NULL, 0, &sv[1], 1, &m), 0);
-	assert_int_equal(raw_call(fd, ROCE_UC_CLAIM, &q, 1, NULL, 0, &m), 0);
+	assert_int_equal(raw_call(fd, ROCE_UC_CLAIM, &q, 1, &h, 1, &m), 0);
 	rx = sv[0];
 	if (steering()) {
 		/*
@@ -465,6 +500,7 @@ static void test_registered_receives(void **state)
 	assert_true(t_wait_counter(r.e.dev, &r.e.dev->cnt->rx_no_qp, noqp + 1, T_MS));
 	assert_int_equal(T_CNT(r.e.dev, rx_no_qp), noqp + 1);
 	assert_int_equal(recv(rx, b, sizeof(b), MSG_DONTWAIT), -1);
+	close(h);
 	close(fd);
 	if (rx != sv[0])
 		close(rx);

@@ -90,9 +90,9 @@ socklen_t roce_abstract_name(struct sockaddr_un *a, const char *fmt, ...)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-int roce_take_fd(struct msghdr *mh)
+int roce_take_fds(struct msghdr *mh, int *fds, int max)
 {
-	int keep = -1;
+	int n = 0;
 
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -101,38 +101,53 @@ int roce_take_fd(struct msghdr *mh)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
-			if (keep < 0)
-				keep = fd;
+			if (n < max)
+				fds[n++] = fd;
 			else
 				umc_sys_close(fd); /* never recorded: not ours to keep */
 		}
 	}
-	return keep;
+	return n;
 }
 
-bool roce_send_fd(int sock, const void *buf, size_t len, int fd)
+int roce_take_fd(struct msghdr *mh)
+{
+	int fd = -1;
+
+	roce_take_fds(mh, &fd, 1);
+	return fd;
+}
+
+bool roce_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(UMC_UC_MSG_QPNS * sizeof(int))];
 	} cb;
 	struct iovec iov = {(void *)buf, len};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
-	if (fd >= 0) {
+	if (nfd > UMC_UC_MSG_QPNS)
+		return false;
+	if (nfd > 0) {
 		memset(&cb, 0, sizeof(cb));
 		mh.msg_control = cb.b;
-		mh.msg_controllen = sizeof(cb.b);
+		mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
 		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
 		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(fd));
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, (size_t)nfd * sizeof(int));
 	}
 	do
 		n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	return n == (ssize_t)len;
+}
+
+bool roce_send_fd(int sock, const void *buf, size_t len, int fd)
+{
+	return roce_send_fds(sock, buf, len, &fd, fd >= 0);
 }
 
 int roce_gid_of_family(const struct umc_device *dev, bool v4)

@@ -154,6 +154,12 @@ int roce_rx_sockopts(int fd, bool v4, bool pktinfo);
 void roce_rxq_init(struct roce_rxq *q);
 /* Make slots [base, base + n) of @q ready for recvmmsg() again. */
 void roce_rxq_reset(struct roce_rxq *q, int base, int n);
+/*
+ * roce_take_fds - the first @max descriptors of @mh's SCM_RIGHTS messages
+ * into @fds (unrecorded: the caller records them, umc_fd_record); any
+ * others are closed.  Returns how many were stored.
+ */
+int roce_take_fds(struct msghdr *mh, int *fds, int max);
 /* The first descriptor of @mh's SCM_RIGHTS messages (-1 if none); any others are closed. */
 int roce_take_fd(struct msghdr *mh);
 /*
@@ -163,6 +169,8 @@ int roce_take_fd(struct msghdr *mh);
  * went.  Context: any; unix(7).
  */
 bool roce_send_fd(int sock, const void *buf, size_t len, int fd);
+/* roce_send_fds - the same with @nfd descriptors @fds (at most UMC_UC_MSG_QPNS; 0: none). */
+bool roce_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd);
 /*
  * roce_abstract_name - make *@a the abstract AF_UNIX name (unix(7)) that
  * printf(@fmt, ...) spells, after its leading NUL byte; a longer name is

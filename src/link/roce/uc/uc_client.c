@@ -30,8 +30,12 @@ static void uc_sleep_ms(long ms)
 /* ------------------------------------------------------------------------- */
 /* This process as a client of an address's demultiplexer.                  */
 
-/* Send a request on d->ctl; returns its seq, or 0 when the connection failed. */
-static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n, int fd)
+/*
+ * Send a request on d->ctl with @nfd descriptors @fds along; returns its
+ * seq, or 0 when the connection failed.
+ */
+static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n,
+			    const int *fds, int nfd)
 {
 	struct roce_uc_msg m = {.magic = ROCE_UC_MAGIC,
 				.version = ROCE_UC_VERSION,
@@ -41,7 +45,7 @@ static uint32_t uc_dom_send(struct uc_dom *d, uint16_t op, const uint32_t *qpn, 
 
 	if (n)
 		memcpy(m.qpn, qpn, (size_t)n * sizeof(*qpn));
-	return roce_send_fd(d->ctl, &m, ROCE_UC_MSG_LEN(n), fd) ? m.seq : 0;
+	return roce_send_fds(d->ctl, &m, ROCE_UC_MSG_LEN(n), fds, nfd) ? m.seq : 0;
 }
 
 /* The connection to the demultiplexer is gone: the agent makes a new one. */
@@ -117,10 +121,14 @@ static int uc_dom_wait(struct uc_dom *d, uint32_t seq, uint64_t deadline)
 	}
 }
 
-/* Send a request where connected; returns its seq, 0 if not sent (then lost). */
-static uint32_t uc_dom_request(struct uc_dom *d, uint16_t op, const uint32_t *qpn, int n)
+/*
+ * Send a request where connected (a claim with the descriptors @fds that
+ * hold its QPNs); returns its seq, 0 if not sent (then lost).
+ */
+static uint32_t uc_dom_request(struct uc_dom *d, uint16_t op, const uint32_t *qpn,
+			       const int *fds, int n)
 {
-	uint32_t seq = d->ctl >= 0 ? uc_dom_send(d, op, qpn, n, -1) : 0;
+	uint32_t seq = d->ctl >= 0 ? uc_dom_send(d, op, qpn, n, fds, fds ? n : 0) : 0;
 
 	if (!seq && d->ctl >= 0)
 		uc_dom_lost(d);
@@ -140,13 +148,13 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 	umc_mutex_unlock(&d->steer_lock);
 	d->ctl = fd;
 	/* With the index of our socket in the group we hold, if any. */
-	if (!uc_dom_send(d, ROCE_UC_HELLO, &own, own ? 1 : 0, uc->data_tx))
+	if (!uc_dom_send(d, ROCE_UC_HELLO, &own, own ? 1 : 0, &uc->data_tx, 1))
 		ret = -ENOTCONN;
 	umc_mutex_lock(&uc->qset_lock, UMC_LOCK_UC_QSET);
 	for (int i = 0; !ret && i < uc->nqpn; i += UMC_UC_MSG_QPNS) {
 		int n = uc->nqpn - i < UMC_UC_MSG_QPNS ? uc->nqpn - i : UMC_UC_MSG_QPNS;
 
-		if (!uc_dom_send(d, ROCE_UC_CLAIM, uc->qpns + i, n, -1))
+		if (!uc_dom_send(d, ROCE_UC_CLAIM, uc->qpns + i, n, uc->qfds + i, n))
 			ret = -ENOTCONN;
 	}
 	umc_mutex_unlock(&uc->qset_lock);
@@ -334,7 +342,8 @@ static void uc_port_doms(struct roce_uc *uc)
 	}
 }
 
-static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
+/* Add @qpn, held by descriptor @fd (qpn.c), to the port's QPNs.  Returns 0 or -ENOMEM. */
+static int uc_qset_add(struct roce_uc *uc, uint32_t qpn, int fd)
 {
 	int ret = 0;
 
@@ -342,16 +351,21 @@ static int uc_qset_add(struct roce_uc *uc, uint32_t qpn)
 	if (uc->nqpn == uc->qcap) {
 		int cap = uc->qcap ? 2 * uc->qcap : 16;
 		uint32_t *grown = realloc(uc->qpns, (size_t)cap * sizeof(*grown));
+		int *fds = grown ? realloc(uc->qfds, (size_t)cap * sizeof(*fds)) : NULL;
 
-		if (grown) {
+		if (grown)
 			uc->qpns = grown;
+		if (fds) {
+			uc->qfds = fds;
 			uc->qcap = cap;
 		} else {
 			ret = -ENOMEM;
 		}
 	}
-	if (!ret)
+	if (!ret) {
+		uc->qfds[uc->nqpn] = fd;
 		uc->qpns[uc->nqpn++] = qpn;
+	}
 	umc_mutex_unlock(&uc->qset_lock);
 	return ret;
 }
@@ -362,6 +376,7 @@ static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
 	for (int i = 0; i < uc->nqpn; i++) {
 		if (uc->qpns[i] == qpn) {
 			uc->qpns[i] = uc->qpns[--uc->nqpn];
+			uc->qfds[i] = uc->qfds[uc->nqpn];
 			break;
 		}
 	}
@@ -369,20 +384,21 @@ static void uc_qset_del(struct roce_uc *uc, uint32_t qpn)
 }
 
 /*
- * Send request @op (@qpn, @n) to every address's demultiplexer, then wait
+ * Send request @op (@qpn, @n; a claim with the descriptors @fds that hold
+ * them, NULL for none) to every address's demultiplexer, then wait
  * until @deadline for all the answers.  The ctl_locks are taken in address
  * order (the agent only try-locks them).  Returns -EADDRINUSE if any
  * refused, else 0; *@answered (if given) counts the answers.
  */
-static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, int n,
-		      uint64_t deadline, int *answered)
+static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, const int *fds,
+		      int n, uint64_t deadline, int *answered)
 {
 	uint32_t seq[UMC_MAX_GIDS];
 	int ret = 0, ok = 0;
 
 	for (int i = 0; i < uc->ndom; i++) {
 		umc_mutex_lock_nested(&uc->dom[i]->ctl_lock, UMC_LOCK_UC_CTL);
-		seq[i] = uc_dom_request(uc->dom[i], op, qpn, n);
+		seq[i] = uc_dom_request(uc->dom[i], op, qpn, fds, n);
 	}
 	for (int i = 0; i < uc->ndom; i++) {
 		int r = uc_dom_wait(uc->dom[i], seq[i], deadline);
@@ -398,11 +414,14 @@ static int uc_ask_all(struct roce_uc *uc, uint16_t op, const uint32_t *qpn, int 
 	return ret;
 }
 
-/* Claim @qpn (@n of them) everywhere, waiting for the answers (uc_ask_all). */
-static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t deadline,
-			int *answered)
+/*
+ * Claim @qpn (@n of them), each proven by the descriptor in @fds that
+ * holds it (qpn.c), everywhere, waiting for the answers (uc_ask_all).
+ */
+static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, const int *fds, int n,
+			uint64_t deadline, int *answered)
 {
-	int ret = uc_ask_all(uc, ROCE_UC_CLAIM, qpn, n, deadline, answered);
+	int ret = uc_ask_all(uc, ROCE_UC_CLAIM, qpn, fds, n, deadline, answered);
 
 	if (ret)
 		CNTN(&uc->rp->dev, uc_qpn_taken, (unsigned long)n);
@@ -416,7 +435,7 @@ static int uc_claim_all(struct roce_uc *uc, const uint32_t *qpn, int n, uint64_t
  */
 static void uc_release(struct roce_uc *uc, uint32_t qpn)
 {
-	uc_ask_all(uc, ROCE_UC_RELEASE, &qpn, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
+	uc_ask_all(uc, ROCE_UC_RELEASE, &qpn, NULL, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
 }
 
 /* Connect to every address's demultiplexer not connected yet, or leave it to the agent. */
@@ -445,10 +464,10 @@ int roce_uc_qp_add(struct roce_qp *qp)
 	/* Connect first (registering the QPNs the port has) ... */
 	uc_connect_all(uc);
 	/* ... then claim the new one everywhere at once, and wait for every answer. */
-	ret = uc_qset_add(uc, qpn);
+	ret = uc_qset_add(uc, qpn, qp->qpn_fd);
 	if (ret)
 		return ret;
-	ret = uc_claim_all(uc, &qpn, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
+	ret = uc_claim_all(uc, &qpn, &qp->qpn_fd, 1, uc_now_ms() + UMC_UC_REPLY_MS, NULL);
 	if (ret == -EADDRINUSE) {
 		uc_qset_del(uc, qpn);
 		uc_release(uc, qpn);
@@ -483,7 +502,7 @@ int umc_roce_uc_sync(struct umc_device *dev, struct umc_roce_uc_info *info, int 
 	for (int i = 0; i < uc->ndom; i++)
 		info->leading += atomic_load(&uc->dom[i]->lead) != NULL;
 	/* A claim of nothing: answered after everything sent before it. */
-	uc_claim_all(uc, NULL, 0, deadline, &info->connected);
+	uc_claim_all(uc, NULL, NULL, 0, deadline, &info->connected);
 	info->addrs = uc->ndom;
 	if (uc->ndom) {
 		struct uc_dom *d = uc->dom[0];

@@ -25,6 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71 /* Linux 5.14, asm-generic/socket.h */
+#endif
+
 #include "link/roce/uc/uc_int.h"
 
 /* ------------------------------------------------------------------------- */
@@ -244,6 +248,31 @@ static bool uc_fd_is_dgram_unix(int fd)
 	       type == SOCK_DGRAM;
 }
 
+/*
+ * Does descriptor @fd prove that its sender holds @qpn: is it a socket
+ * bound to exactly the abstract name that holds it (qpn.c) in this
+ * network namespace?  The kernel gives a name to one socket of a
+ * namespace at a time, and only its holder can pass it on, so a claim
+ * with this proof cannot be forged.  The namespace matters: a process
+ * that can make one (unshare(2)) could bind the name there and pass that
+ * socket here; SO_NETNS_COOKIE (Linux 5.14) tells them apart, an older
+ * kernel (netns_cookie 0) does not.
+ */
+static bool uc_qpn_proven(const struct uc_leader *l, uint32_t qpn, int fd)
+{
+	struct sockaddr_un want, got;
+	socklen_t wlen = roce_abstract_name(&want, ROCE_QPN_NAME_FMT, qpn), glen = sizeof(got);
+	uint64_t cookie = 0;
+	socklen_t clen = sizeof(cookie);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&got, &glen) || glen != wlen ||
+	    memcmp(&got, &want, wlen))
+		return false;
+	return !l->netns_cookie ||
+	       (!getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &clen) &&
+		cookie == l->netns_cookie);
+}
+
 /* Do descriptors @a and @b name the same socket? */
 static bool uc_same_socket(int a, int b)
 {
@@ -252,8 +281,20 @@ static bool uc_same_socket(int a, int b)
 	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+static void uc_fds_close(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			umc_fd_close(fds[i]);
+}
+
+/*
+ * Answer request @m of @cl, which came with @nfd descriptors @fds: each is
+ * kept or closed before the answer goes, so that none is left when the
+ * sender learns it was handled.
+ */
 static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const struct roce_uc_msg *m,
-			    int *fd)
+			    int *fds, int nfd)
 {
 	struct roce_uc_msg r = {
 	    .magic = ROCE_UC_MAGIC,
@@ -266,14 +307,14 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 
 	switch (m->op) {
 	case ROCE_UC_HELLO:
-		if (*fd < 0 || !uc_fd_is_dgram_unix(*fd)) {
+		if (nfd < 1 || !uc_fd_is_dgram_unix(fds[0])) {
 			r.status = -EINVAL;
 			break;
 		}
 		if (cl->data >= 0)
 			umc_fd_close(cl->data);
-		cl->data = *fd;
-		*fd = -1;
+		cl->data = fds[0];
+		fds[0] = -1;
 		cl->self = uc_same_socket(cl->data, l->dom->uc->data_tx);
 		/* qpn[0]: the index of its socket in the group it still holds. */
 		if (m->count == 1)
@@ -286,14 +327,17 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 			struct uc_client *owner;
 			int err = 0;
 
-			if (q > 0xffffff || q == UMC_MCAST_QPN)
+			if (q > 0xffffff || q == UMC_MCAST_QPN) {
 				err = -EINVAL;
-			else if ((owner = uc_tab_find(l, q)) == cl)
+			} else if (!uc_qpn_proven(l, q, i < nfd ? fds[i] : -1)) {
+				/* Not its QPN's socket: the QPN may be a live process's. */
+				CNT(&l->dom->uc->rp->dev, uc_claim_refused);
+				err = -EPERM;
+			} else if ((owner = uc_tab_find(l, q)) == cl) {
 				continue;
-			else if (owner)
-				err = -EADDRINUSE;
-			else
-				err = uc_tab_insert(l, q, cl);
+			} else {
+				err = owner ? -EADDRINUSE : uc_tab_insert(l, q, cl);
+			}
 			if (err) {
 				r.status = err;
 				r.qpn[r.count++] = q;
@@ -313,6 +357,7 @@ static void uc_lead_request(struct uc_leader *l, struct uc_client *cl, const str
 		r.status = -EINVAL;
 		break;
 	}
+	uc_fds_close(fds, nfd);
 	send(cl->ctl, &r, ROCE_UC_MSG_LEN(r.count), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -322,7 +367,7 @@ void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 	while (cl->ctl >= 0) {
 		union {
 			struct cmsghdr h;
-			char b[CMSG_SPACE(4 * sizeof(int))];
+			char b[CMSG_SPACE(UMC_UC_MSG_QPNS * sizeof(int))];
 		} cb;
 		struct roce_uc_msg m;
 		struct iovec iov = {&m, sizeof(m)};
@@ -331,11 +376,15 @@ void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 				    .msg_control = cb.b,
 				    .msg_controllen = sizeof(cb.b)};
 		ssize_t n;
-		int fd;
+		int fds[UMC_UC_MSG_QPNS], nfd = 0;
 
-		umc_fd_begin(); /* the descriptor passed with it is made here */
+		umc_fd_begin(); /* the descriptors passed with it are made here */
 		n = recvmsg(cl->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		fd = umc_fd_end(n > 0 ? roce_take_fd(&mh) : -1, false);
+		if (n > 0)
+			nfd = roce_take_fds(&mh, fds, UMC_UC_MSG_QPNS);
+		for (int i = 0; i < nfd; i++)
+			umc_fd_record(fds[i]);
+		umc_fd_end(-1, false);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -354,14 +403,11 @@ void roce_uc_lead_client(struct uc_leader *l, struct uc_client *cl)
 		}
 		if (n < (ssize_t)ROCE_UC_MSG_LEN(0) || m.magic != ROCE_UC_MAGIC ||
 		    m.count > UMC_UC_MSG_QPNS || (size_t)n != ROCE_UC_MSG_LEN(m.count)) {
-			if (fd >= 0)
-				umc_fd_close(fd);
+			uc_fds_close(fds, nfd);
 			uc_client_drop(l, cl);
 			return;
 		}
-		uc_lead_request(l, cl, &m, &fd);
-		if (fd >= 0)
-			umc_fd_close(fd);
+		uc_lead_request(l, cl, &m, fds, nfd);
 	}
 }
 
@@ -529,6 +575,7 @@ int roce_uc_lead_start(struct uc_dom *d)
 {
 	int lfd = UMC_FD_NEW(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), false);
 	struct uc_leader *l;
+	socklen_t clen;
 	int ret;
 
 	if (lfd < 0)
@@ -546,6 +593,9 @@ int roce_uc_lead_start(struct uc_dom *d)
 	}
 	l->dom = d;
 	l->lfd = lfd;
+	clen = sizeof(l->netns_cookie);
+	if (getsockopt(lfd, SOL_SOCKET, SO_NETNS_COOKIE, &l->netns_cookie, &clen))
+		l->netns_cookie = 0; /* before Linux 5.14: claims are checked by name only */
 	l->udp = -1;
 	l->tag_l = (struct uc_tag){UC_T_LISTEN, l};
 	l->tag_u = (struct uc_tag){UC_T_UDP, l};

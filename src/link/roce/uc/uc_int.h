@@ -32,7 +32,10 @@
  *   - Registration: HELLO hands over, with SCM_RIGHTS, the sending end of a
  *     SOCK_DGRAM socketpair whose other end is the port's unicast input in
  *     the process's receive engine (rx.c); then CLAIM names its QPNs.  Each
- *     QPN is already this process's alone on the host (qpn.c); one that
+ *     QPN is already this process's alone on the host (qpn.c), and CLAIM
+ *     passes the socket that holds it as the proof (SCM_RIGHTS): a claim
+ *     without it is refused (-EPERM), so that no process can take the QPN
+ *     of one that has not registered again after a hand-over.  One that
  *     another client still has in the table (it exited, its hang-up not yet
  *     read) is refused (-EADDRINUSE), and QP creation takes the next number.
  *   - Data, steered: the demultiplexer makes every socket of addr:4791's
@@ -127,6 +130,7 @@ enum uc_sock_state {
 struct uc_leader {
 	struct uc_dom *dom;
 	int lfd;    /* the listener, bound to the name */
+	uint64_t netns_cookie; /* its network namespace's (SO_NETNS_COOKIE), 0: unknown */
 	int udp;    /* addr:4791, -1 until bound; index 0 of the reuseport group when steering */
 	bool steer; /* the reuseport group of addr:4791 is this process's: cBPF steers DestQP */
 	struct uc_tag tag_l, tag_u;
@@ -187,6 +191,7 @@ struct roce_uc {
 	struct roce_port *rp;
 	pthread_mutex_t qset_lock;
 	uint32_t *qpns; /* the port's claimed QPNs */
+	int *qfds;	/* ... and the descriptor holding each (qpn.c): a claim's proof */
 	int nqpn, qcap;
 	int ndom;
 	struct uc_dom *dom[UMC_MAX_GIDS];

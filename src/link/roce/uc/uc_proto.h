@@ -35,11 +35,13 @@
 /* ------------------------------------------------------------------------- */
 /* A process and an address's demultiplexer (SOCK_SEQPACKET).               */
 
-enum { ROCE_UC_MAGIC = 0x55434d55, ROCE_UC_VERSION = 1 };
+enum { ROCE_UC_MAGIC = 0x55434d55, ROCE_UC_VERSION = 2 }; /* 2: a claim carries its proof */
 
 enum roce_uc_op {
 	ROCE_UC_HELLO = 1, /* with SCM_RIGHTS: the client's input (a SOCK_DGRAM socket) */
-	ROCE_UC_CLAIM,	   /* qpn[0..count): route these to me (count 0: a barrier) */
+	ROCE_UC_CLAIM,	   /* qpn[0..count): route these to me (count 0: a barrier); with
+			    * SCM_RIGHTS, per QPN in order, the socket that holds it
+			    * (ROCE_QPN_NAME_FMT): a QPN without it is refused, -EPERM */
 	ROCE_UC_RELEASE,   /* qpn[0..count): no longer mine */
 	ROCE_UC_REPLY,	   /* to every request: status, the refused qpn[] */
 };
@@ -58,7 +60,8 @@ struct roce_uc_msg {
 	uint16_t version;
 	uint16_t op;
 	uint32_t seq;
-	int32_t status; /* ROCE_UC_REPLY: 0, -EADDRINUSE, -EINVAL, -ENOMEM, -EPROTONOSUPPORT */
+	/* ROCE_UC_REPLY: 0, -EADDRINUSE, -EPERM, -EINVAL, -ENOMEM, -EPROTONOSUPPORT */
+	int32_t status;
 	uint32_t pid;	/* ROCE_UC_REPLY: the demultiplexer's */
 	uint16_t flags; /* ROCE_UC_REPLY: ROCE_UC_F_* */
 	uint16_t count; /* entries of qpn[] used */
