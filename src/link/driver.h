@@ -68,6 +68,7 @@ struct umc_attach;
 	X(tx_shm)	     /* datagrams written to the same-host path's shared memory (in tx_packets) */ \
 	X(rx_shm)	     /* datagrams read from it (in rx_packets too) */                      \
 	X(rx_overrun)	     /* datagrams overwritten there before this process read them */       \
+	X(tx_shm_overrun)    /* times a sender here gave up on a slow reader there (umcast(7)) */  \
 	X(cq_overflow)	     /* completion dropped: CQ full */                                     \
 	X(tx_bytes)	     /* payload bytes of the datagrams handed to the link */               \
 	X(rx_bytes)	     /* payload bytes of the datagrams read (rx_packets') */               \

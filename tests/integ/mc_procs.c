@@ -11,6 +11,11 @@
  *                       more (one leaving process; one id of a two-id
  *                       process) while the remaining member still gets
  *                       everything.
+ *   mc_procs live       the same-host path's flow control: a reader that
+ *                       reads slower than its sender but keeps reading
+ *                       loses nothing.
+ *   mc_procs stopped    ... and one stopped (SIGSTOP) loses what its
+ *                       sender overwrites, counted, and holds it up once.
  *   mc_procs selfloop   full-member senders: the sender's own attached QP
  *                       receives its own messages (no sender exclusion,
  *                       rxe_recv.c rxe_rcv_mcast_pkt(); docs/design.md,
@@ -67,9 +72,12 @@ enum {
 	WAIT_MS = 10000, /* bound on any wait for datagrams */
 };
 
+/* Payload lengths run over 8 .. 8 + len_mod - 1 (set before the agents fork). */
+static uint32_t len_mod = 1017;
+
 static uint32_t msg_len(uint32_t seq)
 {
-	return 8 + (seq * 53u) % 1017u;
+	return 8 + (seq * 53u) % len_mod;
 }
 
 static uint8_t msg_byte(uint32_t seq, size_t j)
@@ -325,8 +333,21 @@ static bool check_recv(struct node *nd, const struct ibv_wc *wc, uint32_t srcqpn
 	return true;
 }
 
-/* Wait for @n more in-order messages on id @idx. */
-static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
+/* Post receive slot @k of @nd again. */
+static bool repost(struct node *nd, uint64_t k)
+{
+	struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)k * SLOT, SLOT, nd->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = k, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(nd->id->qp, &wr, &bad) == 0;
+}
+
+/*
+ * Wait for @n more in-order messages on id @idx.  @pause_ms > 0: a slow
+ * reader, which posts each receive again once checked and sleeps that
+ * long after every 256 messages, whatever is waiting.
+ */
+static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn, unsigned pause_ms)
 {
 	struct node *nd = &ag.n[idx];
 	uint64_t deadline = t_now_ms() + WAIT_MS;
@@ -350,7 +371,13 @@ static void cmd_recv(int idx, unsigned n, uint32_t first, uint32_t srcqpn)
 				agent_reply("fail id%d after %u of %u: %s", idx, got, n, why);
 				return;
 			}
+			if (pause_ms && !repost(nd, wc[i].wr_id)) {
+				agent_reply("fail id%d: ibv_post_recv again", idx);
+				return;
+			}
 			got++;
+			if (pause_ms && got % 256 == 0)
+				poll(NULL, 0, (int)pause_ms);
 		}
 		if (k)
 			continue;
@@ -452,14 +479,16 @@ static void cmd_counters(void)
 	group = __umc_mcg_find(dev, &mgid) != NULL;
 	pthread_mutex_unlock(&dev->lock);
 	agent_reply("ok rx_packets=%lu rx_delivered=%lu rx_self_blocked=%lu group_socket=%d "
-	      "attached_groups=%d rx_shm=%lu tx_shm=%lu tx_packets=%lu rx_overrun=%lu",
+	      "attached_groups=%d rx_shm=%lu tx_shm=%lu tx_packets=%lu rx_overrun=%lu "
+	      "tx_shm_overrun=%lu",
 	      (unsigned long)atomic_load(&dev->cnt->rx_packets),
 	      (unsigned long)atomic_load(&dev->cnt->rx_delivered),
 	      (unsigned long)atomic_load(&dev->cnt->rx_self_blocked), group, dev->mcg_attached,
 	      (unsigned long)atomic_load(&dev->cnt->rx_shm),
 	      (unsigned long)atomic_load(&dev->cnt->tx_shm),
 	      (unsigned long)atomic_load(&dev->cnt->tx_packets),
-	      (unsigned long)atomic_load(&dev->cnt->rx_overrun));
+	      (unsigned long)atomic_load(&dev->cnt->rx_overrun),
+	      (unsigned long)atomic_load(&dev->cnt->tx_shm_overrun));
 }
 
 static void agent_quit(void)
@@ -507,9 +536,10 @@ static int agent_main(void *arg, int cmd)
 	}
 	agent_reply("ok ready qpn=0x%x", ag.n[0].id->qp->qp_num);
 	while (t_read_line(cmd, line, sizeof(line), 2 * AGENT_CMD_MS)) {
-		unsigned a = 0, b = 0, c = 0, d = 0;
+		unsigned a = 0, b = 0, c = 0, d = 0, e = 0;
 
 		if (sscanf(line, "send %u %u", &a, &b) == 2) {
+			uint64_t t0 = t_now_ms();
 			char why[256];
 			unsigned k;
 
@@ -519,9 +549,11 @@ static int agent_main(void *arg, int cmd)
 			if (k < a)
 				agent_reply("fail %s", why);
 			else
-				agent_reply("ok sent %u qpn=0x%x", a, ag.n[0].id->qp->qp_num);
-		} else if (sscanf(line, "recv %u %u %u %x", &a, &b, &c, &d) == 4 && a < (unsigned)ag.nids) {
-			cmd_recv((int)a, b, c, d);
+				agent_reply("ok sent %u qpn=0x%x ms=%llu", a, ag.n[0].id->qp->qp_num,
+					    (unsigned long long)(t_now_ms() - t0));
+		} else if (sscanf(line, "recv %u %u %u %x %u", &a, &b, &c, &d, &e) >= 4 &&
+			   a < (unsigned)ag.nids) {
+			cmd_recv((int)a, b, c, d, e);
 		} else if (sscanf(line, "count %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
 			cmd_count((int)a, (int)b);
 		} else if (sscanf(line, "quiet %u %u", &a, &b) == 2 && a < (unsigned)ag.nids) {
@@ -816,6 +848,103 @@ static void scenario_slow(void)
 	agent_finish(&r2);
 }
 
+/*
+ * live: a reader slower than its sender that keeps reading paces it and
+ * loses nothing (umcast(7), SAME-HOST PATH).  Rings of 1 MiB
+ * (UMC_SHM_RING) hold 8192 of these short messages; R1 (no background
+ * thread) sleeps 2 ms after every 256 it reads, far more than a
+ * sixteenth of a ring per UMC_SHM_WAIT_MS, but slower than S, which
+ * sends N, two rings' worth, as fast as it can: R1 stays about a ring
+ * behind for longer than UMC_SHM_WAIT_MS.  It gets all N in order; S
+ * never gave up on it.
+ */
+static void scenario_live(void)
+{
+	enum { N = 16384 };
+	struct agent r1, s;
+	unsigned long qpn;
+
+	if (!shm_on()) {
+		printf("# the same-host path is off: nothing to check\n");
+		return;
+	}
+	len_mod = 29; /* 8 to 36 bytes: a record of 128 bytes */
+	spawn(&r1, "R1", 1, AG_NOTHREAD);
+	if (!agent_ready(&r1))
+		return;
+	spawn(&s, "S", 1, AG_SENDONLY);
+	if (!agent_ready(&s))
+		return;
+	qpn = agent_field(&s, "qpn");
+	agent_send(&r1, "recv 0 %d 0 %lx 2", N, qpn);
+	agent_cmd(&s, "send %d 0", N);
+	if (!agent_get_reply(&r1))
+		agent_fail("R1: %s", r1.last);
+	if (agent_cmd(&r1, "counters")) {
+		agent_expect_eq("R1 rx_overrun", agent_field(&r1, "rx_overrun"), 0);
+		agent_expect_eq("R1 rx_shm", agent_field(&r1, "rx_shm"), N);
+	}
+	if (agent_cmd(&s, "counters")) {
+		agent_expect_eq("S tx_shm", agent_field(&s, "tx_shm"), N);
+		agent_expect_eq("S tx_shm_overrun", agent_field(&s, "tx_shm_overrun"), 0);
+	}
+	agent_finish(&s);
+	agent_finish(&r1);
+}
+
+/*
+ * stopped: R1 is stopped (SIGSTOP) while S sends N, several rings' worth
+ * (rings of 64 KiB); R2 receives as usual.  S waits for R1 once, gives
+ * up on it (tx_shm_overrun) and does not again within UMC_SHM_GRACE_MS,
+ * so its send ends; R2 gets all N in order.  R1, continued, finds what is
+ * left: every datagram read or counted lost (rx_overrun), none silently.
+ */
+static void scenario_stopped(void)
+{
+	enum { N = 450, GRACE_MS = 1000 /* UMC_SHM_GRACE_MS */ };
+	struct agent r1, r2, s;
+	unsigned long qpn, shm, over, ms, gave_up;
+
+	if (!shm_on()) {
+		printf("# the same-host path is off: nothing to check\n");
+		return;
+	}
+	spawn(&r1, "R1", 1, 0);
+	spawn(&r2, "R2", 1, 0);
+	if (!agent_ready(&r1) || !agent_ready(&r2))
+		return;
+	spawn(&s, "S", 1, AG_SENDONLY);
+	if (!agent_ready(&s))
+		return;
+	qpn = agent_field(&s, "qpn");
+	kill(r1.pid, SIGSTOP);
+	if (agent_cmd(&s, "send %d 0", N)) {
+		ms = agent_field(&s, "ms");
+		if (agent_cmd(&s, "counters")) {
+			agent_expect_eq("S tx_shm", agent_field(&s, "tx_shm"), N);
+			gave_up = agent_field(&s, "tx_shm_overrun");
+			if (gave_up < 1 || gave_up > 1 + ms / GRACE_MS)
+				agent_fail("S gave up %lu times on R1 in %lu ms: once per %d ms", gave_up,
+					   ms, GRACE_MS);
+		}
+	}
+	agent_cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
+	if (agent_cmd(&r2, "counters"))
+		agent_expect_eq("R2 rx_overrun", agent_field(&r2, "rx_overrun"), 0);
+	kill(r1.pid, SIGCONT);
+	agent_cmd(&r1, "count 0 300");
+	if (agent_cmd(&r1, "counters")) {
+		shm = agent_field(&r1, "rx_shm");
+		over = agent_field(&r1, "rx_overrun");
+		agent_expect_eq("R1 rx_shm + rx_overrun", shm + over, N);
+		if (over == 0)
+			agent_fail("R1 read %lu and lost none: it should have lost", shm);
+	}
+	agent_finish(&s);
+	agent_finish(&r1);
+	agent_finish(&r2);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned pid = (unsigned)getpid();
@@ -829,7 +958,7 @@ int main(int argc, char **argv)
 	g_grp.sin_addr.s_addr = htonl(239u << 24 | 251u << 16 | ((pid >> 8) & 0xff) << 8 | (pid & 0xff));
 	inet_ntop(AF_INET, &g_grp.sin_addr, gstr, sizeof(gstr));
 	if (argc != 2) {
-		fprintf(stderr, "usage: mc_procs fanout|leave|selfloop|mixed|slow\n");
+		fprintf(stderr, "usage: mc_procs fanout|leave|selfloop|mixed|slow|live|stopped\n");
 		return 2;
 	}
 	printf("# group %s\n", gstr);
@@ -843,6 +972,10 @@ int main(int argc, char **argv)
 		scenario_mixed();
 	else if (strcmp(argv[1], "slow") == 0)
 		scenario_slow();
+	else if (strcmp(argv[1], "live") == 0)
+		scenario_live();
+	else if (strcmp(argv[1], "stopped") == 0)
+		scenario_stopped();
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;

@@ -203,6 +203,7 @@ static bool roce_tx_shm(struct umc_device *dev, struct roce_tx *tx, struct roce_
 	struct umc_shm_rec h;
 	uint64_t gen;
 	bool ring, only;
+	unsigned gave_up;
 	int loop;
 
 	umc_shm_send_lock(g);
@@ -229,7 +230,9 @@ static bool roce_tx_shm(struct umc_device *dev, struct roce_tx *tx, struct roce_
 			if (only)
 				CNT(dev, tx_packets);
 		}
-		umc_shm_send_done(g);
+		gave_up = umc_shm_send_done(g);
+		if (umc_unlikely(gave_up))
+			CNTN(dev, tx_shm_overrun, gave_up);
 	}
 	umc_shm_send_unlock(g);
 	if (only)

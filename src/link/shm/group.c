@@ -23,13 +23,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,7 +42,7 @@
 
 #define SHM_MAGIC "umcshm1"
 /* A ring's control block has a page of its own, so that each ring maps apart. */
-enum { SHM_VERSION = 1, SHM_CTL_SIZE = 4096 };
+enum { SHM_VERSION = 2, SHM_CTL_SIZE = 4096 };
 
 /*
  * What reader and sender slots share.  @left: a sender that left keeps
@@ -119,11 +120,14 @@ struct umc_shm_grp {
 	uint64_t sseen, snext_ms;
 	/*
 	 * Flow control (shm_flow): no reader this sender waits for has read
-	 * less than @smin; since when each reader slot has been a ring behind
-	 * (0: it is not), and when the sender last gave up on it.
+	 * less than @smin.  Each reader slot's last mark of progress (where
+	 * it had read, and when), when the sender last gave up on it, and the
+	 * give-ups not yet counted (umc_shm_send_done).
 	 */
 	uint64_t smin;
-	uint64_t behind_ms[UMC_SHM_READERS], gave_up_ms[UMC_SHM_READERS];
+	uint64_t mark_pos[UMC_SHM_READERS], mark_ms[UMC_SHM_READERS];
+	uint64_t gave_up_ms[UMC_SHM_READERS];
+	unsigned sgave_up;
 	uint64_t sreg; /* the sender slot's reg_gen */
 	int wfd[UMC_SHM_READERS]; /* a reader's FIFO, opened for writing (-1: not yet) */
 	uint64_t wfd_gen[UMC_SHM_READERS];
@@ -442,13 +446,37 @@ static int shm_claim(struct umc_shm_grp *g, void *base, size_t stride, int n, ui
 /* ------------------------------------------------------------------------- */
 /* Reading.                                                                  */
 
-/* Tell ring @i's sender how far this reader has read there (SHM_NOWHERE: not at all). */
+/* futex(2) on a word of the shared file (not FUTEX_PRIVATE: other processes map it too). */
+static void shm_futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
+	syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void shm_futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/*
+ * Tell ring @i's sender how far this reader has read there (SHM_NOWHERE:
+ * not at all), and wake it if it sleeps until readers get that far.  The
+ * position is stored before @flow_wait is read, and the sender stores
+ * that before it reads the positions (both sequentially consistent): a
+ * sender never sleeps through the position that would have woken it.
+ */
 static void shm_tell(struct umc_shm_grp *g, int i, uint64_t pos)
 {
+	struct umc_shm_ring_ctl *ctl = g->follow[i].ring.ctl;
+
 	if (g->rslot < 0 || g->follow[i].told == pos)
 		return;
 	g->follow[i].told = pos;
-	atomic_store_explicit(&g->hdr->readers[g->rslot].pos[i], pos, memory_order_release);
+	atomic_store(&g->hdr->readers[g->rslot].pos[i], pos);
+	if (ctl && umc_unlikely(atomic_load(&ctl->flow_wait)) &&
+	    pos >= atomic_load_explicit(&ctl->flow_want, memory_order_relaxed))
+		shm_futex_wake(&ctl->flow_wait);
 }
 
 /*
@@ -557,6 +585,10 @@ void umc_shm_reader_leave(struct umc_shm_grp *g)
 	o = g->rtoken;
 	atomic_fetch_and(&g->hdr->wake_mask, ~(1ull << g->rslot));
 	atomic_store(&r->sock_ino, 0);
+	/* No longer to be waited for: senders asleep for it look again. */
+	for (int i = 0; i < UMC_SHM_SENDERS; i++)
+		if (g->follow[i].owner)
+			shm_tell(g, i, SHM_NOWHERE);
 	atomic_compare_exchange_strong(&r->s.owner, &o, 0);
 	umc_shm_announce(g);
 	umc_fd_close(g->wake_fd);
@@ -719,9 +751,10 @@ static bool shm_sender_take(struct umc_shm_grp *g)
 	g->sslot = slot;
 	g->stoken = token;
 	g->smin = 0;
-	memset(g->behind_ms, 0, sizeof(g->behind_ms));
+	memset(g->mark_ms, 0, sizeof(g->mark_ms));
 	memset(g->gave_up_ms, 0, sizeof(g->gave_up_ms));
 	umc_shm_ring_reset(&g->sring);
+	atomic_store(&g->sring.ctl->flow_wait, 0);
 	/* Nobody reads this tenancy yet: no position left from the one before. */
 	for (int j = 0; j < UMC_SHM_READERS; j++)
 		atomic_store(&g->hdr->readers[j].pos[slot], SHM_NOWHERE);
@@ -773,78 +806,6 @@ bool umc_shm_ring_mode(struct umc_shm_grp *g, uint64_t *gen)
 	return g->smode;
 }
 
-/*
- * Flow control (shm.h), after Aeron's publications, which run at most
- * their window ahead of their slowest subscriber: the record about to be
- * put ends at @end and overwrites what lies before @end - ring size.
- * Readers that follow this ring, are less than a ring behind and have not
- * read that far are woken and waited for.  One that stays more than half
- * a ring behind for UMC_SHM_WAIT_MS is given up on: overwritten, and not
- * waited for during UMC_SHM_GRACE_MS.  Positions read from the file only
- * make the sender wait or not, never longer than the bound.
- */
-static void shm_flow(struct umc_shm_grp *g, uint64_t end)
-{
-	uint64_t lim = end - g->ring_size;
-	bool woke = false;
-
-	for (;;) {
-		uint64_t t = atomic_load_explicit(&g->sring.ctl->tail, memory_order_relaxed);
-		uint64_t low = t, behind = 0, now = shm_now_ms();
-
-		for (int j = 0; j < UMC_SHM_READERS; j++) {
-			struct shm_reader *r = &g->hdr->readers[j];
-			uint64_t p;
-
-			if (!atomic_load_explicit(&r->s.owner, memory_order_relaxed))
-				continue;
-			p = atomic_load_explicit(&r->pos[g->sslot], memory_order_acquire);
-			/* Registered before this ring began, and yet to find it: it reads it from 0. */
-			if (p == SHM_NOWHERE && atomic_load_explicit(&r->s.reg_gen, memory_order_relaxed) &&
-			    atomic_load_explicit(&r->s.reg_gen, memory_order_relaxed) < g->sreg)
-				p = 0;
-			if (p > t || t - p > g->ring_size)
-				continue; /* not reading this ring, or already lapped */
-			if (t - p < g->ring_size / 2)
-				g->behind_ms[j] = 0;
-			if (g->gave_up_ms[j] && now - g->gave_up_ms[j] < UMC_SHM_GRACE_MS)
-				continue;
-			if (p >= lim) {
-				low = p < low ? p : low;
-				continue;
-			}
-			if (!g->behind_ms[j])
-				g->behind_ms[j] = now;
-			if (now - g->behind_ms[j] >= UMC_SHM_WAIT_MS) {
-				g->gave_up_ms[j] = now; /* it loses what is overwritten */
-				g->behind_ms[j] = 0;
-				continue;
-			}
-			behind |= 1ull << j;
-		}
-		if (!behind) {
-			g->smin = low;
-			return;
-		}
-		if (!woke) {
-			umc_shm_send_done(g); /* what they have not read yet wakes them */
-			woke = true;
-		}
-		sched_yield();
-	}
-}
-
-UMC_HOT
-int umc_shm_send(struct umc_shm_grp *g, struct umc_shm_rec *h, const struct iovec *iov, int niov,
-		 size_t dlen)
-{
-	uint64_t end = umc_shm_ring_end(&g->sring, dlen);
-
-	if (umc_unlikely(end > g->ring_size && end - g->ring_size > g->smin))
-		shm_flow(g, end);
-	return umc_shm_ring_put(&g->sring, h, iov, niov, dlen);
-}
-
 /* Reader @slot's FIFO for writing, opened once per registration (-1: none). */
 static int shm_wake_fd(struct umc_shm_grp *g, int slot)
 {
@@ -863,8 +824,8 @@ static int shm_wake_fd(struct umc_shm_grp *g, int slot)
 	return g->wfd[slot];
 }
 
-UMC_HOT
-void umc_shm_send_done(struct umc_shm_grp *g)
+/* Wake the readers that sleep and have not been woken yet. */
+static void shm_wake_sleepers(struct umc_shm_grp *g)
 {
 	uint64_t m;
 
@@ -879,4 +840,111 @@ void umc_shm_send_done(struct umc_shm_grp *g)
 		if (fd >= 0)
 			shm_wake(g, slot, fd);
 	}
+}
+
+/*
+ * Has reader @j made progress since its mark, at @p with the ring's tail
+ * at @t?  It has when it read a 1/UMC_SHM_PROGRESS_DIV of the ring more,
+ * or is less than half a ring behind; then the mark moves to now.  A
+ * position that went back (only a corrupt file does that) is no progress.
+ */
+static void shm_mark(struct umc_shm_grp *g, int j, uint64_t p, uint64_t t, uint64_t now)
+{
+	uint64_t q = g->ring_size / UMC_SHM_PROGRESS_DIV;
+
+	if (!g->mark_ms[j] || t - p < g->ring_size / 2 ||
+	    (p > g->mark_pos[j] && p - g->mark_pos[j] >= q)) {
+		g->mark_pos[j] = p;
+		g->mark_ms[j] = now;
+	}
+}
+
+/*
+ * Flow control (shm.h): the record about to be put ends at @end and
+ * overwrites what lies before @end - ring size.  Readers that follow this
+ * ring, are less than a ring behind and have not read that far are woken
+ * and waited for, asleep, until each has read to a 1/UMC_SHM_PROGRESS_DIV
+ * of the ring further (or to the tail), so that the sender then writes
+ * that much before it looks again.  One that makes no such progress in
+ * UMC_SHM_WAIT_MS while it is waited for is given up on: overwritten, and
+ * not waited for during UMC_SHM_GRACE_MS.  Positions read from the file
+ * only make the sender wait or not, never past those bounds.
+ */
+static void shm_flow(struct umc_shm_grp *g, uint64_t end)
+{
+	struct umc_shm_ring_ctl *ctl = g->sring.ctl;
+	uint64_t lim = end - g->ring_size, target = lim;
+	bool woke = false, armed = false;
+
+	for (;;) {
+		uint64_t t = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
+		uint64_t low = t, now = shm_now_ms(), until = UINT64_MAX;
+
+		for (int j = 0; j < UMC_SHM_READERS; j++) {
+			struct shm_reader *r = &g->hdr->readers[j];
+			uint64_t p;
+
+			if (!atomic_load_explicit(&r->s.owner, memory_order_relaxed))
+				continue;
+			p = atomic_load(&r->pos[g->sslot]);
+			/* Registered before this ring began, and yet to find it: it reads it from 0. */
+			if (p == SHM_NOWHERE && atomic_load_explicit(&r->s.reg_gen, memory_order_relaxed) &&
+			    atomic_load_explicit(&r->s.reg_gen, memory_order_relaxed) < g->sreg)
+				p = 0;
+			if (p > t || t - p > g->ring_size)
+				continue; /* not reading this ring, or already lapped */
+			shm_mark(g, j, p, t, now);
+			if (g->gave_up_ms[j] && now - g->gave_up_ms[j] < UMC_SHM_GRACE_MS)
+				continue;
+			if (p < target && now - g->mark_ms[j] >= UMC_SHM_WAIT_MS) {
+				g->gave_up_ms[j] = now; /* slow (shm.h): it loses what is overwritten */
+				g->sgave_up++;
+				continue;
+			}
+			if (p < target && g->mark_ms[j] + UMC_SHM_WAIT_MS < until)
+				until = g->mark_ms[j] + UMC_SHM_WAIT_MS;
+			low = p < low ? p : low;
+		}
+		if (until == UINT64_MAX) {
+			g->smin = low;
+			break;
+		}
+		if (!woke) {
+			shm_wake_sleepers(g); /* what they have not read yet wakes them */
+			woke = true;
+		}
+		if (!armed) {
+			/* Some room past what the record needs, so as not to wait at every record. */
+			target = lim + g->ring_size / UMC_SHM_PROGRESS_DIV;
+			target = target < t ? target : t;
+			atomic_store_explicit(&ctl->flow_want, target, memory_order_relaxed);
+			atomic_store(&ctl->flow_wait, 1);
+			armed = true;
+			continue; /* the positions once more, after @flow_wait */
+		}
+		shm_futex_wait(&ctl->flow_wait, 1, until > now ? until - now : 1);
+	}
+	if (armed)
+		atomic_store_explicit(&ctl->flow_wait, 0, memory_order_relaxed);
+}
+
+UMC_HOT
+int umc_shm_send(struct umc_shm_grp *g, struct umc_shm_rec *h, const struct iovec *iov, int niov,
+		 size_t dlen)
+{
+	uint64_t end = umc_shm_ring_end(&g->sring, dlen);
+
+	if (umc_unlikely(end > g->ring_size && end - g->ring_size > g->smin))
+		shm_flow(g, end);
+	return umc_shm_ring_put(&g->sring, h, iov, niov, dlen);
+}
+
+UMC_HOT
+unsigned umc_shm_send_done(struct umc_shm_grp *g)
+{
+	unsigned gave_up = g->sgave_up;
+
+	shm_wake_sleepers(g);
+	g->sgave_up = 0;
+	return gave_up;
 }

@@ -39,15 +39,28 @@
  * Each record carries the @gen its sender had seen: a reader takes those
  * sent after it registered (the sender then counted it), none before.
  *
- * Flow control: each reader publishes how far it has read in each ring;
- * a sender about to overwrite what a reader has not read wakes it and
- * waits for it.  A reader that stays more than half a ring behind for
- * UMC_SHM_WAIT_MS is given up on: the sender overwrites (the reader
- * counts what it lost) and does not wait for it during UMC_SHM_GRACE_MS.
- * A ring is so a socket buffer that holds what a reader has not read a
- * little longer: a reader held up for a moment loses nothing, a slow or
- * stopped one loses as from a full socket buffer, and costs its senders
- * at most UMC_SHM_WAIT_MS of every UMC_SHM_GRACE_MS.
+ * Flow control, after Aeron's IPC publications (which run at most their
+ * window ahead of their slowest subscriber) and what the kernel does in
+ * effect (a sender on loopback pays every receiver's clone and queue, so
+ * it runs no faster than they take it): each reader publishes how far it
+ * has read in each ring, and a sender about to overwrite what a reader
+ * has not read wakes it and sleeps (futex(2) on its ring's @flow_wait)
+ * until every reader it waits for has read to a sixteenth of a ring past
+ * that point; a reader that gets there wakes it.  So a reader that keeps
+ * reading paces its senders and loses nothing, however slowly the
+ * processes that share the CPUs run it.
+ *
+ * A reader is slow when a sender must wait for it and, for the last
+ * UMC_SHM_WAIT_MS, it has been more than half a ring behind and read
+ * less than a sixteenth of a ring (UMC_SHM_PROGRESS_DIV): a stopped or
+ * stalled one, one not run for that long, or one slower than that rate
+ * (256 KiB per 50 ms with the default ring, about 5 MB/s).  The sender
+ * then gives up on it: it overwrites, the reader counts what it lost
+ * (rx_overrun) as a full socket buffer's drops, and the sender counts
+ * the give-up (tx_shm_overrun) and does not wait for that reader again
+ * during UMC_SHM_GRACE_MS.  A slow reader so costs each sender at most
+ * UMC_SHM_WAIT_MS of sleep every UMC_SHM_GRACE_MS, and no reader can hold
+ * a sender below a sixteenth of a ring per UMC_SHM_WAIT_MS.
  *
  * Nothing read from the file is trusted: another process of the user may
  * write anything there.  A reader copies a record out before it checks
@@ -72,13 +85,14 @@ enum {
 	UMC_SHM_ALIGN = 64,	 /* records start on cache lines */
 	UMC_SHM_RECHECK_MS = 20, /* a sender asks the kernel who receives at least this often */
 	/*
-	 * A sender about to overwrite what a reader has not read waits for it
-	 * while it stays more than half a ring behind for at most
-	 * UMC_SHM_WAIT_MS; then it overwrites, and does not wait for that
-	 * reader during UMC_SHM_GRACE_MS (group.c, flow control).
+	 * A sender about to overwrite what a reader has not read sleeps until
+	 * it has read on; one that reads less than 1/UMC_SHM_PROGRESS_DIV of
+	 * a ring in UMC_SHM_WAIT_MS meanwhile is given up on: overwritten,
+	 * and not waited for during UMC_SHM_GRACE_MS (flow control above).
 	 */
 	UMC_SHM_WAIT_MS = 50,
 	UMC_SHM_GRACE_MS = 1000,
+	UMC_SHM_PROGRESS_DIV = 16,
 	/*
 	 * Groups a port receives through the path (each costs a file, a
 	 * mapping and a FIFO), and sends to through it; the rest only through
@@ -100,6 +114,13 @@ struct umc_shm_ring_ctl {
 	_Alignas(64) _Atomic uint64_t tail;	   /* where the last published record ends */
 	_Atomic uint64_t latest;		   /* where the last published record starts */
 	_Atomic uint64_t next_seq;		   /* the next datagram's number */
+	/*
+	 * Flow control: nonzero while the writer sleeps (futex(2) on this
+	 * word) until its readers have read to @flow_want; a reader that
+	 * reaches it wakes the writer.
+	 */
+	_Alignas(64) _Atomic uint32_t flow_wait;
+	_Atomic uint64_t flow_want;
 };
 
 /* One record's header, in front of its datagram (the UDP payload). */
@@ -281,13 +302,15 @@ bool umc_shm_ring_mode(struct umc_shm_grp *g, uint64_t *gen);
 /*
  * umc_shm_send - append one datagram to this process's ring (after
  * umc_shm_ring_mode() said yes), stamped @gen, with the IP context in @h;
- * first, while a reader has not read what it would overwrite, wait for it
- * (UMC_SHM_WAIT_MS at most).  Returns 0 or -EMSGSIZE.  umc_shm_send_done - after a batch: wake the
- * readers that sleep.  Context: as umc_shm_ring_mode.
+ * first, while a reader has not read what it would overwrite, sleep until
+ * it has, or give up on it when it is slow (flow control above).  Returns
+ * 0 or -EMSGSIZE.  umc_shm_send_done - after a batch: wake the readers
+ * that sleep.  Returns the readers given up on since its last call (for
+ * tx_shm_overrun).  Context: as umc_shm_ring_mode.
  */
 int umc_shm_send(struct umc_shm_grp *g, struct umc_shm_rec *h, const struct iovec *iov, int niov,
 		 size_t dlen);
-void umc_shm_send_done(struct umc_shm_grp *g);
+unsigned umc_shm_send_done(struct umc_shm_grp *g);
 
 /* The lock of a group's senders in this process (QPs of one process may send at once). */
 void umc_shm_send_lock(struct umc_shm_grp *g);
