@@ -56,14 +56,7 @@ log() { printf '%s\n' "$*" >&2; }
 die() { log "fwd-bench: $*"; exit 1; }
 
 if [ -z "${UMC_BENCH_INNER:-}" ]; then
-	if [ "${NO_BUILD:-0}" != 1 ]; then
-		log "== building (Release) into $BUILD"
-		mkdir -p "$BUILD"
-		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
-			>"$BUILD/fwd-bench-cmake.log" 2>&1 || { cat "$BUILD/fwd-bench-cmake.log" >&2; exit 1; }
-		cmake --build "$BUILD" -j"$(nproc)" --target umc-sm umc-perf fwd-bench \
-			>"$BUILD/fwd-bench-build.log" 2>&1 || { tail -40 "$BUILD/fwd-bench-build.log" >&2; exit 1; }
-	fi
+	bench_build fwd-bench umc-sm umc-perf fwd-bench || exit 1
 	bench_netns_enter "-n -rn" "${BASH_SOURCE[0]}" "$@"
 	export UMC_BENCH_INNER=host
 fi

@@ -89,10 +89,7 @@ log() { printf '%s\n' "$*" >&2; }
 # --- build (outside the namespace) -------------------------------------------
 if [ -z "${UMC_BENCH_INNER:-}" ]; then
 	if [ "${NO_BUILD:-0}" != 1 ]; then
-		log "== building (Release) into $BUILD"
-		mkdir -p "$BUILD"
-		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
-			>"$BUILD/bench-cmake.log" 2>&1 || { cat "$BUILD/bench-cmake.log" >&2; exit 1; }
+		bench_configure bench || exit 1
 		# lackey-lines: footprint.sh; sa-null: sm-bench.sh's floor
 		targets=(umc-perf udp-perf icrc-bench umc-sm sa-null join-storm lackey-lines)
 		[ "$(uname -m)" = x86_64 ] && targets+=(umc-critpath) # bench/critpath.c
@@ -100,8 +97,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 		# sa_client (sm-bench.sh's client) when libibumad-dev is.
 		grep -q '^LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(fi-perf)
 		grep -q '^IBUMAD_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(sa_client)
-		cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/bench-build.log" 2>&1 ||
-			{ tail -40 "$BUILD/bench-build.log" >&2; exit 1; }
+		bench_make bench "${targets[@]}" || exit 1
 	fi
 	# Into a private network namespace: as root, or as a user with user namespaces.
 	bench_netns_enter "-n -rn" "${BASH_SOURCE[0]}" "$@"
@@ -392,6 +388,22 @@ if [ "$DIAG" = 1 ] && [ -f "$CP_LIB" ]; then
 fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# sub_bench SCRIPT SUMMARY REPS WHAT [WHY]: run bench/SCRIPT here in the
+# namespace, unbuilt, with REPS repetitions, after removing its last
+# $BUILD/SUMMARY; print its table (its output but the ratio lines), or
+# nothing when it fails (logged with its exit status and WHY).
+sub_bench() {
+	local rc=0
+	rm -f "$BUILD/$2"
+	log "== $4 (bench/$1, $3 repetitions)"
+	REPS=$3 NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/$1" >"$TMP/$1.out" || rc=$?
+	if [ "$rc" = 0 ]; then
+		grep -v '^ratio ' "$TMP/$1.out" || true
+	else
+		log "   $1: exit $rc${5:+ ($5)}"
+	fi
+}
+
 # umc-sm against OpenSM on ibsim: bench/sm-bench.sh, here in the namespace.
 SM_TABLE=
 if [ "$SM_BENCH" = 1 ]; then
@@ -400,29 +412,14 @@ if [ "$SM_BENCH" = 1 ]; then
 		wait "$SM_PID" 2>/dev/null || true
 		SM_PID=
 	fi
-	rm -f "$BUILD/sm-bench-summary.txt"
-	log "== umc-sm against OpenSM on ibsim (bench/sm-bench.sh, $REPS repetitions)"
-	rc=0
-	REPS=$REPS NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/sm-bench.sh" >"$TMP/sm.out" || rc=$?
-	if [ "$rc" = 0 ]; then
-		SM_TABLE=$(grep -v '^ratio ' "$TMP/sm.out")
-	else
-		log "   sm-bench.sh: exit $rc (77: OpenSM/ibsim missing: scripts/deps.sh bench)"
-	fi
+	SM_TABLE=$(sub_bench sm-bench.sh sm-bench-summary.txt "$REPS" "umc-sm against OpenSM on ibsim" \
+		"77: OpenSM/ibsim missing: scripts/deps.sh bench")
 fi
 
 # Join storms against umc-sm: bench/join-storm.sh, here in the namespace.
 STORM_TABLE=
 if [ "$STORM" = 1 ]; then
-	rm -f "$BUILD/storm-summary.txt"
-	log "== join storms (bench/join-storm.sh, $STORM_REPS repetitions)"
-	rc=0
-	REPS=$STORM_REPS NO_BUILD=1 BUILD=$BUILD bash "$ROOT/bench/join-storm.sh" >"$TMP/storm.out" || rc=$?
-	if [ "$rc" = 0 ]; then
-		STORM_TABLE=$(grep -v '^ratio ' "$TMP/storm.out")
-	else
-		log "   join-storm.sh: exit $rc"
-	fi
+	STORM_TABLE=$(sub_bench join-storm.sh storm-summary.txt "$STORM_REPS" "join storms")
 fi
 
 # --- the figures ---------------------------------------------------------------

@@ -76,15 +76,7 @@ die() { log "sm-bench: $*"; exit 1; }
 
 # --- build (outside the namespace) -------------------------------------------
 if [ -z "${UMC_BENCH_INNER:-}" ]; then
-	if [ "${NO_BUILD:-0}" != 1 ]; then
-		log "== building (Release) into $BUILD"
-		mkdir -p "$BUILD"
-		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DUMC_TESTS=OFF \
-			>"$BUILD/sm-bench-cmake.log" 2>&1 || { cat "$BUILD/sm-bench-cmake.log" >&2; exit 1; }
-		cmake --build "$BUILD" -j"$(nproc)" --target umc-sm sa-null sa_client \
-			>"$BUILD/sm-bench-build.log" 2>&1 ||
-			{ tail -40 "$BUILD/sm-bench-build.log" >&2; die "build failed (sa_client needs libibumad-dev)"; }
-	fi
+	bench_build sm-bench umc-sm sa-null sa_client || die "build failed (sa_client needs libibumad-dev)"
 	bench_netns_enter -n "${BASH_SOURCE[0]}" "$@"
 	export UMC_BENCH_INNER=host
 fi
