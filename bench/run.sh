@@ -4,6 +4,8 @@
 #
 #   bench/run.sh            build (Release, into build-bench/) and measure
 #   REPS=11 DUR=1 bench/run.sh   more repetitions, longer rate runs
+#   FAST=1 bench/run.sh     a short run, to try it: REPS=3, DUR=0.2,
+#                           LAT_N=2000, smaller SA and storm runs (below)
 #
 # What it measures, for 64-, 1024- and 4096-byte messages, each measurement
 # repeated REPS times (medians; ratios are medians of per-repetition ratios):
@@ -18,6 +20,15 @@
 #   - fan-out to 1, 2 and 4 receiver processes (aggregate delivered rate
 #     and loss), umcast and raw UDP (the libfabric udp provider cannot bind
 #     two endpoints to one group:port on a host: see bench/README.md);
+#   - the same-host path (issue 36; SAMEHOST=0 skips it): umcast with the
+#     path on (UMC_SHM=1, transport "shm") and off (UMC_SHM=0, "noshm"),
+#     each against raw UDP in the same repetition: fan-out to 1, 4 and 16
+#     receiver processes (SAMEHOST_FANOUT), and the 1 -> 1 round trip,
+#     busy-polling and both ends asleep.  Sixteen busy receivers share
+#     CPU 1 as the others do (sender on CPU 0): the same layout for every
+#     transport, and the host the issue names (one feed, many consumers on
+#     a 2-core machine); each receiver gets a sixteenth of a CPU, which
+#     both transports' buffers (socket, ring) must bridge;
 #   - ICRC throughput over 4096-byte messages on one core (icrc-bench),
 #     next to ISA-L's crc32 over the same bytes in the same run;
 #   - SA joins per second and 10 000 group creations, umc-sm against
@@ -38,16 +49,29 @@
 # round-trip times of umcast, raw UDP and libfabric ($BUILD/bench-rtt/),
 # and, with bench/plot.py, pictures of them as SVG (rtt-cdf.svg,
 # rate-by-size.svg, fanout.svg).  It also writes $BUILD/bench-summary.txt,
-# one line per figure, "ratio NAME VALUE" (issue 7): rate_vs_udp_SIZE, rate_vs_lf_SIZE,
-# p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
+# one line per figure, "ratio NAME VALUE".  umcast with the library's
+# defaults (run.sh unsets UMC_SHM, so the same-host path is on only if the
+# library turns it on by default), issue 7's: rate_vs_udp_SIZE,
+# rate_vs_lf_SIZE, p50_vs_udp_SIZE, p50_vs_lf_SIZE, fanout4_vs_udp_SIZE,
 # fanout4_loss_minus_udp_SIZE (percentage points), evlat_p50_vs_udp_64,
 # icrc_vs_crc32_4096, ib_rate_vs_roce_64 and sm_joins_vs_opensm; issue 36's
 # p50_vs_floor_SIZE (umcast's busy p50 over udp-perf -V's, with DIAG) and
 # sm_joins_floor_vs_opensm (bench/sa-null.c's joins/s over OpenSM's: the
 # most any SA over umc-sm's transport could reach), and join-storm.sh's
-# lines (storm_timeouts, stormN_*).  Every value is the median over the
-# repetitions of a pair measured back to back; the table prints the spread
-# of those pairs next to it.
+# lines (storm_timeouts, stormN_*).  Then the same-host path's (issue 36),
+# each against raw UDP, set explicitly (UMC_SHM=1 / UMC_SHM=0), whatever
+# the default:
+#   path on (UMC_SHM=1)
+#     fanout16_vs_udp_SIZE            delivered msg/s, all 16 receivers (issue 36's name)
+#     fanout16_loss_minus_udp_SIZE    loss, percentage points (issue 36's name)
+#     fanoutN_shm_vs_udp_SIZE, fanoutN_shm_loss_minus_udp_SIZE     N = 4, 1
+#     local_p50_vs_udp_SIZE           busy round trip, p50 (issue 36's name)
+#     local_evlat_p50_vs_udp_SIZE     both ends asleep, p50 (issue 36's name)
+#   path off (UMC_SHM=0)
+#     fanoutN_noshm_vs_udp_SIZE, fanoutN_noshm_loss_minus_udp_SIZE  N = 16, 4, 1
+#     local_noshm_p50_vs_udp_SIZE, local_noshm_evlat_p50_vs_udp_SIZE
+# Every value is the median over the repetitions of a pair measured back
+# to back; the table prints the spread of those pairs next to it.
 #
 # Fairness: the same batch (-B, WRs per post = datagrams per sendmmsg /
 # recvmmsg), the same payload plus 32 bytes of RoCEv2 overhead for the
@@ -65,12 +89,30 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-bench}
+# FAST=1: shorter defaults, for trying the script (every one can still be
+# set); the figures are then noisier.  sm-bench.sh and join-storm.sh take
+# JOINS, CREATE and STORM_N from the environment.
+if [ "${FAST:-0}" = 1 ]; then
+	: "${REPS:=3}" "${DUR:=0.2}" "${LAT_N:=2000}" "${STORM_REPS:=1}"
+	export JOINS=${JOINS:-100} CREATE=${CREATE:-1000} STORM_N=${STORM_N:-100}
+fi
 REPS=${REPS:-7}
 DUR=${DUR:-0.5}         # seconds of sending per rate run
 BATCH=${BATCH:-64}      # WRs per post / datagrams per sendmmsg and recvmmsg
 SIZES=${SIZES:-"64 1024 4096"}
 FANOUT=${FANOUT:-"1 2 4"}
 case " $FANOUT " in *" 1 "*) ;; *) FANOUT="1 $FANOUT" ;; esac # 1 = the rate test
+SAMEHOST=${SAMEHOST:-1} # 0: no same-host path comparison (UMC_SHM=1 / 0 against raw UDP)
+SAMEHOST_FANOUT=${SAMEHOST_FANOUT:-"1 4 16"} # its receiver processes
+[ "$SAMEHOST" = 1 ] || SAMEHOST_FANOUT=
+case " $FANOUT " in *" 16 "*) [ -n "$SAMEHOST_FANOUT" ] && {
+	echo "bench/run.sh: FANOUT 16 would share its names with the same-host path's" \
+		"fanout16_* (issue 36's): leave 16 out of FANOUT, or set SAMEHOST=0" >&2
+	exit 2
+} ;;
+esac
+# The default lines measure the library's defaults; the same-host lines set UMC_SHM.
+unset UMC_SHM
 LAT_N=${LAT_N:-20000}   # round trips per latency run (after 1000 warm-up)
 EV_N=${EV_N:-$LAT_N}    # round trips per event-driven latency run
 PROC_TIMEOUT=${PROC_TIMEOUT:-60}
@@ -140,17 +182,20 @@ cpu() { # cpu N: taskset prefix for CPU N, nothing on a 1-CPU machine
 # codecs (udp-perf -V: BTH, DETH and ICRC on send; ICRC, decode and GRH on
 # receive), busy and event-driven: the floor of any RoCEv2 implementation
 # on UDP sockets, which leaves out the verbs' queues, completions and
-# events; diagnostics.
+# events; diagnostics.  shm, noshm: umcast with the same-host path on
+# (UMC_SHM=1) and off (UMC_SHM=0), whatever the library's default is.
 declare -A TOOL=([umcast]=$BIN/umc-perf [udp]=$BIN/udp-perf [libfabric]=$BIN/fi-perf
 	[umcast0]=$BIN/umc-perf [umcib]=$BIN/umc-perf [udpE]=$BIN/udp-perf [udpG]=$BIN/udp-perf
-	[udpEG]=$BIN/udp-perf [udpV]=$BIN/udp-perf [udpEV]=$BIN/udp-perf)
+	[udpEG]=$BIN/udp-perf [udpV]=$BIN/udp-perf [udpEV]=$BIN/udp-perf [shm]=$BIN/umc-perf
+	[noshm]=$BIN/umc-perf)
 declare -A ENVS=([umcast]="" [udp]="" [libfabric]="" [umcast0]=UMC_RX_THREAD=0 [umcib]=""
-	[udpE]="" [udpG]="" [udpEG]="" [udpV]="" [udpEV]="")
+	[udpE]="" [udpG]="" [udpEG]="" [udpV]="" [udpEV]="" [shm]=UMC_SHM=1 [noshm]=UMC_SHM=0)
 declare -A ARGS=([umcast]="" [udp]="" [libfabric]="" [umcast0]="" [umcib]="-b $IB_ADDR"
-	[udpE]="-E" [udpG]="-G" [udpEG]="-E -G" [udpV]="-V" [udpEV]="-E -V")
+	[udpE]="-E" [udpG]="-G" [udpEG]="-E -G" [udpV]="-V" [udpEV]="-E -V" [shm]="" [noshm]="")
 declare -A GROUP=([umcast]=239.10.0.1 [udp]=239.10.1.1 [libfabric]=239.10.2.1
 	[umcast0]=239.10.3.1 [umcib]=239.10.4.1 [udpE]=239.10.5.1 [udpG]=239.10.6.1
-	[udpEG]=239.10.7.1 [udpV]=239.10.8.1 [udpEV]=239.10.9.1)
+	[udpEG]=239.10.7.1 [udpV]=239.10.8.1 [udpEV]=239.10.9.1 [shm]=239.10.10.1
+	[noshm]=239.10.11.1)
 DIAG=${DIAG:-1}
 TRANSPORTS=(umcast udp)
 if [ -x "$BIN/fi-perf" ]; then
@@ -244,7 +289,8 @@ rate_once() {
 # lat_once TRANSPORT SIZE [-e] -> "p50 p99 p999" (us) or "- - -"; -e: both
 # ends sleep (event-driven round trips), otherwise both busy-poll.  LAT_ENV:
 # more environment for both ends (cp_once's LD_PRELOAD).  With RTT_REP set
-# (the repetition), the round-trip times of umcast, udp and libfabric go
+# (the repetition), the round-trip times of umcast, udp, libfabric, shm
+# and noshm go
 # to $RTT_DIR/TRANSPORT-SIZE-busy|ev-REP.txt (ping's -O) for bench/plot.py.
 RTT_DIR=$BUILD/bench-rtt
 rm -rf "$RTT_DIR"
@@ -252,7 +298,7 @@ mkdir -p "$RTT_DIR"
 lat_once() {
 	local t=$1 size=$2 ev=${3:-} tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 ppid n=$LAT_N dump=()
 	[ -n "$ev" ] && n=$EV_N
-	case "${RTT_REP:+$t}" in umcast | udp | libfabric)
+	case "${RTT_REP:+$t}" in umcast | udp | libfabric | shm | noshm)
 		dump=(-O "$RTT_DIR/$t-$size-$([ -n "$ev" ] && echo ev || echo busy)-$RTT_REP.txt") ;;
 	esac
 	# shellcheck disable=SC2086
@@ -282,17 +328,28 @@ lat_once() {
 declare -A RS LS LA LB LC EA EB EC
 MAXN=1
 for n in $FANOUT; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
+# ALL_N: every number of receivers measured, FANOUT's and the same-host path's
+# shellcheck disable=SC2086 # the lists, a number a word
+ALL_N=$(printf '%s\n' $FANOUT $SAMEHOST_FANOUT | sort -nu | tr '\n' ' ')
 med() { tr ' ' '\n' | grep -v -e '^-$' -e '^$' | median; }
+in_list() { [[ " $2 " == *" $1 "* ]]; } # in_list WORD "LIST"
 
 # Repetitions outermost, transports back to back inside, in reverse order
 # every other repetition: a slow phase of the machine (other guests,
 # frequency changes) hits every transport alike.
 # order K N [lat|ev]: the transports measured in repetition K, with N
 # receivers, or in the busy-polling (lat) or event-driven (ev) round trips.
+# raw UDP runs for every N of FANOUT and SAMEHOST_FANOUT, umcast for FANOUT's,
+# shm and noshm for SAMEHOST_FANOUT's, each next to udp.
 order() {
 	local list=() t
-	for t in umcast umcast0 udp udpE udpG udpEG udpV udpEV libfabric umcib; do
+	for t in umcast umcast0 shm udp noshm udpE udpG udpEG udpV udpEV libfabric umcib; do
 		case $t in
+		umcast) [ -n "${3:-}" ] || in_list "$2" "$FANOUT" || continue ;;
+		udp) [ -n "${3:-}" ] || in_list "$2" "$FANOUT $SAMEHOST_FANOUT" || continue ;;
+		shm | noshm)
+			[ -n "$SAMEHOST_FANOUT" ] || continue
+			[ -n "${3:-}" ] || in_list "$2" "$SAMEHOST_FANOUT" || continue ;;
 		udpE | udpEG | udpEV) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
 		udpG | udpV) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
@@ -302,7 +359,7 @@ order() {
 		umcib) [ "$IB" = 1 ] && [ "$2" = 1 ] && [ -z "${3:-}" ] && [ "$size" -le "$IB_MTU" ] ||
 			continue ;;
 		esac
-		[ "${3:-}" = ev ] && [[ " umcast udp udpE udpEG udpEV " != *" $t "* ]] && continue
+		[ "${3:-}" = ev ] && ! in_list "$t" "umcast shm noshm udp udpE udpEG udpEV" && continue
 		list+=("$t")
 	done
 	if (($1 % 2 == 0)); then
@@ -317,7 +374,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((k = 1; k <= REPS; k++)); do
 	for size in $SIZES; do
 		line="   rep $k size $size:"
-		for n in $FANOUT; do
+		for n in $ALL_N; do
 			for t in $(order "$k" "$n"); do
 				read -r r l < <(rate_once "$t" "$size" "$n")
 				RS[$t,$size,$n]+="$r "
@@ -482,6 +539,26 @@ for size in $SIZES; do
 	figure "p50_vs_floor_$size" ratio "${LA[umcast,$size]:-}" "${LA[udpV,$size]:-}"
 	figure "udp_vs_lf_$size" ratio "${RS[udp,$size,1]:-}" "${RS[libfabric,$size,1]:-}"
 done
+# The same-host path's: sh_name N MODE -> the name's head for N receivers
+# with the path on (shm: issue 36's fanout16, else fanoutN_shm) or off
+# (noshm: fanoutN_noshm); sh_lat MODE -> local or local_noshm.
+sh_name() {
+	if [ "$2" = shm ] && [ "$1" = 16 ]; then echo fanout16; else echo "fanout$1_$2"; fi
+}
+sh_lat() { if [ "$1" = shm ]; then echo local; else echo local_noshm; fi; }
+for size in $SIZES; do
+	[ -n "$SAMEHOST_FANOUT" ] || break
+	for m in shm noshm; do
+		for n in $SAMEHOST_FANOUT; do
+			f=$(sh_name "$n" "$m")
+			figure "${f}_vs_udp_$size" ratio "${RS[$m,$size,$n]:-}" "${RS[udp,$size,$n]:-}"
+			figure "${f}_loss_minus_udp_$size" diff "${LS[$m,$size,$n]:-}" "${LS[udp,$size,$n]:-}"
+		done
+		f=$(sh_lat "$m")
+		figure "${f}_p50_vs_udp_$size" ratio "${LA[$m,$size]:-}" "${LA[udp,$size]:-}"
+		figure "${f}_evlat_p50_vs_udp_$size" ratio "${EA[$m,$size]:-}" "${EA[udp,$size]:-}"
+	done
+done
 figure icrc_vs_crc32_4096 ratio "$ICRC_S" "$ISAL_S"
 if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
 	for f in sm_joins_vs_opensm sm_create_vs_opensm sm_joins_floor_vs_opensm; do
@@ -514,6 +591,25 @@ fi
 		echo "ratio sm_joins_floor_vs_opensm ${FIG[sm_joins_floor_vs_opensm]}"
 	fi
 	[ "$STORM" = 1 ] && [ -r "$BUILD/storm-summary.txt" ] && cat "$BUILD/storm-summary.txt"
+	# The same-host path's, on (issue 36's names first) then off, the most
+	# receivers first.
+	for m in shm noshm; do
+		[ -n "$SAMEHOST_FANOUT" ] || break
+		for n in $(tr ' ' '\n' <<<"$SAMEHOST_FANOUT" | sort -rn); do
+			for kind in vs_udp loss_minus_udp; do
+				for size in $SIZES; do
+					f=$(sh_name "$n" "$m")_${kind}_$size
+					echo "ratio $f ${FIG[$f]:--}"
+				done
+			done
+		done
+		for kind in p50 evlat_p50; do
+			for size in $SIZES; do
+				f=$(sh_lat "$m")_${kind}_vs_udp_$size
+				echo "ratio $f ${FIG[$f]:--}"
+			done
+		done
+	done
 	true
 } >"$SUMMARY"
 
@@ -533,6 +629,15 @@ target() {
 }
 have_lf() { [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]]; }
 lat3() { echo "$(med <<<"$1") / $(med <<<"$2") / $(med <<<"$3")"; }
+# lat3t KIND T SIZE: lat3 of transport T's busy (KIND empty) or event-driven
+# (KIND evlat_) round trips
+lat3t() {
+	if [ -z "$1" ]; then
+		lat3 "${LA[$2,$3]:-}" "${LB[$2,$3]:-}" "${LC[$2,$3]:-}"
+	else
+		lat3 "${EA[$2,$3]:-}" "${EB[$2,$3]:-}" "${EC[$2,$3]:-}"
+	fi
+}
 
 print_table() {
 echo
@@ -598,6 +703,43 @@ for n in $FANOUT; do
 	done
 	echo
 done
+if [ -n "$SAMEHOST_FANOUT" ]; then
+	echo "Same-host path (issue 36): umcast with it (UMC_SHM=1) and without (UMC_SHM=0), raw UDP"
+	echo "Fan-out: aggregate delivered msg/s over N receiver processes (loss); ratios to raw UDP"
+	echo "and loss differences (umcast - UDP, percentage points) of the same repetition"
+	for n in $SAMEHOST_FANOUT; do
+		echo "N=$n (figures: $(sh_name "$n" shm)_*, $(sh_name "$n" noshm)_*)"
+		printf '%-5s | %-19s | %-19s | %-19s | %-17s | %-19s | %-17s | %-19s\n' size "path on" \
+			"path off" "raw UDP" "on/UDP" "loss on-UDP (pp)" "off/UDP" "loss off-UDP (pp)"
+		for size in $SIZES; do
+			on=$(sh_name "$n" shm) off=$(sh_name "$n" noshm)
+			printf '%-5s | %9s %9s | %9s %9s | %9s %9s | %-17s | %-19s | %-17s | %-19s\n' "$size" \
+				"$(med <<<"${RS[shm,$size,$n]:-}")" "($(pct "$(med <<<"${LS[shm,$size,$n]:-}")"))" \
+				"$(med <<<"${RS[noshm,$size,$n]:-}")" "($(pct "$(med <<<"${LS[noshm,$size,$n]:-}")"))" \
+				"$(med <<<"${RS[udp,$size,$n]:-}")" "($(pct "$(med <<<"${LS[udp,$size,$n]:-}")"))" \
+				"$(fig "${on}_vs_udp_$size")" "$(fig "${on}_loss_minus_udp_$size")" \
+				"$(fig "${off}_vs_udp_$size")" "$(fig "${off}_loss_minus_udp_$size")"
+		done
+		echo
+	done
+	for ev in "" evlat_; do
+		if [ -z "$ev" ]; then
+			echo "Round trip 1 -> 1, busy-polling, us (p50 / p99 / p99.9); p50 ratios to raw UDP"
+			echo "(figures: local_p50_vs_udp_SIZE, path on; local_noshm_p50_vs_udp_SIZE, off)"
+		else
+			echo "Round trip 1 -> 1, both ends asleep (-e), us (p50 / p99 / p99.9); p50 ratios to raw"
+			echo "UDP -e (figures: local_evlat_p50_vs_udp_SIZE, path on; local_noshm_evlat_..., off)"
+		fi
+		printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' size "path on" "path off" "raw UDP" \
+			"on/UDP" "off/UDP"
+		for size in $SIZES; do
+			printf '%-5s | %-29s | %-29s | %-29s | %-17s | %-17s\n' "$size" \
+				"$(lat3t "$ev" shm "$size")" "$(lat3t "$ev" noshm "$size")" "$(lat3t "$ev" udp "$size")" \
+				"$(fig "local_${ev}p50_vs_udp_$size")" "$(fig "local_noshm_${ev}p50_vs_udp_$size")"
+		done
+		echo
+	done
+fi
 # floor_table FLAG KIND BUSY EV: a floor's table, udp-perf FLAG (-G or -V) run busy
 # as transport BUSY and event-driven as EV, its figures named after KIND (above).
 floor_table() {
@@ -677,7 +819,8 @@ if [ -n "$STORM_TABLE" ]; then
 	echo "$STORM_TABLE"
 fi
 echo
-echo "Targets (issue 7; ib_rate and sm_joins: issue 8; storm and p50_vs_floor: issue 36), from $SUMMARY"
+echo "Targets (issue 7; ib_rate and sm_joins: issue 8; storm, p50_vs_floor and the same-host"
+echo "path's, fanout16_* and local_* with the path on: issue 36), from $SUMMARY"
 for size in $SIZES; do
 	if have_lf; then target "rate_vs_lf_$size" '>=' 1.0; fi
 done
@@ -700,6 +843,16 @@ case " $SIZES " in *" 64 "*) [ "$IB" = 1 ] && target ib_rate_vs_roce_64 '>=' 0.9
 if [ -n "${FIG[sm_joins_vs_opensm]:-}" ]; then
 	target sm_joins_vs_opensm '>=' 5
 	printf '  (its floor: sa-null / OpenSM joins/s: %s)\n' "${FIG[sm_joins_floor_vs_opensm]}"
+fi
+if [ -n "$SAMEHOST_FANOUT" ]; then # the same-host path on (UMC_SHM=1)
+	if in_list 16 "$SAMEHOST_FANOUT" && in_list 1024 "$SIZES"; then
+		target fanout16_vs_udp_1024 '>=' 3.0
+		target fanout16_loss_minus_udp_1024 '<=' 0
+	fi
+	if in_list 64 "$SIZES"; then
+		target local_p50_vs_udp_64 '<=' 0.5
+		target local_evlat_p50_vs_udp_64 '<=' 0.8
+	fi
 fi
 if [ -n "${FIG[storm_timeouts]:-}" ]; then
 	target storm_timeouts '<=' 0
