@@ -6,13 +6,17 @@ bench/run.sh calls it at its end; run it again on a finished run's BUILD
 (build-bench by default) to draw the same pictures from the same numbers:
 
   rtt-cdf.svg       the round-trip time distributions (CDF) of umcast, raw
-                    UDP and libfabric, busy-polling and event-driven, one
-                    column per message size, from BUILD/bench-rtt/
-                    (every timed round trip of every repetition);
-  rate-by-size.svg  the 1 -> 1 message rate of umcast, raw UDP, libfabric
-                    and umcast on umc_ib0, by message size;
-  fanout.svg        the aggregate delivered rate and the loss of umcast and
-                    raw UDP, by number of receiver processes;
+                    UDP and libfabric, and of umcast with the same-host
+                    path on and off (UMC_SHM=1, =0), busy-polling and
+                    event-driven, one column per message size, from
+                    BUILD/bench-rtt/ (every timed round trip of every
+                    repetition);
+  rate-by-size.svg  the 1 -> 1 message rate of umcast, raw UDP, libfabric,
+                    umcast on umc_ib0 and umcast with the path on and off,
+                    by message size;
+  fanout.svg        the aggregate delivered rate and the loss of umcast
+                    (its defaults; the path on; off) and raw UDP, by number
+                    of receiver processes (1 to 16: a log scale);
 
 the last two from BUILD/bench-data.txt: the medians over the repetitions,
 with a bar from the smallest to the largest.  Needs python3-matplotlib
@@ -37,6 +41,8 @@ STYLE = {
     "udp": ("#7f7f7f", "s", "raw UDP"),
     "libfabric": ("#d62728", "^", "libfabric udp"),
     "umcib": ("#2ca02c", "D", "umcast on umc_ib0"),
+    "shm": ("#9467bd", "v", "umcast, same-host path (UMC_SHM=1)"),
+    "noshm": ("#8c564b", "P", "umcast, UMC_SHM=0"),
 }
 plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
                      "svg.fonttype": "path", "figure.dpi": 100})
@@ -158,7 +164,7 @@ def plot_rate(rates, header, out):
 
 def plot_fanout(rates, header, out):
     sizes = sorted({s for (_, s, _) in rates})
-    ts = [t for t in ("umcast", "udp") if any(k[0] == t for k in rates)]
+    ts = [t for t in ("umcast", "shm", "noshm", "udp") if any(k[0] == t for k in rates)]
     fig, axes = plt.subplots(2, len(sizes), figsize=(4.2 * len(sizes), 6.4), squeeze=False,
                              sharex=True)
     for c, s in enumerate(sizes):
@@ -168,15 +174,18 @@ def plot_fanout(rates, header, out):
                 continue
             color, marker, name = STYLE[t]
             # The transports a little apart, so that their bars do not hide
-            # each other.
-            xs = [n + (i - (len(ts) - 1) / 2) * 0.08 for n in ns]
+            # each other (by a factor: the axis is logarithmic).
+            xs = [n * 2 ** ((i - (len(ts) - 1) / 2) * 0.06) for n in ns]
             for r, pick, scale in ((0, 0, 1000), (1, 1, 0.01)):
                 med = [spread([x[pick] for x in rates[t, s, n]]) for n in ns]
                 axes[r][c].errorbar(xs, [m / scale for m, _, _ in med],
                                     yerr=[[a / scale for _, a, _ in med],
                                           [b / scale for _, _, b in med]],
                                     color=color, marker=marker, label=name, capsize=3)
-            axes[1][c].set_xticks(ns)
+        ns = sorted({n for (tt, ss, n) in rates if tt in ts and ss == s})
+        axes[1][c].set_xscale("log", base=2)
+        axes[1][c].set_xticks(ns, [str(n) for n in ns])
+        axes[1][c].xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         axes[0][c].set_title(f"{s} B", fontsize=10)
         axes[0][c].set_ylim(bottom=0)
         axes[1][c].set_ylim(bottom=0)

@@ -9,7 +9,8 @@
 #  2. rate-by-size.svg labels each bar with the median over the
 #     repetitions (in thousands of msg/s), a failed repetition ("-") left
 #     out;
-#  3. fanout.svg exists, with both transports;
+#  3. fanout.svg exists, with both transports, and with umcast's same-host
+#     path (shm) and 16 receivers where a run has them;
 #  4. a BUILD with no numbers is an error (exit non-zero).
 #
 # Matplotlib's SVG keeps every text as a comment beside its glyphs, which is
@@ -37,6 +38,8 @@ rate udp 64 1 2 - -
 rate udp 64 1 3 70000 0.0000
 rate umcast 64 2 1 150000 0.0100
 rate udp 64 2 1 160000 0.0200
+rate shm 64 16 1 900000 0.0100
+rate udp 64 16 1 300000 0.0000
 lat umcast 64 busy 1 10.0 20.0 30.0
 EOF
 # umcast, 64 B, busy: 1..1000 us (in ns), in two repetitions.
@@ -65,7 +68,7 @@ for l in 110 80 "umcast" "raw UDP" "64 B"; do
 done
 
 # 3. fan-out
-for l in umcast "raw UDP" "receiver processes"; do
+for l in umcast "raw UDP" "receiver processes" "umcast, same-host path (UMC_SHM=1)" 16; do
 	if texts fanout.svg | grep -qxF -- "$l"; then ok "fanout.svg: '$l'"; else bad "fanout.svg lacks '$l'"; fi
 done
 
