@@ -46,7 +46,8 @@
 #
 # Beside the table it writes $BUILD/bench-data.txt (every repetition's
 # rates, losses and latency percentiles), the busy-polling and event-driven
-# round-trip times of umcast, raw UDP and libfabric ($BUILD/bench-rtt/),
+# round-trip times of umcast (its defaults, and with the same-host path on
+# and off), raw UDP and libfabric ($BUILD/bench-rtt/),
 # and, with bench/plot.py, pictures of them as SVG (rtt-cdf.svg,
 # rate-by-size.svg, fanout.svg).  It also writes $BUILD/bench-summary.txt,
 # one line per figure, "ratio NAME VALUE".  umcast with the library's
@@ -223,25 +224,34 @@ if [ "$IB" = 1 ]; then
 	fi
 fi
 
-# start NAME CPU CMD...: run CMD in the background with -R on a fifo, wait
-# (bounded) for its ready byte.  Sets $STARTED to its pid.
-start() {
-	local name=$1 c=$2 fd fifo="$TMP/$1.ready" b
+# launch NAME CPU CMD...: run CMD in the background with -R on a fifo, whose
+# read end goes to READY[NAME].  Sets $STARTED to its pid.
+declare -A READY
+launch() {
+	local name=$1 c=$2 fd fifo="$TMP/$1.ready"
 	shift 2
 	mkfifo "$fifo"
 	exec {fd}<>"$fifo"
+	READY[$name]=$fd
 	# shellcheck disable=SC2046
 	timeout "$PROC_TIMEOUT" $(cpu "$c") "$@" -R 9 9>"$fifo" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	STARTED=$!
 	PIDS+=("$STARTED")
-	if ! read -r -t 20 -N 1 -u "$fd" b; then
-		exec {fd}<&-
-		log "   $name: not ready within 20 s: $(tail -3 "$TMP/$name.err" 2>/dev/null)"
-		kill "$STARTED" 2>/dev/null || true
-		return 1
-	fi
-	exec {fd}<&-
 }
+# ready NAME PID: wait (bounded) for NAME's ready byte; without one, kill
+# PID and return 1
+ready() {
+	local fd=${READY[$1]} b rc=0
+	read -r -t 20 -N 1 -u "$fd" b || rc=1
+	exec {fd}<&-
+	if [ $rc = 1 ]; then
+		log "   $1: not ready within 20 s: $(tail -3 "$TMP/$1.err" 2>/dev/null)"
+		kill "$2" 2>/dev/null || true
+	fi
+	return $rc
+}
+# start NAME CPU CMD...: launch, then ready.  Sets $STARTED to its pid.
+start() { launch "$@" && ready "$1" "$STARTED"; }
 
 # field KEY FILE: the value of KEY= on the result line of FILE
 field() { { sed -n "s/^result .*[ ]$1=\\([^ ]*\\).*/\\1/p" "$2" 2>/dev/null || true; } | head -1; }
@@ -254,14 +264,15 @@ median() { # numbers on stdin -> the median (lower middle), or "-" if none
 rate_once() {
 	local t=$1 size=$2 n=$3 i tool=${TOOL[$1]} g=${GROUP[$1]} ok=1 agg=0 lost=0 exp=0
 	local rpids=()
+	# All at once, then each one's ready byte: started one by one, each
+	# would share CPU 1 with the receivers before it, already polling,
+	# and 16 took seconds.
 	for ((i = 0; i < n; i++)); do
-		# shellcheck disable=SC2086,SC2046
-		if start "r$i" 1 env ${ENVS[$t]} "$tool" ${ARGS[$t]} -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000; then
-			rpids+=("$STARTED")
-		else
-			ok=0
-		fi
+		# shellcheck disable=SC2086
+		launch "r$i" 1 env ${ENVS[$t]} "$tool" ${ARGS[$t]} -m "$g" -S "$size" -B "$BATCH" -I 2000 -T 20000
+		rpids+=("$STARTED")
 	done
+	for ((i = 0; i < n; i++)); do ready "r$i" "${rpids[$i]}" || ok=0; done
 	if [ $ok = 1 ]; then
 		# shellcheck disable=SC2086,SC2046
 		timeout "$PROC_TIMEOUT" $(cpu 0) env ${ENVS[$t]} "$tool" ${ARGS[$t]} -s -o -m "$g" -S "$size" \
