@@ -3,6 +3,7 @@
  * agent.c - the orchestrator/agent harness of the multi-process
  * integration tests (agent.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -278,6 +279,12 @@ void agent_kill(struct agent *a)
 	close(a->rep);
 }
 
+void agent_expect_prefix(const char *r, const char *prefix, const char *what)
+{
+	if (strncmp(r, prefix, strlen(prefix)))
+		agent_fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
+}
+
 void agent_expect_resets(struct agent *a, int nids, uint64_t end)
 {
 	int resets[64] = {0}, other = 0;
@@ -334,4 +341,188 @@ void agent_start_sm(struct test_sm *sm, const char *const *args)
 	}
 	snprintf(env, sizeof(env), "127.0.0.1:%u", sm->port);
 	setenv("UMC_SM", env, 1);
+}
+
+/* ------------------------------------------------------------------------- */
+/* In an agent: its CM ids and their UD QPs.                                 */
+
+struct agent_ids agent_ids;
+
+void agent_addr_parse(const char *text, struct sockaddr_in *sin)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, text, &sin->sin_addr);
+}
+
+struct agent_node *agent_open(const char *addr, enum rdma_port_space ps, int nrecv, size_t slot)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 64, .max_recv_wr = (uint32_t)nrecv, .max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_UD,
+		.sq_sig_all = 1,
+	};
+	struct agent_node *nd = &agent_ids.n[agent_ids.nids];
+	struct sockaddr_in src;
+
+	agent_addr_parse(addr, &src);
+	if (agent_ids.nids == AGENT_MAX_IDS) {
+		agent_reply("fail too many ids");
+		return NULL;
+	}
+	if (!agent_ids.ch && !(agent_ids.ch = rdma_create_event_channel())) {
+		agent_reply("fail rdma_create_event_channel");
+		return NULL;
+	}
+	if (rdma_create_id(agent_ids.ch, &nd->id, nd, ps)) {
+		agent_reply("fail rdma_create_id errno %d", errno);
+		return NULL;
+	}
+	if (rdma_bind_addr(nd->id, (struct sockaddr *)&src)) {
+		agent_reply("fail rdma_bind_addr errno %d", errno);
+		return NULL;
+	}
+	if (rdma_create_qp(nd->id, NULL, &qa)) {
+		agent_reply("fail rdma_create_qp errno %d", errno);
+		return NULL;
+	}
+	nd->slot = slot;
+	nd->nrecv = nrecv;
+	nd->buf = calloc((size_t)nrecv, slot);
+	nd->mr = nd->buf ? ibv_reg_mr(nd->id->pd, nd->buf, (size_t)nrecv * slot,
+				      IBV_ACCESS_LOCAL_WRITE)
+			 : NULL;
+	if (!nd->mr) {
+		agent_reply("fail ibv_reg_mr");
+		return NULL;
+	}
+	for (int k = 0; k < nrecv - 1; k++) /* the last slot is the send buffer */
+		if (!agent_post_recv(nd, (uint64_t)k)) {
+			agent_reply("fail ibv_post_recv");
+			return NULL;
+		}
+	agent_ids.nids++;
+	return nd;
+}
+
+bool agent_post_recv(struct agent_node *nd, uint64_t k)
+{
+	struct ibv_sge sge = {(uintptr_t)nd->buf + k * nd->slot, (uint32_t)nd->slot, nd->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = k, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(nd->id->qp, &wr, &bad) == 0;
+}
+
+int agent_post_send(struct agent_node *nd, uint64_t wr_id, uint32_t len)
+{
+	struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)(nd->nrecv - 1) * nd->slot, len,
+			      nd->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND}, *bad;
+
+	wr.wr.ud.ah = nd->ah;
+	wr.wr.ud.remote_qpn = nd->rqpn;
+	wr.wr.ud.remote_qkey = nd->rqkey;
+	return ibv_post_send(nd->id->qp, &wr, &bad);
+}
+
+bool agent_send_completed(struct agent_node *nd, int ms)
+{
+	uint64_t end = t_deadline(ms);
+	struct ibv_wc wc;
+	int got = 0;
+
+	while (!got && t_left_ms(end))
+		got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
+	return got == 1 && wc.status == IBV_WC_SUCCESS;
+}
+
+void agent_set_dest(struct agent_node *nd, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	if (nd->ah)
+		ibv_destroy_ah(nd->ah);
+	nd->ah = ah;
+	nd->rqpn = qpn;
+	nd->rqkey = qkey;
+}
+
+void agent_event_reply(const struct rdma_cm_event *ev)
+{
+	const struct rdma_ud_param *ud = &ev->param.ud;
+	const struct ibv_ah_attr *ah = &ud->ah_attr;
+	const struct agent_node *nd = ev->id->context;
+	char g[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, ah->grh.dgid.raw, g, sizeof(g));
+	agent_reply("ok %s %d %d %s dlid 0x%x sl %d rate %d fl 0x%x tc %d hop %d global %d qpn "
+		    "0x%x qkey 0x%x",
+		    ev->event == RDMA_CM_EVENT_MULTICAST_JOIN	 ? "JOIN"
+		    : ev->event == RDMA_CM_EVENT_MULTICAST_ERROR ? "ERROR"
+								 : rdma_event_str(ev->event),
+		    ev->status, (int)(nd - agent_ids.n), g, ah->dlid, ah->sl, ah->static_rate,
+		    ah->grh.flow_label, ah->grh.traffic_class, ah->grh.hop_limit, ah->is_global,
+		    ud->qp_num, ud->qkey);
+}
+
+/* The node of index @idx, or NULL once a "fail ..." reply is given. */
+static struct agent_node *agent_node_at(int idx)
+{
+	if (idx >= 0 && idx < agent_ids.nids)
+		return &agent_ids.n[idx];
+	agent_reply("fail no id %d", idx);
+	return NULL;
+}
+
+void agent_do_join(int idx, const char *group, const char *how, int ev_ms, int retry_ms)
+{
+	struct sockaddr_in grp;
+	struct rdma_cm_join_mc_attr_ex ja = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.join_flags = strcmp(how, "sendonly") ? RDMA_MC_JOIN_FLAG_FULLMEMBER
+						      : RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
+		.addr = (struct sockaddr *)&grp,
+	};
+	struct agent_node *nd = agent_node_at(idx);
+	struct rdma_cm_event *ev;
+
+	if (!nd)
+		return;
+	agent_addr_parse(group, &grp);
+	for (uint64_t end = t_deadline(retry_ms); rdma_join_multicast_ex(nd->id, &ja, nd);) {
+		if (errno != EADDRNOTAVAIL || !t_left_ms(end))
+			return agent_reply("fail join errno %d", errno);
+		usleep(20000); /* bounded by end */
+	}
+	ev = agent_cm_event(agent_ids.ch, ev_ms);
+	if (!ev)
+		return agent_reply("fail no event");
+	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN)
+		agent_set_dest(nd, ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr),
+			       ev->param.ud.qp_num, ev->param.ud.qkey);
+	agent_event_reply(ev);
+	rdma_ack_cm_event(ev);
+}
+
+void agent_do_leave(int idx, const char *group)
+{
+	struct agent_node *nd = agent_node_at(idx);
+	struct sockaddr_in grp;
+
+	if (!nd)
+		return;
+	agent_addr_parse(group, &grp);
+	if (rdma_leave_multicast(nd->id, (struct sockaddr *)&grp))
+		return agent_reply("fail leave errno %d", errno);
+	agent_reply("ok");
+}
+
+void agent_do_event(int ms)
+{
+	struct rdma_cm_event *ev = agent_cm_event(agent_ids.ch, ms);
+
+	if (!ev)
+		return agent_reply("ok none");
+	agent_event_reply(ev);
+	rdma_ack_cm_event(ev);
 }

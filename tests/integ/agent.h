@@ -15,6 +15,9 @@
  * have threads when it starts an agent, since a forked child of a
  * threaded process may only call async-signal-safe functions until it
  * executes a program (POSIX fork()).
+ *
+ * The agents of ib_procs and fault_procs share their CM ids, UD QPs and
+ * the commands on them that read alike (agent_open(), agent_do_join(), ...).
  */
 #ifndef TEST_INTEG_AGENT_H
 #define TEST_INTEG_AGENT_H
@@ -26,11 +29,12 @@
 
 #include "wait.h" /* the harness's waits; the agents' too */
 
-struct rdma_cm_event;
-struct rdma_event_channel;
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 enum {
 	AGENT_CMD_MS = 15000, /* bound on any agent reply: above every command's own */
+	AGENT_MAX_IDS = 8,    /* CM ids of one agent (agent_open()) */
 };
 
 /* The orchestrator's handle of one agent. */
@@ -101,6 +105,9 @@ void agent_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Count a failure unless @got == @want. */
 void agent_expect_eq(const char *what, unsigned long got, unsigned long want);
 
+/* Count a failure unless agent reply @r starts with @prefix; @what names the step. */
+void agent_expect_prefix(const char *r, const char *prefix, const char *what);
+
 /*
  * Close the pipes and reap within AGENT_CMD_MS (then SIGKILL); true if it
  * exited with status 0, otherwise a counted failure (a hung agent too).
@@ -121,6 +128,88 @@ void agent_kill(struct agent *a);
  * EVENT STATUS IDX" (the event, its status, the id's index) or "ok none".
  */
 void agent_expect_resets(struct agent *a, int nids, uint64_t end);
+
+/* ------------------------------------------------------------------------- */
+/* In an agent: its CM ids and their UD QPs (ib_procs, fault_procs).         */
+
+/*
+ * One CM id of an agent: its UD QP, a registered buffer of @nrecv slots of
+ * @slot bytes (a receive posted in each but the last, which sends draw
+ * from), and where its sends go.
+ */
+struct agent_node {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t slot;
+	int nrecv;
+	struct ibv_ah *ah; /* NULL until a join or the program sets one */
+	uint32_t rqpn, rqkey;
+	unsigned received; /* for the program's own receive commands */
+};
+
+/* The agent's ids (agent_ids.n[0 .. nids - 1]) and their one event channel. */
+struct agent_ids {
+	struct rdma_event_channel *ch;
+	struct agent_node n[AGENT_MAX_IDS];
+	int nids;
+};
+
+extern struct agent_ids agent_ids;
+
+/* An IPv4 address in dotted-quad @text as a struct sockaddr_in (port 0). */
+void agent_addr_parse(const char *text, struct sockaddr_in *sin);
+
+/*
+ * A new id of port space @ps, bound to @addr, with a UD QP (CQs of the
+ * id's PD, every send signalled) and @nrecv slots of @slot bytes; the
+ * event channel is made with the first.
+ * Returns: the node (agent_ids.nids counts it), or NULL once a "fail ..."
+ * reply is given.
+ */
+struct agent_node *agent_open(const char *addr, enum rdma_port_space ps, int nrecv, size_t slot);
+
+/* Post a receive in slot @k of @nd; true if ibv_post_recv() took it. */
+bool agent_post_recv(struct agent_node *nd, uint64_t k);
+
+/*
+ * Post one SEND of the first @len bytes of @nd's last slot to its
+ * destination (agent_set_dest()).  Returns: ibv_post_send()'s value.
+ */
+int agent_post_send(struct agent_node *nd, uint64_t wr_id, uint32_t len);
+
+/* Wait up to @ms for one send completion of @nd; true if it came and succeeded. */
+bool agent_send_completed(struct agent_node *nd, int ms);
+
+/* Make @ah (NULL allowed) @nd's destination, with QPN @qpn and Q_Key @qkey; the old AH goes. */
+void agent_set_dest(struct agent_node *nd, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey);
+
+/*
+ * The reply for CM event @ev of one of the agent's ids: "ok EVENT STATUS
+ * IDX DGID dlid 0x.. sl .. rate .. fl 0x.. tc .. hop .. global .. qpn 0x..
+ * qkey 0x..", EVENT being JOIN, ERROR (MULTICAST_JOIN, MULTICAST_ERROR) or
+ * rdma_event_str()'s name, IDX the id's index, then the event's ah_attr and
+ * UD parameters.
+ */
+void agent_event_reply(const struct rdma_cm_event *ev);
+
+/*
+ * "join IDX GROUP full|sendonly": rdma_join_multicast_ex() with
+ * FULLMEMBER or SENDONLY_FULLMEMBER, then its event within @ev_ms, as
+ * agent_event_reply() gives it; a JOIN makes its AH, QPN and Q_Key the
+ * id's destination.  A join refused with EADDRNOTAVAIL is tried again for
+ * up to @retry_ms (a port registered again reads the IPoIB broadcast
+ * group's record first; 0: not tried again).  Otherwise "fail ...".
+ */
+void agent_do_join(int idx, const char *group, const char *how, int ev_ms, int retry_ms);
+
+/* "leave IDX GROUP": rdma_leave_multicast(); "ok", or "fail leave errno N". */
+void agent_do_leave(int idx, const char *group);
+
+/* "event MS": the next CM event within MS ms (agent_event_reply()), or "ok none". */
+void agent_do_event(int ms);
+
+/* ------------------------------------------------------------------------- */
 
 struct test_sm;
 

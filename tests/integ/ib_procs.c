@@ -102,7 +102,6 @@
 #include "wire/ib_mad.h"
 
 enum {
-	MAX_IDS = 8,
 	NRECV = 64,
 	SLOT = 2048,
 	EV_MS = 10000,	/* bound on any CM event */
@@ -116,180 +115,39 @@ enum {
 /* ------------------------------------------------------------------------- */
 /* Agent: one application process on the IB port.                            */
 
-struct node {
-	struct rdma_cm_id *id;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	struct ibv_ah *ah;
-	uint32_t rqpn, rqkey;
-	unsigned received;
-};
-
-static struct {
-	struct rdma_event_channel *ch;
-	struct node n[MAX_IDS];
-	int nids;
-} ag;
-
-static void addr_parse(const char *text, struct sockaddr_in *sin)
-{
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	inet_pton(AF_INET, text, &sin->sin_addr);
-}
-
 /* open udp|ipoib: an id bound to the IPoIB address, its QP, receives posted. */
 static void cmd_open(const char *ps)
 {
-	struct ibv_qp_init_attr qa = {
-		.cap = {.max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
-			.max_recv_sge = 1},
-		.qp_type = IBV_QPT_UD,
-		.sq_sig_all = 1,
-	};
-	struct node *nd = &ag.n[ag.nids];
-	struct sockaddr_in src;
+	enum rdma_port_space sp = strcmp(ps, "ipoib") ? RDMA_PS_UDP : RDMA_PS_IPOIB;
+	struct agent_node *nd = agent_open("127.0.0.2", sp, NRECV, SLOT);
 	union ibv_gid gid;
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr ia;
+	char g[INET6_ADDRSTRLEN];
 
-	addr_parse("127.0.0.2", &src);
-	if (ag.nids == MAX_IDS)
-		return agent_reply("fail too many ids");
-	if (!ag.ch && !(ag.ch = rdma_create_event_channel()))
-		return agent_reply("fail rdma_create_event_channel");
-	if (rdma_create_id(ag.ch, &nd->id, nd, strcmp(ps, "ipoib") ? RDMA_PS_UDP : RDMA_PS_IPOIB))
-		return agent_reply("fail rdma_create_id errno %d", errno);
-	if (rdma_bind_addr(nd->id, (struct sockaddr *)&src))
-		return agent_reply("fail rdma_bind_addr errno %d", errno);
+	if (!nd)
+		return;
 	if (strcmp(ibv_get_device_name(nd->id->verbs->device), "umc_ib0"))
 		return agent_reply("fail bound to %s", ibv_get_device_name(nd->id->verbs->device));
-	if (rdma_create_qp(nd->id, NULL, &qa))
-		return agent_reply("fail rdma_create_qp errno %d", errno);
-	nd->buf = calloc(NRECV, SLOT);
-	nd->mr = nd->buf ? ibv_reg_mr(nd->id->pd, nd->buf, (size_t)NRECV * SLOT,
-				      IBV_ACCESS_LOCAL_WRITE)
-			 : NULL;
-	if (!nd->mr)
-		return agent_reply("fail ibv_reg_mr");
-	for (int k = 0; k < NRECV; k++) {
-		struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)k * SLOT, SLOT, nd->mr->lkey};
-		struct ibv_recv_wr wr = {.wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1},
-				   *badwr;
-
-		if (ibv_post_recv(nd->id->qp, &wr, &badwr))
-			return agent_reply("fail ibv_post_recv");
-	}
 	if (ibv_query_gid(nd->id->verbs, 1, 0, &gid) ||
 	    ibv_query_qp(nd->id->qp, &attr, IBV_QP_QKEY, &ia))
 		return agent_reply("fail query");
-	char g[INET6_ADDRSTRLEN];
-
 	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
-	agent_reply("ok %d %s qkey 0x%x", ag.nids++, g, attr.qkey);
-}
-
-static void event_reply(struct rdma_cm_event *ev)
-{
-	const struct rdma_ud_param *ud = &ev->param.ud;
-	const struct ibv_ah_attr *ah = &ud->ah_attr;
-	struct node *nd = ev->id->context;
-	char g[INET6_ADDRSTRLEN];
-
-	inet_ntop(AF_INET6, ah->grh.dgid.raw, g, sizeof(g));
-	agent_reply("ok %s %d %d %s dlid 0x%x sl %d rate %d fl 0x%x tc %d hop %d global %d qpn "
-		    "0x%x qkey 0x%x",
-		    ev->event == RDMA_CM_EVENT_MULTICAST_JOIN	 ? "JOIN"
-		    : ev->event == RDMA_CM_EVENT_MULTICAST_ERROR ? "ERROR"
-								 : rdma_event_str(ev->event),
-		    ev->status, (int)(nd - ag.n), g, ah->dlid, ah->sl, ah->static_rate,
-		    ah->grh.flow_label, ah->grh.traffic_class, ah->grh.hop_limit, ah->is_global,
-		    ud->qp_num, ud->qkey);
-}
-
-/* Make @ah (which may be NULL) the node's destination, QPN @qpn, Q_Key @qkey. */
-static void set_dest(struct node *nd, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
-{
-	if (nd->ah)
-		ibv_destroy_ah(nd->ah);
-	nd->ah = ah;
-	nd->rqpn = qpn;
-	nd->rqkey = qkey;
-}
-
-/* Post one 100-byte SEND from the last slot to the node's destination. */
-static int post_send_dest(struct node *nd, uint64_t wr_id)
-{
-	struct ibv_sge sge = {(uintptr_t)nd->buf + (size_t)(NRECV - 1) * SLOT, 100, nd->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				 .opcode = IBV_WR_SEND}, *bad;
-
-	wr.wr.ud.ah = nd->ah;
-	wr.wr.ud.remote_qpn = nd->rqpn;
-	wr.wr.ud.remote_qkey = nd->rqkey;
-	return ibv_post_send(nd->id->qp, &wr, &bad);
-}
-
-/* Wait up to EV_MS for one send completion; true if it came and succeeded. */
-static bool send_completed(struct node *nd)
-{
-	uint64_t end = t_now_ms() + EV_MS;
-	struct ibv_wc wc;
-	int got = 0;
-
-	while (!got && t_now_ms() < end)
-		got = ibv_poll_cq(nd->id->send_cq, 1, &wc);
-	return got == 1 && wc.status == IBV_WC_SUCCESS;
-}
-
-/* join IDX ADDR full|sendonly: the join and its event. */
-static void cmd_join(int idx, const char *addr, const char *how)
-{
-	static struct sockaddr_in grp[MAX_IDS];
-	struct rdma_cm_join_mc_attr_ex ja = {
-		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
-		.join_flags = strcmp(how, "sendonly") ? RDMA_MC_JOIN_FLAG_FULLMEMBER
-						      : RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
-		.addr = (struct sockaddr *)&grp[idx],
-	};
-	struct node *nd = &ag.n[idx];
-	struct rdma_cm_event *ev;
-
-	addr_parse(addr, &grp[idx]);
-	if (rdma_join_multicast_ex(nd->id, &ja, nd))
-		return agent_reply("fail join errno %d", errno);
-	ev = agent_cm_event(ag.ch, EV_MS);
-	if (!ev)
-		return agent_reply("fail no event");
-	if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN)
-		set_dest(nd, ibv_create_ah(nd->id->pd, &ev->param.ud.ah_attr),
-			 ev->param.ud.qp_num, ev->param.ud.qkey);
-	event_reply(ev);
-	rdma_ack_cm_event(ev);
-}
-
-static void cmd_leave(int idx, const char *addr)
-{
-	struct sockaddr_in grp;
-
-	addr_parse(addr, &grp);
-	if (rdma_leave_multicast(ag.n[idx].id, (struct sockaddr *)&grp))
-		return agent_reply("fail leave errno %d", errno);
-	agent_reply("ok");
+	agent_reply("ok %d %s qkey 0x%x", agent_ids.nids - 1, g, attr.qkey);
 }
 
 /* send IDX N: N messages to the AH of IDX's last JOIN. */
 static void cmd_send(int idx, int n)
 {
-	struct node *nd = &ag.n[idx];
+	struct agent_node *nd = &agent_ids.n[idx];
 
 	if (!nd->ah)
 		return agent_reply("fail no AH");
 	for (int i = 0; i < n; i++) {
 		memset(nd->buf + (size_t)(NRECV - 1) * SLOT, i, 100);
-		if (post_send_dest(nd, (uint64_t)i))
+		if (agent_post_send(nd, (uint64_t)i, 100))
 			return agent_reply("fail post_send");
-		if (!send_completed(nd))
+		if (!agent_send_completed(nd, EV_MS))
 			return agent_reply("fail send completion");
 	}
 	agent_reply("ok");
@@ -301,7 +159,7 @@ static void cmd_send(int idx, int n)
  */
 static void cmd_recv(int idx, int n, int ms, const char *mgid_text)
 {
-	struct node *nd = &ag.n[idx];
+	struct agent_node *nd = &agent_ids.n[idx];
 	uint64_t end = t_now_ms() + (uint64_t)ms;
 	struct in6_addr mgid;
 	int bad_grh = 0;
@@ -325,17 +183,6 @@ static void cmd_recv(int idx, int n, int ms, const char *mgid_text)
 	agent_reply("ok %u badgrh %d", nd->received, bad_grh);
 }
 
-/* event MS: the next CM event within MS ms, or "none". */
-static void cmd_event(int ms)
-{
-	struct rdma_cm_event *ev = agent_cm_event(ag.ch, ms);
-
-	if (!ev)
-		return agent_reply("ok none");
-	event_reply(ev);
-	rdma_ack_cm_event(ev);
-}
-
 /* info IDX: the port's LID, the QP number and GID 0, for a unicast peer. */
 static void cmd_info(int idx)
 {
@@ -343,17 +190,17 @@ static void cmd_info(int idx)
 	union ibv_gid gid;
 	char g[INET6_ADDRSTRLEN];
 
-	if (ibv_query_port(ag.n[idx].id->verbs, 1, &pa) ||
-	    ibv_query_gid(ag.n[idx].id->verbs, 1, 0, &gid))
+	if (ibv_query_port(agent_ids.n[idx].id->verbs, 1, &pa) ||
+	    ibv_query_gid(agent_ids.n[idx].id->verbs, 1, 0, &gid))
 		return agent_reply("fail query");
 	inet_ntop(AF_INET6, gid.raw, g, sizeof(g));
-	agent_reply("ok lid %u qpn %u gid %s", pa.lid, ag.n[idx].id->qp->qp_num, g);
+	agent_reply("ok lid %u qpn %u gid %s", pa.lid, agent_ids.n[idx].id->qp->qp_num, g);
 }
 
 /* usend IDX LID QPN GID|- N: N unicast SENDs to a QP by LID (with a GRH to GID). */
 static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int n)
 {
-	struct node *nd = &ag.n[idx];
+	struct agent_node *nd = &agent_ids.n[idx];
 	struct ibv_ah_attr attr = {.dlid = (uint16_t)lid, .port_num = 1};
 
 	if (strcmp(gid, "-")) {
@@ -361,7 +208,7 @@ static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int 
 		attr.grh.hop_limit = 1;
 		inet_pton(AF_INET6, gid, attr.grh.dgid.raw);
 	}
-	set_dest(nd, ibv_create_ah(nd->id->pd, &attr), qpn, RDMA_UDP_QKEY);
+	agent_set_dest(nd, ibv_create_ah(nd->id->pd, &attr), qpn, RDMA_UDP_QKEY);
 	if (!nd->ah)
 		return agent_reply("fail ibv_create_ah errno %d", errno);
 	cmd_send(idx, n);
@@ -374,7 +221,7 @@ static void cmd_usend(int idx, unsigned lid, unsigned qpn, const char *gid, int 
  */
 static void cmd_urecv(int idx, int n, bool answer)
 {
-	struct node *nd = &ag.n[idx];
+	struct agent_node *nd = &agent_ids.n[idx];
 	uint64_t end = t_now_ms() + 5000;
 	struct ibv_wc wc = {0};
 	int got = 0, grh = 0;
@@ -392,10 +239,11 @@ static void cmd_urecv(int idx, int n, bool answer)
 
 			if (!ah)
 				return agent_reply("fail ibv_create_ah_from_wc errno %d", errno);
-			set_dest(nd, ah, wc.src_qp, RDMA_UDP_QKEY);
-			if (post_send_dest(nd, 0))
+			agent_set_dest(nd, ah, wc.src_qp, RDMA_UDP_QKEY);
+			if (agent_post_send(nd, 0, 100))
 				return agent_reply("fail post_send");
-			(void)send_completed(nd); /* the peer's urecv counts what came */
+			(void)agent_send_completed(nd,
+						   EV_MS); /* the peer's urecv counts what came */
 		}
 	}
 	agent_reply("ok %d slid %u srcqp %u grh %d", got, wc.slid, wc.src_qp, grh);
@@ -407,10 +255,10 @@ static void cmd_port(void)
 
 	union ibv_gid gid;
 
-	if (!ag.nids || ibv_query_port(ag.n[0].id->verbs, 1, &pa))
+	if (!agent_ids.nids || ibv_query_port(agent_ids.n[0].id->verbs, 1, &pa))
 		return agent_reply("fail query_port");
 	errno = 0;
-	int past = ibv_query_gid(ag.n[0].id->verbs, 1, pa.gid_tbl_len, &gid);
+	int past = ibv_query_gid(agent_ids.n[0].id->verbs, 1, pa.gid_tbl_len, &gid);
 
 	agent_reply("ok state %d lid %u sm_lid %u link %d gids %d past %d/%d", pa.state, pa.lid,
 	      pa.sm_lid, pa.link_layer, pa.gid_tbl_len, past, errno);
@@ -421,9 +269,9 @@ static void cmd_cnt(const char *name)
 {
 	const struct umc_counters *c;
 
-	if (!ag.nids)
+	if (!agent_ids.nids)
 		return agent_reply("fail no port");
-	c = ctx_dev(ag.n[0].id->verbs)->cnt;
+	c = ctx_dev(agent_ids.n[0].id->verbs)->cnt;
 #define CNT_BY_NAME(n)                                                                             \
 	if (!strcmp(name, #n))                                                                     \
 		return agent_reply("ok %lu", atomic_load(&c->n));
@@ -443,7 +291,7 @@ static void cmd_cnt(const char *name)
 static void cmd_storm(int n)
 {
 	struct rlimit rl = {STORM_NOFILE, STORM_NOFILE};
-	struct rdma_cm_id *id = ag.nids ? ag.n[0].id : NULL;
+	struct rdma_cm_id *id = agent_ids.nids ? agent_ids.n[0].id : NULL;
 	unsigned join = 0, emfile = 0, timedout = 0, other = 0;
 	int other_ev = 0, other_status = 0, other_errno = 0;
 	struct umc_sa_counters cnt;
@@ -468,7 +316,7 @@ static void cmd_storm(int n)
 		int64_t left = (int64_t)(end - t_now_ms());
 
 		errno = 0;
-		ev = left > 0 ? agent_cm_event(ag.ch, (int)left) : NULL;
+		ev = left > 0 ? agent_cm_event(agent_ids.ch, (int)left) : NULL;
 		if (!ev)
 			return agent_reply("fail %d events of %d in %d ms", i, n, STORM_MS);
 		if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN)
@@ -510,9 +358,9 @@ static void agent_main(int cmd)
 		if (sscanf(line, "open %63s", a) == 1)
 			cmd_open(a);
 		else if (sscanf(line, "join %d %63s %127s", &i1, a, b) == 3)
-			cmd_join(i1, a, b);
+			agent_do_join(i1, a, b, EV_MS, 0);
 		else if (sscanf(line, "leave %d %63s", &i1, a) == 2)
-			cmd_leave(i1, a);
+			agent_do_leave(i1, a);
 		else if (sscanf(line, "send %d %d", &i1, &i2) == 2)
 			cmd_send(i1, i2);
 		else if (sscanf(line, "recv %d %d %127s", &i1, &i2, b) == 3)
@@ -524,7 +372,7 @@ static void agent_main(int cmd)
 		else if (sscanf(line, "urecv %d %d %63s", &i1, &i2, a) == 3)
 			cmd_urecv(i1, i2, !strcmp(a, "reply"));
 		else if (sscanf(line, "event %d", &i1) == 1)
-			cmd_event(i1);
+			agent_do_event(i1);
 		else if (sscanf(line, "storm %d", &i1) == 1)
 			cmd_storm(i1);
 		else if (!strcmp(line, "port"))
@@ -569,19 +417,12 @@ static const char *ask(struct agent *a, const char *fmt, ...)
 	return a->last;
 }
 
-/* Fail unless agent reply @r starts with @prefix; @what names the step. */
-static void expect_prefix(const char *r, const char *prefix, const char *what)
-{
-	if (strncmp(r, prefix, strlen(prefix)))
-		agent_fail("%s: got \"%s\", expected \"%s...\"", what, r, prefix);
-}
-
 /* Counter @name of agent @a's port. */
 static unsigned long counter(struct agent *a, const char *name)
 {
 	const char *r = ask(a, "cnt %s", name);
 
-	expect_prefix(r, "ok ", name);
+	agent_expect_prefix(r, "ok ", name);
 	return strtoul(r + 3, NULL, 10);
 }
 
@@ -727,7 +568,7 @@ static void start_joined(struct agent *a, int salt, char *mgid, char *g)
 	udp_mgid(grp, mgid);
 	start(a, "A");
 	reply_gid(ask(a, "open udp"), g);
-	expect_prefix(ask(a, "join 0 %s full", grp), "ok JOIN", "join");
+	agent_expect_prefix(ask(a, "join 0 %s full", grp), "ok JOIN", "join");
 	if (sa_join_state(mgid, g) != 1)
 		agent_fail("the SA does not hold the join");
 }
@@ -756,7 +597,7 @@ static void scenario_sendonly(bool support)
 	reply_gid(ask(&r2, "open udp"), g2);
 	reply_gid(ask(&s, "open udp"), gs);
 	r = ask(&r1, "join 0 %s full", grp);
-	expect_prefix(r, "ok JOIN 0 0 ", "receiver 1 join");
+	agent_expect_prefix(r, "ok JOIN 0 0 ", "receiver 1 join");
 	reply_dgid(r, dgid);
 	if (strcmp(dgid, mgid))
 		agent_fail("JOIN dgid %s, expected %s", dgid, mgid);
@@ -771,12 +612,12 @@ static void scenario_sendonly(bool support)
 	if (!strstr(r, " sl 0 rate 3 "))
 		agent_fail("JOIN SL/rate: %s", r);
 	r = ask(&r2, "join 0 %s full", grp);
-	expect_prefix(r, "ok JOIN 0 0 ", "receiver 2 join");
+	agent_expect_prefix(r, "ok JOIN 0 0 ", "receiver 2 join");
 	if (reply_hex(r, "dlid 0x") != mlid)
 		agent_fail("second receiver's MLID 0x%x, first's 0x%x", reply_hex(r, "dlid 0x"), mlid);
 	r = ask(&s, "join 0 %s sendonly", grp);
 	if (support) {
-		expect_prefix(r, "ok JOIN 0 0 ", "send-only join");
+		agent_expect_prefix(r, "ok JOIN 0 0 ", "send-only join");
 		if (reply_hex(r, "dlid 0x") != mlid)
 			agent_fail("send-only MLID: %s", r);
 		int st1 = sa_join_state(mgid, g1), st2 = sa_join_state(mgid, g2),
@@ -784,17 +625,17 @@ static void scenario_sendonly(bool support)
 
 		if (st1 != 1 || st2 != 1 || sts != 8)
 			agent_fail("SA JoinStates %d %d %d, expected 1 1 8", st1, st2, sts);
-		expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
+		agent_expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
 		char want[64];
 
 		snprintf(want, sizeof(want), "ok %d badgrh 0", NMSG);
-		expect_prefix(ask(&r1, "recv 0 %d %s", NMSG, mgid), want, "receiver 1");
-		expect_prefix(ask(&r2, "recv 0 %d %s", NMSG, mgid), want, "receiver 2");
+		agent_expect_prefix(ask(&r1, "recv 0 %d %s", NMSG, mgid), want, "receiver 1");
+		agent_expect_prefix(ask(&r2, "recv 0 %d %s", NMSG, mgid), want, "receiver 2");
 		/* The send-only member's QP is not attached: it gets nothing. */
-		expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "send-only receives");
+		agent_expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "send-only receives");
 	} else {
 		/* "requires SM support, otherwise joining will fail" */
-		expect_prefix(r, "ok ERROR -22 ", "send-only join without SM support");
+		agent_expect_prefix(r, "ok ERROR -22 ", "send-only join without SM support");
 		if (sa_join_state(mgid, gs) != 0)
 			agent_fail("the SA holds the refused send-only member");
 		if (sa_join_state(mgid, g1) != 1)
@@ -823,20 +664,20 @@ static void scenario_aggregate(void)
 	reply_gid(ask(&a, "open udp"), g);
 	agent_cmd(&a, "open udp");
 	agent_cmd(&a, "open udp");
-	expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
-	expect_prefix(ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
+	agent_expect_prefix(ask(&a, "join 0 %s full", grp), "ok JOIN 0 0 ", "first full join");
+	agent_expect_prefix(ask(&a, "join 1 %s full", grp), "ok JOIN 0 1 ", "second full join");
 	if ((st = sa_join_state(mgid, g)) != 1)
 		agent_fail("after two full joins the SA holds %d", st);
-	expect_prefix(ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
+	agent_expect_prefix(ask(&a, "join 2 %s sendonly", grp), "ok JOIN 0 2 ", "send-only join");
 	if ((st = sa_join_state(mgid, g)) != 9)
 		agent_fail("full + send-only: the SA holds 0x%x, expected 0x9 (OR-ed)", st);
-	expect_prefix(ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
+	agent_expect_prefix(ask(&a, "leave 2 %s", grp), "ok", "leave send-only");
 	if ((st = sa_join_state_becomes(mgid, g, 1, 5000)) != 1)
 		agent_fail("after the send-only leave the SA holds 0x%x", st);
-	expect_prefix(ask(&a, "leave 0 %s", grp), "ok", "leave one full");
+	agent_expect_prefix(ask(&a, "leave 0 %s", grp), "ok", "leave one full");
 	if ((st = sa_join_state(mgid, g)) != 1)
 		agent_fail("one full join left: the SA holds 0x%x", st);
-	expect_prefix(ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
+	agent_expect_prefix(ask(&a, "leave 1 %s", grp), "ok", "leave the last full");
 	if (sa_join_state_becomes(mgid, g, 0, 5000) != 0)
 		agent_fail("after the last leave the SA still has the group");
 	agent_finish(&a);
@@ -862,11 +703,11 @@ static void scenario_mgid0(void)
 	agent_cmd(&a, "open udp");
 	agent_cmd(&a, "open udp");
 	r = ask(&a, "join 0 0.0.0.0 full");
-	expect_prefix(r, "ok JOIN 0 0 ", "wildcard join 1");
+	agent_expect_prefix(r, "ok JOIN 0 0 ", "wildcard join 1");
 	reply_dgid(r, d1);
 	m1 = reply_hex(r, "dlid 0x");
 	r = ask(&a, "join 1 0.0.0.0 full");
-	expect_prefix(r, "ok JOIN 0 1 ", "wildcard join 2");
+	agent_expect_prefix(r, "ok JOIN 0 1 ", "wildcard join 2");
 	reply_dgid(r, d2);
 	if (strncmp(d1, "ff12:a01b:", 10) || strncmp(d2, "ff12:a01b:", 10))
 		agent_fail("SA-assigned MGIDs %s %s, expected ff12:a01b:...", d1, d2);
@@ -891,7 +732,7 @@ static void scenario_ipoib(void)
 	if (!strstr(r, "qkey 0xb1b"))
 		agent_fail("RDMA_PS_IPOIB QP Q_Key: %s, expected the broadcast group's 0xb1b", r);
 	r = ask(&a, "join 0 %s full", grp);
-	expect_prefix(r, "ok JOIN 0 0 ", "IPoIB-space join");
+	agent_expect_prefix(r, "ok JOIN 0 0 ", "IPoIB-space join");
 	reply_dgid(r, d);
 	if (strncmp(d, "ff12:401b:ffff::", 16) || reply_hex(r, "qkey 0x") != 0xb1b)
 		agent_fail("IPoIB join: %s", r);
@@ -963,8 +804,9 @@ static void expect_one_reset_each(struct agent *a, int nproc, int nids, const ch
 		agent_expect_resets(&a[i], nids, end);
 	/* Leave and join again: works at the new SM. */
 	for (int i = 0; grp0 && i < nproc; i++) {
-		expect_prefix(ask(&a[i], "leave 0 %s", grp0), "ok", "leave after reset");
-		expect_prefix(ask(&a[i], "join 0 %s full", grp0), "ok JOIN 0 0 ", "join again");
+		agent_expect_prefix(ask(&a[i], "leave 0 %s", grp0), "ok", "leave after reset");
+		agent_expect_prefix(ask(&a[i], "join 0 %s full", grp0), "ok JOIN 0 0 ",
+				    "join again");
 	}
 }
 
@@ -984,8 +826,8 @@ static void scenario_restart(void)
 	for (int i = 0; i < NPROC; i++) {
 		start(&a[i], names[i]);
 		for (int j = 0; j < NIDS; j++) {
-			expect_prefix(ask(&a[i], "open udp"), "ok", "open");
-			expect_prefix(ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
+			agent_expect_prefix(ask(&a[i], "open udp"), "ok", "open");
+			agent_expect_prefix(ask(&a[i], "join %d %s full", j, grp[j]), "ok JOIN",
 				      "join before the restart");
 		}
 	}
@@ -1045,27 +887,32 @@ static void scenario_smctl(void)
 	start(&a[1], "B");
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 3; j++)
-			expect_prefix(ask(&a[i], "open udp"), "ok", "open");
+			agent_expect_prefix(ask(&a[i], "open udp"), "ok", "open");
 	snprintf(args, sizeof(args), "reject %s insufficient_components", grp[0]);
 	snprintf(want, sizeof(want), "joins of %s are rejected with status 0x0600 "
 		 "(ERR_REQ_INSUFFICIENT_COMPONENTS)", grp[0]);
 	umc_ctl(&sm, args, want, false);
-	expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok ERROR -22 ", "a rejected join");
-	expect_prefix(ask(&a[0], "join 1 %s full", grp[1]), "ok JOIN", "another group's join");
+	agent_expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok ERROR -22 ",
+			    "a rejected join");
+	agent_expect_prefix(ask(&a[0], "join 1 %s full", grp[1]), "ok JOIN",
+			    "another group's join");
 	snprintf(args, sizeof(args), "reject %s off", grp[0]);
 	snprintf(want, sizeof(want), "joins of %s are answered again", grp[0]);
 	umc_ctl(&sm, args, want, false);
-	expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok JOIN", "a join after off");
+	agent_expect_prefix(ask(&a[0], "join 0 %s full", grp[0]), "ok JOIN", "a join after off");
 	umc_ctl(&sm, "silent 30", "silent for 30 s", false);
 	t0 = t_now_ms();
-	expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok ERROR -110 ", "a join to a silent SM");
+	agent_expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok ERROR -110 ",
+			    "a join to a silent SM");
 	dt = t_now_ms() - t0;
 	if (dt < 2500 || dt > 9000)
 		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
 	umc_ctl(&sm, "silent 0", "answering again", false);
-	expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok JOIN", "a join after silence");
+	agent_expect_prefix(ask(&a[0], "join 2 %s full", grp[2]), "ok JOIN",
+			    "a join after silence");
 	for (int j = 0; j < 3; j++)
-		expect_prefix(ask(&a[1], "join %d %s full", j, grp[j]), "ok JOIN", "B's joins");
+		agent_expect_prefix(ask(&a[1], "join %d %s full", j, grp[j]), "ok JOIN",
+				    "B's joins");
 	umc_ctl(&sm, "failover", "failed over: epoch 0x", true);
 	expect_one_reset_each(a, 2, 3, grp[0]);
 	for (int i = 0; i < 2; i++)
@@ -1101,8 +948,8 @@ static void scenario_lapse(void)
 		scenario_group(grp[j], 30 + j);
 	start(&a, "A");
 	for (int j = 0; j < 2; j++) {
-		expect_prefix(ask(&a, "open udp"), "ok", "open");
-		expect_prefix(ask(&a, "join %d %s full", j, grp[j]), "ok JOIN", "join");
+		agent_expect_prefix(ask(&a, "open udp"), "ok", "open");
+		agent_expect_prefix(ask(&a, "join %d %s full", j, grp[j]), "ok JOIN", "join");
 	}
 	umc_ctl(&sm, "silent 30", "silent for 30 s", false);
 	expect_one_reset_each(&a, 1, 2, NULL);
@@ -1112,10 +959,11 @@ static void scenario_lapse(void)
 		usleep(20000);
 	if (!strstr(r, "state 4 "))
 		agent_fail("the port after the SM answers again: %s (expected ACTIVE)", r);
-	expect_prefix(ask(&a, "leave 0 %s", grp[0]), "ok", "leave after the reset");
-	expect_prefix(ask(&a, "join 0 %s full", grp[0]), "ok JOIN 0 0 ", "a join at the same SM");
+	agent_expect_prefix(ask(&a, "leave 0 %s", grp[0]), "ok", "leave after the reset");
+	agent_expect_prefix(ask(&a, "join 0 %s full", grp[0]), "ok JOIN 0 0 ",
+			    "a join at the same SM");
 	/* Three leases: the renewals are answered and heard. */
-	expect_prefix(ask(&a, "event %d", 3 * LEASE_MS), "ok none", "events after the join");
+	agent_expect_prefix(ask(&a, "event %d", 3 * LEASE_MS), "ok none", "events after the join");
 	agent_finish(&a);
 	stop_sm(&sm);
 	test_sm_free(&sm);
@@ -1131,10 +979,11 @@ static void scenario_timeout(void)
 	agent_start_sm(&sm, NULL);
 	scenario_group(grp, 5);
 	start(&a, "A");
-	expect_prefix(ask(&a, "open udp"), "ok", "open");
+	agent_expect_prefix(ask(&a, "open udp"), "ok", "open");
 	kill(sm.pid, SIGSTOP);
 	t0 = t_now_ms();
-	expect_prefix(ask(&a, "join 0 %s full", grp), "ok ERROR -110 ", "join to a silent SM");
+	agent_expect_prefix(ask(&a, "join 0 %s full", grp), "ok ERROR -110 ",
+			    "join to a silent SM");
 	dt = t_now_ms() - t0;
 	if (dt < 2500 || dt > 9000)
 		agent_fail("the join timed out after %llu ms, not about 3000", (unsigned long long)dt);
@@ -1173,25 +1022,25 @@ static void scenario_unicast(void)
 	if (!strstr(r, "state 4 ") || !strstr(r, "sm_lid 1 link 1 gids 1 past -1/22"))
 		agent_fail("registered port: %s (expected ACTIVE, SM LID 1, InfiniBand, one GID)", r);
 	/* Local (LRH only): no GRH at the receiver. */
-	expect_prefix(ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
+	agent_expect_prefix(ask(&a, "usend 0 %u %u - 5", blid, bqpn), "ok", "local unicast send");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", alid, aqpn);
-	expect_prefix(ask(&b, "urecv 0 5 reply"), want, "local unicast receive");
+	agent_expect_prefix(ask(&b, "urecv 0 5 reply"), want, "local unicast receive");
 	snprintf(want, sizeof(want), "ok 5 slid %u srcqp %u grh 0", blid, bqpn);
-	expect_prefix(ask(&a, "urecv 0 5 quiet"), want, "the replies");
+	agent_expect_prefix(ask(&a, "urecv 0 5 quiet"), want, "the replies");
 	/* Global (LRH + GRH): the GRH reaches the receiver and the reply uses it. */
-	expect_prefix(ask(&a, "usend 0 %u %u %s 3", blid, bqpn, bgid), "ok",
+	agent_expect_prefix(ask(&a, "usend 0 %u %u %s 3", blid, bqpn, bgid), "ok",
 		      "global unicast send");
 	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", alid, aqpn);
-	expect_prefix(ask(&b, "urecv 0 3 reply"), want, "global unicast receive");
+	agent_expect_prefix(ask(&b, "urecv 0 3 reply"), want, "global unicast receive");
 	snprintf(want, sizeof(want), "ok 3 slid %u srcqp %u grh 3", blid, bqpn);
-	expect_prefix(ask(&a, "urecv 0 3 quiet"), want, "the global replies");
+	agent_expect_prefix(ask(&a, "urecv 0 3 quiet"), want, "the global replies");
 	r = ask(&c, "urecv 0 1 quiet");
-	expect_prefix(r, "ok 0 ", "the bystander");
+	agent_expect_prefix(r, "ok 0 ", "the bystander");
 	/* A QPN nobody on that port has: sent, dropped and counted (rx_no_qp). */
 	unsigned long no_qp = counter(&b, "rx_no_qp");
 
-	expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
-	expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
+	agent_expect_prefix(ask(&a, "usend 0 %u %u - 1", blid, bqpn + 1000), "ok", "stray send");
+	agent_expect_prefix(ask(&b, "urecv 0 1 quiet"), "ok 0 ", "stray receive");
 	if (counter(&b, "rx_no_qp") != no_qp + 1)
 		agent_fail("stray datagram: rx_no_qp did not go up by one from %lu", no_qp);
 	agent_finish(&a);
@@ -1225,7 +1074,7 @@ static void scenario_storm(void)
 	snprintf(cap, sizeof(cap), "%d", STORM_JOINS);
 	agent_start_sm(&sm, args);
 	start(&a, "A");
-	expect_prefix(ask(&a, "open udp"), "ok", "open");
+	agent_expect_prefix(ask(&a, "open udp"), "ok", "open");
 	r = ask(&a, "storm %d", STORM_JOINS);
 	printf("# storm: %s\n", r);
 	if (sscanf(r, "ok join %u emfile %u timedout %u other %u ms %*u sent %*u resent %*u "
@@ -1250,7 +1099,7 @@ static void expect_recv(struct agent *a, int n, const char *mgid, const char *wh
 	char want[48];
 
 	snprintf(want, sizeof(want), "ok %d badgrh 0", n);
-	expect_prefix(ask(a, "recv 0 %d %s", n, mgid), want, what);
+	agent_expect_prefix(ask(a, "recv 0 %d %s", n, mgid), want, what);
 }
 
 /* Wait (up to 5 s) until agent @a's port is ACTIVE (registered again after a restart). */
@@ -1260,7 +1109,8 @@ static void wait_active(struct agent *a)
 
 	while (!strstr(ask(a, "port"), "state 4 ") && t_now_ms() < end)
 		usleep(10000); /* bounded by end */
-	expect_prefix(strstr(a->last, "state 4 ") ? "ok" : a->last, "ok", "the port active again");
+	agent_expect_prefix(strstr(a->last, "state 4 ") ? "ok" : a->last, "ok",
+			    "the port active again");
 }
 
 /*
@@ -1357,7 +1207,7 @@ static int count_copies(int fd, uint16_t mlid, int want, int ms, int *other)
  */
 static void scenario_fwd(void)
 {
-	enum { N = 20 }; /* R has 64 receives posted, never posted again */
+	enum { N = 20 }; /* R has NRECV - 1 receives posted, never posted again */
 	struct umc_sa_open_args oa = {.timeout_ms = 3000};
 	socklen_t len = sizeof(oa.data);
 	struct test_sm sm;
@@ -1382,27 +1232,27 @@ static void scenario_fwd(void)
 	start(&r, "R");
 	start(&s, "S");
 	reply_gid(ask(&r, "open udp"), gr);
-	expect_prefix(ask(&s, "open udp"), "ok", "open");
+	agent_expect_prefix(ask(&s, "open udp"), "ok", "open");
 	mlid = reply_hex(ask(&r, "join 0 %s full", grp), "dlid 0x");
-	expect_prefix(r.last, "ok JOIN 0 0 ", "the member's join");
-	expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
-	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send");
+	agent_expect_prefix(r.last, "ok JOIN 0 0 ", "the member's join");
+	agent_expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
+	agent_expect_prefix(ask(&s, "send 0 %d", N), "ok", "send");
 	expect_recv(&r, N, mgid, "the member");
-	expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "the send-only sender receives");
+	agent_expect_prefix(ask(&s, "recv 0 1 %s", mgid), "ok 0 ", "the send-only sender receives");
 	if (counter(&s, "tx_packets") != N) /* one copy per receiving port, none to itself */
 		agent_fail("sender: %lu datagrams for %d messages to one member",
 			   counter(&s, "tx_packets"), N);
 	/* Joined: what S sends once the join was answered reaches the new member. */
 	if (observer_member(mgid, true))
 		agent_fail("the observer's join failed");
-	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a join");
+	agent_expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a join");
 	if ((got = count_copies(data, (uint16_t)mlid, N, 3000, &other)) != N)
 		agent_fail("the member that had just joined got %d of %d", got, N);
 	expect_recv(&r, 2 * N, mgid, "the first member");
 	/* Left: nothing S sends once the leave was answered reaches the port that left. */
 	if (observer_member(mgid, false))
 		agent_fail("the observer's leave failed");
-	expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a leave");
+	agent_expect_prefix(ask(&s, "send 0 %d", N), "ok", "send after a leave");
 	expect_recv(&r, 3 * N, mgid, "the first member, after the leave");
 	if ((got = count_copies(data, (uint16_t)mlid, 0, 300, &other)) != 0)
 		agent_fail("%d copies reached the port whose leave was answered", got);
@@ -1420,10 +1270,10 @@ static void scenario_fwd(void)
 		agent_fail("the killed member outlived its lease");
 	end = t_deadline(3000);
 	while (counter(&s, "tx_fwd_none") == 0 && t_now_ms() < end)
-		expect_prefix(ask(&s, "send 0 1"), "ok", "send while the list changes");
+		agent_expect_prefix(ask(&s, "send 0 1"), "ok", "send while the list changes");
 	unsigned long tx = counter(&s, "tx_packets"), none = counter(&s, "tx_fwd_none");
 
-	expect_prefix(ask(&s, "send 0 5"), "ok", "send to nobody");
+	agent_expect_prefix(ask(&s, "send 0 5"), "ok", "send to nobody");
 	if (counter(&s, "tx_packets") != tx || counter(&s, "tx_fwd_none") != none + 5)
 		agent_fail("to no member: tx_packets %lu (was %lu), tx_fwd_none %lu (was %lu)",
 			   counter(&s, "tx_packets"), tx, counter(&s, "tx_fwd_none"), none);
@@ -1451,11 +1301,11 @@ static void scenario_fwd_restart(void)
 	udp_mgid(grp, mgid);
 	start(&r, "R");
 	start(&s, "S");
-	expect_prefix(ask(&r, "open udp"), "ok", "open");
-	expect_prefix(ask(&s, "open udp"), "ok", "open");
-	expect_prefix(ask(&r, "join 0 %s full", grp), "ok JOIN 0 0 ", "receiver join");
-	expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
-	expect_prefix(ask(&s, "send 0 5"), "ok", "send");
+	agent_expect_prefix(ask(&r, "open udp"), "ok", "open");
+	agent_expect_prefix(ask(&s, "open udp"), "ok", "open");
+	agent_expect_prefix(ask(&r, "join 0 %s full", grp), "ok JOIN 0 0 ", "receiver join");
+	agent_expect_prefix(ask(&s, "join 0 %s sendonly", grp), "ok JOIN 0 0 ", "send-only join");
+	agent_expect_prefix(ask(&s, "send 0 5"), "ok", "send");
 	expect_recv(&r, 5, mgid, "before the restart");
 	umc_sa_close(observer);
 	kill(sm.pid, SIGKILL);
@@ -1465,10 +1315,10 @@ static void scenario_fwd_restart(void)
 		if (test_sm_start(&sm, port, fwd_args))
 			exit(2);
 	}
-	expect_prefix(ask(&r, "event 5000"), "ok ERROR -102 ", "receiver reset");
-	expect_prefix(ask(&s, "event 5000"), "ok ERROR -102 ", "sender reset");
+	agent_expect_prefix(ask(&r, "event 5000"), "ok ERROR -102 ", "receiver reset");
+	agent_expect_prefix(ask(&s, "event 5000"), "ok ERROR -102 ", "sender reset");
 	/* The sender's AH is still there: its list is empty until someone joins again. */
-	expect_prefix(ask(&s, "send 0 5"), "ok", "send after the restart");
+	agent_expect_prefix(ask(&s, "send 0 5"), "ok", "send after the restart");
 	if (counter(&s, "tx_fwd_none") != 5)
 		agent_fail("after the restart: tx_fwd_none %lu", counter(&s, "tx_fwd_none"));
 	/*
@@ -1477,10 +1327,10 @@ static void scenario_fwd_restart(void)
 	 */
 	wait_active(&s);
 	wait_active(&r);
-	expect_prefix(ask(&r, "leave 0 %s", grp), "ok", "leave");
-	expect_prefix(join_when_ready(&r, grp), "ok JOIN 0 0 ", "join again");
+	agent_expect_prefix(ask(&r, "leave 0 %s", grp), "ok", "leave");
+	agent_expect_prefix(join_when_ready(&r, grp), "ok JOIN 0 0 ", "join again");
 	/* The join is answered once the sender (subscribed again) has the new list. */
-	expect_prefix(ask(&s, "send 0 5"), "ok", "send to the member that joined again");
+	agent_expect_prefix(ask(&s, "send 0 5"), "ok", "send to the member that joined again");
 	expect_recv(&r, 10, mgid, "after joining again");
 	agent_finish(&r);
 	agent_finish(&s);
@@ -1534,25 +1384,29 @@ static void scenario_squat(bool any)
 	start(&r, "R");
 	start(&s, "S");
 	for (int j = 0; j < 2; j++) {
-		expect_prefix(ask(&r, "open udp"), "ok", "open");
-		expect_prefix(ask(&s, "open udp"), "ok", "open");
+		agent_expect_prefix(ask(&r, "open udp"), "ok", "open");
+		agent_expect_prefix(ask(&s, "open udp"), "ok", "open");
 	}
 	const char *j0 = ask(&r, "join 0 %s full", grp[0]);
 
-	expect_prefix(j0, "ok JOIN 0 0 ", "a join with the data port held");
+	agent_expect_prefix(j0, "ok JOIN 0 0 ", "a join with the data port held");
 	if (reply_hex(j0, "dlid 0x") != 0xc001)
 		agent_fail("the first group's MLID is 0x%x, not 0xc001", reply_hex(j0, "dlid 0x"));
-	expect_prefix(ask(&r, "join 1 %s full", grp[1]), "ok JOIN 0 1 ", "a second group's join");
-	expect_prefix(ask(&s, "join 0 %s sendonly", grp[0]), "ok JOIN 0 0 ", "send-only join");
-	expect_prefix(ask(&s, "join 1 %s sendonly", grp[1]), "ok JOIN 0 1 ", "send-only join 2");
-	expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
-	expect_prefix(ask(&s, "send 1 %d", NMSG), "ok", "send to the second group");
+	agent_expect_prefix(ask(&r, "join 1 %s full", grp[1]), "ok JOIN 0 1 ",
+			    "a second group's join");
+	agent_expect_prefix(ask(&s, "join 0 %s sendonly", grp[0]), "ok JOIN 0 0 ",
+			    "send-only join");
+	agent_expect_prefix(ask(&s, "join 1 %s sendonly", grp[1]), "ok JOIN 0 1 ",
+			    "send-only join 2");
+	agent_expect_prefix(ask(&s, "send 0 %d", NMSG), "ok", "send");
+	agent_expect_prefix(ask(&s, "send 1 %d", NMSG), "ok", "send to the second group");
 	expect_recv(&r, NMSG, mgid[0], "the receiver of the held MLID");
 	{
 		char want[48];
 
 		snprintf(want, sizeof(want), "ok %d badgrh 0", NMSG);
-		expect_prefix(ask(&r, "recv 1 %d %s", NMSG, mgid[1]), want, "the second group");
+		agent_expect_prefix(ask(&r, "recv 1 %d %s", NMSG, mgid[1]), want,
+				    "the second group");
 	}
 	agent_finish(&r);
 	agent_finish(&s);
@@ -1584,12 +1438,12 @@ static void scenario_nosm(void)
 	setenv("UMC_SM", "127.0.0.3:9", 1);
 	scenario_group(grp, 6);
 	start(&a, "A");
-	expect_prefix(ask(&a, "open udp"), "ok", "open without an SM");
+	agent_expect_prefix(ask(&a, "open udp"), "ok", "open without an SM");
 	r = ask(&a, "port");
 	if (!strstr(r, "state 2 lid 0") || !strstr(r, "link 1") ||
 	    !strstr(r, "gids 1 past -1/22"))
 		agent_fail("port without an SM: %s (expected INIT, LID 0, InfiniBand, one GID)", r);
-	expect_prefix(ask(&a, "join 0 %s full", grp), "fail join errno 99",
+	agent_expect_prefix(ask(&a, "join 0 %s full", grp), "fail join errno 99",
 		      "join without an SM (EADDRNOTAVAIL)");
 	agent_finish(&a);
 }
