@@ -595,6 +595,26 @@ static void spawn(struct agent *a, const char *name, int nids, int flags)
 }
 
 /*
+ * R1 (one id, flags @f1) and R2 (@n2 ids, flags @f2), full members, then,
+ * once they are, S, send-only with receives posted: what fanout, leave,
+ * mixed and slow begin with.  *@qpn: S's QPN.  False if an agent did not
+ * start.
+ */
+static bool start_r1_r2_s(struct agent *r1, int f1, struct agent *r2, int n2, int f2,
+			  struct agent *s, unsigned long *qpn)
+{
+	spawn(r1, "R1", 1, f1);
+	spawn(r2, "R2", n2, f2);
+	if (!agent_ready(r1) || !agent_ready(r2))
+		return false;
+	spawn(s, "S", 1, AG_SENDONLY);
+	if (!agent_ready(s))
+		return false;
+	*qpn = agent_field(s, "qpn");
+	return true;
+}
+
+/*
  * What fanout and leave begin with: R1 (one id) and R2 (two ids) full
  * members, S send-only with receives posted; S sends messages 0..@n-1 and
  * every receiver QP gets them all, in order.  *@qpn: S's QPN.  False if
@@ -603,15 +623,7 @@ static void spawn(struct agent *a, const char *name, int nids, int flags)
 static bool fan_out(struct agent *r1, struct agent *r2, struct agent *s, int n,
 		    unsigned long *qpn)
 {
-	spawn(r1, "R1", 1, 0);
-	spawn(r2, "R2", 2, 0);
-	if (!agent_ready(r1) || !agent_ready(r2))
-		return false;
-	spawn(s, "S", 1, AG_SENDONLY);
-	if (!agent_ready(s))
-		return false;
-	*qpn = agent_field(s, "qpn");
-	if (!agent_cmd(s, "send %d 0", n))
+	if (!start_r1_r2_s(r1, 0, r2, 2, 0, s, qpn) || !agent_cmd(s, "send %d 0", n))
 		return false;
 	agent_cmd(r1, "recv 0 %d 0 %lx", n, *qpn);
 	agent_cmd(r2, "recv 0 %d 0 %lx", n, *qpn);
@@ -755,14 +767,8 @@ static void scenario_mixed(void)
 	struct agent r1, r2, r3, s;
 	unsigned long qpn;
 
-	spawn(&r1, "R1", 1, 0);
-	spawn(&r2, "R2", 1, AG_NOSHM);
-	if (!agent_ready(&r1) || !agent_ready(&r2))
+	if (!start_r1_r2_s(&r1, 0, &r2, 1, AG_NOSHM, &s, &qpn))
 		return;
-	spawn(&s, "S", 1, AG_SENDONLY);
-	if (!agent_ready(&s))
-		return;
-	qpn = agent_field(&s, "qpn");
 	agent_cmd(&s, "send %d 0", N);
 	agent_cmd(&r1, "recv 0 %d 0 %lx", N, qpn);
 	agent_cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
@@ -819,14 +825,8 @@ static void scenario_slow(void)
 		printf("# the same-host path is off: nothing to check\n");
 		return;
 	}
-	spawn(&r1, "R1", 1, AG_NOTHREAD);
-	spawn(&r2, "R2", 1, 0);
-	if (!agent_ready(&r1) || !agent_ready(&r2))
+	if (!start_r1_r2_s(&r1, AG_NOTHREAD, &r2, 1, 0, &s, &qpn))
 		return;
-	spawn(&s, "S", 1, AG_SENDONLY);
-	if (!agent_ready(&s))
-		return;
-	qpn = agent_field(&s, "qpn");
 	agent_cmd(&s, "send %d 0", N);
 	agent_cmd(&r2, "recv 0 %d 0 %lx", N, qpn);
 	if (agent_cmd(&r2, "counters"))
