@@ -33,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "cmocka_select.h"
 #include "sa_mad_util.h"
 #include "sa/sa_client.h"
 #include "sm_proc.h"
@@ -1194,11 +1195,6 @@ static void test_umc_sa_tool(void **state)
 	test_sm_free(&sm);
 }
 
-static int filter(const char *name, int argc, char **argv)
-{
-	return argc < 2 || strstr(name, argv[1]);
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -1214,12 +1210,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
 		cmocka_unit_test(test_umc_sa_rmpp_reply),
 	};
-	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
-	size_t i, n = 0;
 
-	signal(SIGPIPE, SIG_IGN);
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (filter(all[i].name, argc, argv))
-			sel[n++] = all[i];
-	return _cmocka_run_group_tests("sa_integ", sel, n, NULL, NULL);
+	return cmocka_run_selected("sa_integ", all, sizeof(all) / sizeof(all[0]), argc, argv);
 }

@@ -1,7 +1,7 @@
 # The SA client against umc-sm processes (sa_integ.c), and umc-sa.
 add_executable(sa_integ sa_integ.c)
 target_compile_definitions(sa_integ PRIVATE _GNU_SOURCE)
-target_link_libraries(sa_integ umc_testlib umcast_static PkgConfig::CMOCKA)
+target_link_libraries(sa_integ umc_testlib umc_testlib_cmocka umcast_static)
 add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
     sendonly sm_key_file lease_expiry restart get_table_10000 timeout_cancel window_storm
@@ -22,7 +22,7 @@ endif()
 # umc-sm while another local process floods it (sm_flood.c).
 add_executable(sm_flood sm_flood.c)
 target_compile_definitions(sm_flood PRIVATE _GNU_SOURCE)
-target_link_libraries(sm_flood umc_testlib umcast_static PkgConfig::CMOCKA)
+target_link_libraries(sm_flood umc_testlib umc_testlib_cmocka umcast_static)
 add_dependencies(sm_flood umc-sm)
 foreach(t gettable_flood register_flood rmpp_hold)
   umc_test(integ/sm_${t} sm_flood test_${t})

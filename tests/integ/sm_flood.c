@@ -50,6 +50,7 @@
 
 #include <cmocka.h>
 
+#include "cmocka_select.h"
 #include "sa/sa_client.h"
 #include "sa_mad_util.h"
 #include "sm_proc.h"
@@ -840,11 +841,6 @@ static void test_rmpp_hold(void **state)
 	test_sm_free(&r.sm);
 }
 
-static int filter(const char *name, int argc, char **argv)
-{
-	return argc < 2 || strstr(name, argv[1]);
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -852,12 +848,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_register_flood),
 		cmocka_unit_test(test_rmpp_hold),
 	};
-	struct CMUnitTest sel[sizeof(all) / sizeof(all[0])];
-	size_t i, n = 0;
 
-	signal(SIGPIPE, SIG_IGN);
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (filter(all[i].name, argc, argv))
-			sel[n++] = all[i];
-	return _cmocka_run_group_tests("sm_flood", sel, n, NULL, NULL);
+	return cmocka_run_selected("sm_flood", all, sizeof(all) / sizeof(all[0]), argc, argv);
 }
