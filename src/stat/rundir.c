@@ -52,10 +52,28 @@ const char *umc_rundir_glob(char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * Is @path a private directory of @uid: a directory, not a link, owned by
+ * @uid, without group or other bits?  0, or -EPERM with the reason in @why.
+ */
+static int private_dir(const char *path, uid_t uid, char *why, size_t why_size)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
+		snprintf(why, why_size, "%s is not a private directory of uid %u (%s, uid %u, mode %04o)",
+			 path, (unsigned)uid, S_ISDIR(st.st_mode) ? "directory" : "not a directory",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 int umc_rundir_make(char *buf, size_t size, char *why, size_t why_size)
 {
 	uid_t uid = geteuid();
-	struct stat st;
 	int ret = umc_rundir_path(uid, buf, size);
 
 	why[0] = 0;
@@ -63,13 +81,19 @@ int umc_rundir_make(char *buf, size_t size, char *why, size_t why_size)
 		return ret;
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
-	if (lstat(buf, &st))
+	return private_dir(buf, uid, why, why_size);
+}
+
+int umc_rundir_make_shm(char *buf, size_t size, char *why, size_t why_size)
+{
+	int ret = umc_rundir_make(buf, size, why, why_size);
+	size_t n = strlen(buf);
+
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(buf + n, size - n, "/%s", UMC_RUNDIR_SHM) >= size - n)
+		return -ENAMETOOLONG;
+	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
-		snprintf(why, why_size, "%s is not a private directory of uid %u (%s, uid %u, mode %04o)",
-			 buf, (unsigned)uid, S_ISDIR(st.st_mode) ? "directory" : "not a directory",
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
+	return private_dir(buf, geteuid(), why, why_size);
 }

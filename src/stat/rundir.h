@@ -9,6 +9,11 @@
  * directory (not a symbolic link) owned by the user with no permission for
  * group or others, so that nobody else can read a counters file, reach a
  * control socket, or put a file of their own in its place.
+ *
+ * The same-host path's group files (link/shm/shm.h) are in its
+ * subdirectory RUNDIR/shm (UMC_RUNDIR_SHM): apart from the counters files,
+ * so that what killed processes leave there costs nothing to a process's
+ * start, which reads the run directory (umc_stat_prune(), stat.h).
  */
 #ifndef UMC_STAT_RUNDIR_H
 #define UMC_STAT_RUNDIR_H
@@ -17,6 +22,8 @@
 #include <sys/types.h>
 
 enum { UMC_RUNDIR_MAX = 200 }; /* bytes of the directory's path, NUL included */
+
+#define UMC_RUNDIR_SHM "shm" /* the same-host path's subdirectory */
 
 /**
  * umc_rundir_path - the run directory of user @uid (see above).
@@ -39,6 +46,14 @@ int umc_rundir_of(pid_t pid, char *buf, size_t size);
  * are in @why), or mkdir(2)/lstat(2)'s -errno.
  */
 int umc_rundir_make(char *buf, size_t size, char *why, size_t why_size);
+
+/**
+ * umc_rundir_make_shm - the same-host path's subdirectory of the calling
+ * process's run directory (RUNDIR/shm): umc_rundir_make(), then the
+ * subdirectory made if missing and checked the same way.
+ * Returns: as umc_rundir_make(); -ENAMETOOLONG if the path does not fit @size.
+ */
+int umc_rundir_make_shm(char *buf, size_t size, char *why, size_t why_size);
 
 /**
  * umc_rundir_glob - the pattern every user's default run directory

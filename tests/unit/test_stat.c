@@ -413,6 +413,19 @@ static void test_rundir(void **state)
 	assert_int_equal(symlink(dir, path), 0);
 	assert_int_equal(umc_rundir_make(path, sizeof(path), why, sizeof(why)), -EPERM);
 	unlink(path);
+	/* The same-host path's subdirectory: made 0700 inside, checked alike. */
+	snprintf(want, sizeof(want), "%s/run/shm", dir);
+	assert_int_equal(umc_rundir_make_shm(path, sizeof(path), why, sizeof(why)), 0);
+	assert_string_equal(path, want);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0700);
+	chmod(path, 0750);
+	assert_int_equal(umc_rundir_make_shm(path, sizeof(path), why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/run/shm is not a private directory"));
+	rmdir(path);
+	snprintf(want, sizeof(want), "%s/run", dir);
+	rmdir(want);
 	unsetenv("UMC_RUN_DIR");
 	/* The default: memory (/dev/shm) when there is such a directory. */
 	assert_int_equal(umc_rundir_path(1234, path, sizeof(path)), 0);

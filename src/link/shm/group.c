@@ -194,7 +194,7 @@ static bool ring_at(struct umc_shm_grp *g, int i, struct umc_shm_ring *r)
 	return true;
 }
 
-/* The directory: $UMC_SHM_DIR (shared by choice), else the user's private run directory. */
+/* The directory: $UMC_SHM_DIR (shared by choice), else the user's private RUNDIR/shm. */
 static int shm_dir(char *buf, size_t size, mode_t *mode)
 {
 	const char *e = getenv("UMC_SHM_DIR");
@@ -210,7 +210,7 @@ static int shm_dir(char *buf, size_t size, mode_t *mode)
 		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 	}
 	*mode = 0600;
-	return umc_rundir_make(buf, size, why, sizeof(why));
+	return umc_rundir_make_shm(buf, size, why, sizeof(why));
 }
 
 static void shm_name(struct umc_shm_grp *g, const char *dir)
