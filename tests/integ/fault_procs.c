@@ -20,8 +20,10 @@
  *   fault_procs start  a malformed UMC_FAULTS: one line on stderr, nothing
  *                      injected; a well-formed one is in force from start
  *   fault_procs stat   umc-stat -j while a receiver runs (-w: again and
- *                      again) and after SIGKILL, the listing, --clean,
- *                      and another user refused by umc-stat and umc-ctl
+ *                      again) and after SIGKILL, the listing, --clean
+ *                      (the killed receiver's files, its same-host path's
+ *                      too, not a running process's), and another user
+ *                      refused by umc-stat and umc-ctl
  *   fault_procs ovfl   a receiver stopped while its group socket overflows
  *                      counts in rx_sock_ovfl what the kernel dropped
  *                      there, as /proc/net/udp's drops column shows it,
@@ -50,6 +52,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -620,6 +623,44 @@ static void ctl_path(pid_t pid, char *path, size_t size)
 }
 
 /*
+ * The same-host path's files of group @g in RUNDIR/shm (umcast(7)):
+ * whether its file is there (shm-NETNS-IFINDEX-GROUP, GROUP the address in
+ * hex), and in *@fifos how many of its readers' wake-up FIFOs (the file's
+ * name, then .wSLOT-TOKEN).  With @age, each looks changed a minute ago:
+ * past the time umc-stat --clean leaves a new file alone.
+ */
+static bool shm_files(const char *g, int *fifos, bool age)
+{
+	const struct timespec ago[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
+	char dir[UMC_RUNDIR_MAX + 8], suffix[16];
+	uint8_t a[4] = {0};
+	struct dirent *e;
+	bool file = false;
+	DIR *d;
+
+	*fifos = 0;
+	inet_pton(AF_INET, g, a);
+	snprintf(suffix, sizeof(suffix), "-%02x%02x%02x%02x", a[0], a[1], a[2], a[3]);
+	if (umc_rundir_path(geteuid(), dir, UMC_RUNDIR_MAX) < 0 || !(d = opendir(strcat(dir, "/shm"))))
+		return false;
+	while ((e = readdir(d))) {
+		const char *at = strstr(e->d_name, suffix);
+		const char *rest = at ? at + strlen(suffix) : NULL;
+
+		if (strncmp(e->d_name, "shm-", 4) || !rest || (*rest && strncmp(rest, ".w", 2)))
+			continue;
+		if (*rest)
+			++*fifos;
+		else
+			file = true;
+		if (age)
+			utimensat(dirfd(d), e->d_name, ago, AT_SYMLINK_NOFOLLOW);
+	}
+	closedir(d);
+	return file;
+}
+
+/*
  * Leave a control socket as a killed umc-sm does (no counters file beside
  * it), under the PID of a process that is gone; its path in @path.
  */
@@ -646,10 +687,27 @@ static void orphan_ctl(char *path, size_t size)
 static void scenario_stat(void)
 {
 	struct agent r, s;
-	char g[32], out[65536], dir[64], want[64], orphan[UMC_RUNDIR_MAX + 32];
+	char g[32], g2[32], g3[32], out[65536], dir[64], want[64], orphan[UMC_RUNDIR_MAX + 32];
+	const char *shm = getenv("UMC_SHM");
+	bool shm_on = shm && *shm && strcmp(shm, "0");
+	int fifos2 = 0, fifos3 = 0, n;
 
 	scenario_group(g, 6);
 	pair(&r, &s, g);
+	/*
+	 * The same-host path's files: @g2's only R's (with the path on, its
+	 * FIFO too), @g3's S's as a receiver.
+	 */
+	scenario_group(g2, 16);
+	scenario_group(g3, 17);
+	agent_cmd(&r, "open 127.0.0.1");
+	agent_cmd(&r, "join 1 %s full", g2);
+	agent_cmd(&s, "open 127.0.0.1");
+	agent_cmd(&s, "join 1 %s full", g3);
+	if (!shm_files(g2, &fifos2, false) || !shm_files(g3, &fifos3, false) ||
+	    fifos2 != shm_on || fifos3 != shm_on)
+		agent_fail("RUNDIR/shm: the files of %s and %s, %d and %d FIFOs", g2, g3, fifos2,
+			   fifos3);
 	transfer(&s, 0, &r, 0, 25);
 	agent_expect_eq("delivered", agent_field(&r, "n"), 25);
 	/* While it runs. */
@@ -704,6 +762,9 @@ static void scenario_stat(void)
 	 * sender's files stay.
 	 */
 	orphan_ctl(orphan, sizeof(orphan));
+	shm_files(g, &n, true);
+	shm_files(g2, &n, true);
+	shm_files(g3, &n, true);
 	if (run(out, sizeof(out), "%s/umc-stat --clean", bin()) ||
 	    run(out, sizeof(out), "%s/umc-stat -j %d", bin(), (int)r.pid) != 1 ||
 	    run(out, sizeof(out), "%s/umc-stat -j %d", bin(), (int)s.pid))
@@ -713,6 +774,18 @@ static void scenario_stat(void)
 	ctl_path(s.pid, orphan, sizeof(orphan));
 	if (access(orphan, F_OK))
 		agent_fail("umc-stat --clean removed the running sender's %s", orphan);
+	/*
+	 * ... and the same-host path's files nobody has open or mapped: the
+	 * killed R's of @g2, and its FIFOs; S's file of @g3 and its FIFO stay.
+	 */
+	if (shm_files(g2, &n, false) || n)
+		agent_fail("umc-stat --clean left the killed process's file of %s (%d FIFOs)", g2, n);
+	shm_files(g, &n, false);
+	if (n)
+		agent_fail("umc-stat --clean left %d FIFOs of the killed reader of %s", n, g);
+	if (!shm_files(g3, &n, false) || n != fifos3)
+		agent_fail("umc-stat --clean removed what the running S uses of %s (%d FIFOs of %d)",
+			   g3, n, fifos3);
 	agent_finish(&s);
 }
 

@@ -11,7 +11,9 @@
  * it faults (SIGBUS): that process is reported and skipped.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
 #include <infiniband/verbs.h>
@@ -34,7 +36,8 @@ static const char usage_text[] =
 	"  PID...         each one's devices, ports, QPs and groups with every counter\n"
 	"  -j, --json     one JSON object per process and line\n"
 	"  -w, --watch SECS  print again every SECS seconds, until interrupted\n"
-	"      --clean    remove the files of processes that are gone\n"
+	"      --clean    remove the files of processes that are gone, and the\n"
+	"                 same-host path's files no process uses\n"
 	"  -h, --help     this text\n"
 	"      --version  umcast's version\n";
 
@@ -588,6 +591,106 @@ static int clean_ctl(const char *path, bool unused)
 	return 0;
 }
 
+/*
+ * --clean: the same-host path's files (umcast(7), SAME-HOST PATH) in @dir
+ * that no process uses: a group's file (shm-NETNS-IFINDEX-GROUP) or one
+ * its maker left half made (.PID.tmp), and a reader's wake-up FIFO
+ * (.wSLOT-TOKEN).  The kernel tells, whoever the processes are:
+ *
+ * - a regular file takes a write lease (fcntl(2) F_SETLEASE F_WRLCK) only
+ *   while no other process has it open or mapped (a process that uses a
+ *   group's file keeps it mapped, not open), and it is removed under that
+ *   lease: a process that opens it meanwhile waits for the lease to end,
+ *   and, as it maps a group's file by its name once it has read its
+ *   header (link/shm/group.c), never maps the removed one;
+ * - a FIFO opens for writing without blocking (O_NONBLOCK) only while a
+ *   process has it open for reading, as its reader does until it leaves.
+ *
+ * A file changed in the last UMC_CLEAN_SETTLE_S seconds is left alone: its
+ * maker may be between making it and opening it.  Nothing else of the
+ * directory is touched.
+ */
+enum { UMC_CLEAN_SETTLE_S = 10 };
+
+/* Is the regular file @name of @dfd unused?  Then it is removed, under the lease. */
+static bool shm_file_unused_removed(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool removed = false;
+
+	if (fd < 0)
+		return false;
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+		removed = unlinkat(dfd, name, 0) == 0;
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	}
+	close(fd);
+	return removed;
+}
+
+/* Has the FIFO @name of @dfd no reader?  (ENXIO: nobody has it open for reading.) */
+static bool shm_fifo_unread(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 && errno == ENXIO;
+}
+
+static void clean_shm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	time_t now = time(NULL);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+		bool removed;
+
+		if (strncmp(e->d_name, "shm-", 4) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    st.st_mtime > now - UMC_CLEAN_SETTLE_S)
+			continue;
+		if (S_ISREG(st.st_mode))
+			removed = shm_file_unused_removed(dirfd(d), e->d_name);
+		else if (S_ISFIFO(st.st_mode) && shm_fifo_unread(dirfd(d), e->d_name))
+			removed = unlinkat(dirfd(d), e->d_name, 0) == 0;
+		else
+			continue;
+		if (removed)
+			printf("removed %s/%s (unused)\n", dir, e->d_name);
+	}
+	closedir(d);
+}
+
+/*
+ * --clean: the same-host path's files nobody uses, in RUNDIR/shm and in
+ * RUNDIR itself, where earlier versions kept them (root: every user's).
+ */
+static void clean_shm(void)
+{
+	char dir[UMC_RUNDIR_MAX], sub[UMC_RUNDIR_MAX + 8];
+	glob_t g;
+
+	/* A lease broken meanwhile is told by SIGIO, whose default would end us. */
+	signal(SIGIO, SIG_IGN);
+	if (geteuid() == 0)
+		umc_rundir_glob(dir, sizeof(dir));
+	else
+		umc_rundir_path(geteuid(), dir, sizeof(dir));
+	if (glob(dir, GLOB_ONLYDIR, NULL, &g))
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", g.gl_pathv[i], UMC_RUNDIR_SHM);
+		clean_shm_dir(sub);
+		clean_shm_dir(g.gl_pathv[i]);
+	}
+	globfree(&g);
+}
+
 static int run_once(const struct opts *o)
 {
 	char path[UMC_RUNDIR_MAX + 32];
@@ -687,7 +790,9 @@ int main(int argc, char **argv)
 
 		free(o.pids);
 		ret = for_each_file(clean_file, false);
-		return ret | for_each(".ctl", clean_ctl, false);
+		ret |= for_each(".ctl", clean_ctl, false);
+		clean_shm();
+		return ret;
 	}
 	for (;;) {
 		ret = run_once(&o);
