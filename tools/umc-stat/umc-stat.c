@@ -514,6 +514,15 @@ static int by_pid(const void *a, const void *b)
 	return px < py ? -1 : px > py;
 }
 
+/* The run directories the caller may see, a glob(3) pattern: root every user's, others theirs. */
+static const char *visible_rundirs(char *buf, size_t size)
+{
+	if (geteuid() == 0)
+		return umc_rundir_glob(buf, size);
+	umc_rundir_path(geteuid(), buf, size);
+	return buf;
+}
+
 /* Call @fn on each RUNDIR/PID@suffix the caller may see, by PID. */
 static int for_each(const char *suffix, int (*fn)(const char *path, bool arg), bool arg)
 {
@@ -521,11 +530,7 @@ static int for_each(const char *suffix, int (*fn)(const char *path, bool arg), b
 	glob_t g;
 	int ret = 0;
 
-	if (geteuid() == 0)
-		umc_rundir_glob(dir, sizeof(dir));
-	else
-		umc_rundir_path(geteuid(), dir, sizeof(dir));
-	snprintf(pattern, sizeof(pattern), "%s/*%s", dir, suffix);
+	snprintf(pattern, sizeof(pattern), "%s/*%s", visible_rundirs(dir, sizeof(dir)), suffix);
 	if (glob(pattern, 0, NULL, &g) == 0) {
 		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), by_pid);
 		for (size_t i = 0; i < g.gl_pathc; i++)
@@ -677,11 +682,7 @@ static void clean_shm(void)
 
 	/* A lease broken meanwhile is told by SIGIO, whose default would end us. */
 	signal(SIGIO, SIG_IGN);
-	if (geteuid() == 0)
-		umc_rundir_glob(dir, sizeof(dir));
-	else
-		umc_rundir_path(geteuid(), dir, sizeof(dir));
-	if (glob(dir, GLOB_ONLYDIR, NULL, &g))
+	if (glob(visible_rundirs(dir, sizeof(dir)), GLOB_ONLYDIR, NULL, &g))
 		return;
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", g.gl_pathv[i], UMC_RUNDIR_SHM);
