@@ -14,6 +14,14 @@
 CAP_PID=
 CAP_PROBE_PORT=$((40000 + $$ % 20000))
 
+# cap_is_probe LINE : is LINE tshark's summary of a probe ("... 60638 → 40786
+# Len=5")?  By the port and the length after it: the port's digits alone
+# also stand in other frames' lines, in a timestamp such as 0.640786.
+cap_is_probe() {
+	case $1 in *" $CAP_PROBE_PORT Len="*) return 0 ;; esac
+	return 1
+}
+
 # capture_start PCAP FILTER : capture on lo what FILTER (a BPF expression)
 # or the probe matches into PCAP (classic pcap).  Returns 0 once live, 77
 # (with a SKIP line) without permission to capture, 1 otherwise.
@@ -29,7 +37,7 @@ capture_start() {
 	for _ in $(seq 100); do
 		printf 'probe' 2>/dev/null >"/dev/udp/127.0.0.1/$CAP_PROBE_PORT"
 		if IFS= read -r -t 0.2 -u 3 line; then
-			case $line in *"$CAP_PROBE_PORT"*) live=1; break ;; esac
+			cap_is_probe "$line" && { live=1; break; }
 		fi
 		kill -0 "$CAP_PID" 2>/dev/null || break
 	done
@@ -49,7 +57,7 @@ capture_start() {
 capture_wait() {
 	local seen=0 line
 	while [ $seen -lt "$1" ] && IFS= read -r -t 10 -u 3 line; do
-		case $line in *"$CAP_PROBE_PORT"*) ;; *) seen=$((seen + 1)) ;; esac
+		cap_is_probe "$line" || seen=$((seen + 1))
 	done
 	[ $seen -eq "$1" ] || fail "tshark saw $seen datagrams live, expected $1"
 }
