@@ -21,6 +21,10 @@ done
 say "the demo, from /usr/bin"
 BIN=/usr/bin scripts/demo.sh
 
+say "umc-sm's system user, which the library trusts, and its unit's"
+getent passwd _umc-sm
+grep -qx 'User=_umc-sm' /lib/systemd/system/umc-sm.service
+
 say "umc-sm as its service starts it, and umc-sa"
 # The unit's command line, with the options of /etc/default/umc-sm.
 unit=/lib/systemd/system/umc-sm.service

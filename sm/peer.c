@@ -14,17 +14,9 @@
  * "this host", one host for all of them.
  */
 #include <errno.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include "peer.h"
-
-enum { PEER_WAIT_MS = 100 }; /* the kernel answers at once; a bound all the same */
+#include "sa/sa_trust.h"
 
 /**
  * umc_sm_peer_open - a sock_diag socket for umc_sm_peer_key().
@@ -33,12 +25,7 @@ enum { PEER_WAIT_MS = 100 }; /* the kernel answers at once; a bound all the same
  */
 int umc_sm_peer_open(void)
 {
-	struct timeval tv = { .tv_usec = PEER_WAIT_MS * 1000 };
-	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
+	return umc_sock_diag_open();
 }
 
 /*
@@ -48,51 +35,19 @@ int umc_sm_peer_open(void)
 static int socket_owner(int fd, const struct sockaddr_in *src, const struct sockaddr_in *dst,
 			uint32_t *uid)
 {
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 req;
-	} q = {
-		.nlh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			 .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 },
-		.req = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_UDP,
-			 .idiag_states = ~0u },
-	};
-	union {
-		struct nlmsghdr nlh;
-		uint8_t buf[512];
-	} a;
-	const struct inet_diag_msg *msg;
-	ssize_t n;
+	struct umc_udp_sock s;
+	int ret = umc_udp_receiver(fd, src, dst, &s);
 
-	/* The socket that would receive a datagram from @dst to @src (udp_dump_one). */
-	q.req.id.idiag_sport = dst->sin_port;
-	q.req.id.idiag_dport = src->sin_port;
-	q.req.id.idiag_src[0] = dst->sin_addr.s_addr;
-	q.req.id.idiag_dst[0] = src->sin_addr.s_addr;
-	q.req.id.idiag_cookie[0] = q.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	if (send(fd, &q, sizeof(q), 0) != (ssize_t)sizeof(q))
-		return -errno;
-	n = recv(fd, &a, sizeof(a), 0);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(a.nlh) || !NLMSG_OK(&a.nlh, (size_t)n))
-		return -EBADMSG;
-	if (a.nlh.nlmsg_type == NLMSG_ERROR) {
-		const struct nlmsgerr *e = NLMSG_DATA(&a.nlh);
-
-		return a.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EBADMSG;
-	}
-	if (a.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY || a.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*msg)))
-		return -EBADMSG;
-	msg = NLMSG_DATA(&a.nlh);
+	if (ret)
+		return ret;
 	/*
 	 * Only a socket bound to @src itself: one bound to the wildcard
 	 * address would also be found for a datagram from another machine
 	 * that merely uses its port number.
 	 */
-	if (msg->id.idiag_src[0] != src->sin_addr.s_addr || msg->id.idiag_sport != src->sin_port)
+	if (s.bound.sin_addr.s_addr != src->sin_addr.s_addr || s.bound.sin_port != src->sin_port)
 		return -ENOENT;
-	*uid = msg->idiag_uid;
+	*uid = s.uid;
 	return 0;
 }
 

@@ -151,6 +151,8 @@ enum umc_param {
  * Simulated InfiniBand subnet: umc-sm and the library's SA client
  * (umc-sm(8); src/wire/sm_proto.h is the protocol between them).
  */
+/* The system user the Debian package runs umc-sm as (debian/umc-sm.postinst): trusted (sa_trust.c). */
+#define UMC_SM_USER "_umc-sm"
 enum umc_sm_param {
 	/* UDP port umc-sm listens on (on 127.0.0.1 unless --listen says otherwise). */
 	UMC_SM_UDP_PORT = 4795,

@@ -10,9 +10,9 @@
  * namespace's UDP sockets with their local address, owner's uid and inode
  * (the kernel's udp4_format_sock/udp6_sock_seq_show); a socket bound to
  * the same address or to the wildcard conflicts.  Its process comes from
- * the /proc/PID/fd links that name socket:[INODE], readable for processes
- * of our own user (and all of them as root); for others the uid is all
- * there is.  Only the error path reads any of this.
+ * the /proc/PID/fd links that name socket:[INODE] (umc_pid_of_inode),
+ * readable for processes of our own user (and all of them as root); for
+ * others the uid is all there is.  Only the error path reads any of this.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "link/driver.h"
+#include "sa/sa_trust.h"
 
 /* Does /proc/net/udp's hex local address @hex name @sa's address or the wildcard? */
 static bool addr_conflicts(const char *hex, size_t n, const struct sockaddr *sa)
@@ -44,53 +45,6 @@ static bool addr_conflicts(const char *hex, size_t n, const struct sockaddr *sa)
 	else
 		memcpy(want, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
 	return !memcmp(w, want, 16) || !(w[0] | w[1] | w[2] | w[3]);
-}
-
-/* The process with a descriptor for socket @inode: its pid, or 0. */
-static pid_t inode_pid(unsigned long inode, char *comm, size_t len)
-{
-	char want[48], path[320], link[64];
-	DIR *proc = opendir("/proc");
-	struct dirent *p;
-	pid_t found = 0;
-
-	if (!proc)
-		return 0;
-	snprintf(want, sizeof(want), "socket:[%lu]", inode);
-	while (!found && (p = readdir(proc))) {
-		DIR *fds;
-		struct dirent *f;
-
-		if (!isdigit((unsigned char)p->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
-		if (!(fds = opendir(path)))
-			continue; /* another user's, or gone */
-		while ((f = readdir(fds))) {
-			ssize_t n;
-
-			snprintf(path, sizeof(path), "/proc/%s/fd/%.16s", p->d_name, f->d_name);
-			n = readlink(path, link, sizeof(link) - 1);
-			if (n > 0 && (link[n] = 0, !strcmp(link, want))) {
-				found = (pid_t)atoi(p->d_name);
-				break;
-			}
-		}
-		closedir(fds);
-	}
-	closedir(proc);
-	if (found) {
-		FILE *c;
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)found);
-		comm[0] = 0;
-		if ((c = fopen(path, "re"))) {
-			if (fgets(comm, (int)len, c))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(c);
-		}
-	}
-	return found;
 }
 
 const char *umc_link_port_holder(const struct sockaddr *sa, char *buf, size_t len)
@@ -115,7 +69,7 @@ const char *umc_link_port_holder(const struct sockaddr *sa, char *buf, size_t le
 			   &uid, &inode) != 4 ||
 		    lport != port || !addr_conflicts(local, strlen(local), sa))
 			continue;
-		if ((pid = inode_pid(inode, comm, sizeof(comm))))
+		if ((pid = umc_pid_of_inode(inode, comm, sizeof(comm))))
 			snprintf(buf, len, "process %d (%s)", (int)pid, comm);
 		else
 			snprintf(buf, len, "a socket of uid %u", uid);

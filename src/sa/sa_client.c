@@ -11,8 +11,11 @@
  * lease, the transactions'); drop the lock and sleep in poll() until the
  * next timer, a datagram, or the wake eventfd.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "sa/sa_int.h"
+#include "sa/sa_trust.h"
 #include "umc_int.h"
 
 enum { RX_BUF = UMC_SM_MAX_MSG + 1 };
@@ -99,6 +103,68 @@ static int register_status_errno(uint16_t status)
 	return -EPROTO;
 }
 
+/* Is @a an address of this host (one a socket can bind)? */
+static bool addr_is_local(const struct sockaddr_in *a)
+{
+	struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr = a->sin_addr};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool local = fd >= 0 && !bind(fd, (const struct sockaddr *)&any, sizeof(any));
+
+	if (fd >= 0)
+		close(fd);
+	return local;
+}
+
+/*
+ * May we speak to whoever holds the SM's address now?  Yes when it is not
+ * this host's (nothing to ask: network trust, umcast(7) SECURITY), when no
+ * socket holds it (nothing answers), or when its socket is the one found
+ * trusted last, or is of a trusted user (sa_trust.h).  An untrusted holder
+ * is named on stderr, once per process.  Context: c->lock held, or before
+ * the thread.  Returns: 0, -EACCES (untrusted), -EAGAIN (the kernel did
+ * not answer: ask again).
+ */
+static int sm_check(struct umc_sa_client *c)
+{
+	static atomic_bool warned;
+	struct umc_udp_sock s;
+	char addr[INET_ADDRSTRLEN], comm[32];
+	pid_t pid;
+	int ret;
+
+	if (c->diag_fd < 0)
+		return 0;
+	ret = umc_udp_receiver(c->diag_fd, &c->sm, &c->local, &s);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return -EAGAIN;
+	if (s.inode == c->sm_inode)
+		return 0;
+	if (umc_trusted_uid(s.uid, true)) {
+		c->sm_inode = s.inode;
+		return 0;
+	}
+	c->sm_inode = 0;
+	if (!atomic_exchange(&warned, true)) {
+		inet_ntop(AF_INET, &c->sm.sin_addr, addr, sizeof(addr));
+		pid = umc_pid_of_inode(s.inode, comm, sizeof(comm));
+		if (pid)
+			fprintf(stderr,
+				"umcast: umc-sm's address %s:%u is held by process %d (%s) of uid %u, "
+				"a user this process does not trust: umc_ib0 stays down (EACCES); "
+				"UMC_TRUST_UIDS=%u trusts it\n",
+				addr, ntohs(c->sm.sin_port), (int)pid, comm, s.uid, s.uid);
+		else
+			fprintf(stderr,
+				"umcast: umc-sm's address %s:%u is held by a socket of uid %u, a user "
+				"this process does not trust: umc_ib0 stays down (EACCES); "
+				"UMC_TRUST_UIDS=%u trusts it\n",
+				addr, ntohs(c->sm.sin_port), s.uid, s.uid);
+	}
+	return -EACCES;
+}
+
 /* The first registration, before the thread exists. */
 static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 {
@@ -115,7 +181,13 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		if (now >= next_send) {
-			send_register(c);
+			rc = sm_check(c);
+			if (rc == -EACCES) {
+				c->cnt.untrusted++;
+				return rc;
+			}
+			if (!rc)
+				send_register(c);
 			next_send = now + UMC_SA_REGISTER_RESEND_MS;
 		}
 		poll(&pfd, 1, (int)((next_send < deadline ? next_send : deadline) - now));
@@ -125,6 +197,10 @@ static int register_sync(struct umc_sa_client *c, unsigned timeout_ms)
 				if (errno == ECONNREFUSED)
 					return -ECONNREFUSED;
 				break;
+			}
+			if (sm_check(c)) {
+				c->cnt.untrusted++;
+				continue; /* the holder changed since REGISTER went */
 			}
 			rc = umc_sm_msg_decode(buf, (size_t)n, &m);
 			if (rc && rc != -EPROTONOSUPPORT)
@@ -349,7 +425,10 @@ static uint64_t port_timers(struct umc_sa_client *c, uint64_t now)
 		if (now >= c->next_register) {
 			if (!c->reg_ptid)
 				c->reg_ptid = umc_sa_ptid(c);
-			send_register(c);
+			if (!sm_check(c))
+				send_register(c);
+			else
+				c->cnt.untrusted++;
 			c->next_register = now + UMC_SA_REGISTER_RESEND_MS;
 		}
 		return c->next_register;
@@ -400,8 +479,17 @@ static void *client_thread(void *arg)
 	umc_mutex_lock(&c->lock, UMC_LOCK_SA_CLIENT);
 	while (!c->stopping) {
 		now = umc_sa_now_ms();
-		while (!c->stopping && (n = rx_datagram(c, buf)) >= 0)
-			on_datagram(c, buf, (size_t)n, now);
+		while (!c->stopping && (n = rx_datagram(c, buf)) >= 0) {
+			int trust = sm_check(c);
+
+			if (trust == -EACCES) {
+				/* Not from the SM we registered with: it is gone. */
+				c->cnt.untrusted++;
+				port_lost(c, now);
+			}
+			if (!trust)
+				on_datagram(c, buf, (size_t)n, now);
+		}
 		if (c->stopping)
 			break;
 		next = port_timers(c, now);
@@ -431,6 +519,8 @@ static void client_free(struct umc_sa_client *c)
 	umc_sa_fwd_free_all(c);
 	umc_fd_close(c->fd);
 	umc_fd_close(c->wake_fd);
+	if (c->diag_fd >= 0)
+		umc_fd_close(c->diag_fd);
 	free(c);
 }
 
@@ -462,6 +552,7 @@ static void unregister(struct umc_sa_client *c)
 int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 {
 	struct umc_sa_client *c;
+	socklen_t len;
 	int rc;
 
 	if (!args || !out || args->sm.sin_family != AF_INET)
@@ -469,6 +560,7 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->diag_fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->sm = args->sm;
@@ -492,6 +584,11 @@ int umc_sa_open(const struct umc_sa_open_args *args, struct umc_sa_client **out)
 	}
 	/* The kernel's drop count comes with each datagram (rx_overflow). */
 	setsockopt(c->fd, SOL_SOCKET, SO_RXQ_OVFL, &(int){ 1 }, sizeof(int));
+	/* A local SM's holder is asked for (sm_check); a kernel without sock_diag cannot tell. */
+	len = sizeof(c->local);
+	getsockname(c->fd, (struct sockaddr *)&c->local, &len);
+	if (addr_is_local(&c->sm))
+		c->diag_fd = UMC_FD_NEW(umc_sock_diag_open(), false);
 	rc = register_sync(c, args->timeout_ms ? args->timeout_ms : UMC_SA_REGISTER_TIMEOUT_MS);
 	if (rc)
 		goto fail;

@@ -11,6 +11,14 @@
  * and calls back.  Everything is in struct umc_sa_client, nothing global.
  *
  * Registration.  umc_sa_open() registers synchronously (a bounded wait).
+ * When the SM's address is one of this host's, the client first asks the
+ * kernel who holds it (sock_diag(7)), and speaks only to a holder of a
+ * user it trusts (sa_trust.h): a process that binds the address before
+ * umc-sm would otherwise get every registration and answer every join.
+ * Every datagram from the address is checked so too, and one that another
+ * socket than the one registered with sent, if its owner is not trusted,
+ * is dropped and loses the port (counted untrusted); the port then
+ * registers again only with a trusted holder.
  * If the SM later says the port is unknown (its lease passed, or umc-sm
  * restarted: a new subnet epoch), or no lease renewal is answered for a
  * whole lease, the client calls event(UMC_SA_EVENT_PORT_LOST): every
@@ -138,7 +146,9 @@ typedef void (*umc_sa_cb)(void *ctx, int err, const struct umc_sa_reply *reply);
  *
  * Context: blocks up to the timeout; may be called from any thread.
  * Returns: 0; -ETIMEDOUT (no answer), -ECONNREFUSED (nothing listens at the
- * SM's address), -EADDRINUSE (the asked GUID is another port's), -ENOSPC
+ * SM's address), -EACCES (the SM's address is this host's and a process
+ * of a user umc_trusted_uid() does not trust holds it: nothing is sent to
+ * it; said once on stderr), -EADDRINUSE (the asked GUID is another port's), -ENOSPC
  * (the SM has no LID left), -EINVAL (an invalid argument or GUID),
  * -EPROTONOSUPPORT (another protocol version), -ENOMEM, or the errno of
  * socket()/connect()/pthread_create().
@@ -257,6 +267,8 @@ struct umc_sa_counters {
 	uint64_t timeouts;    /* transactions ended with -ETIMEDOUT */
 	uint64_t rx_overflow; /* datagrams from the SM the kernel dropped: our socket buffer
 				 was full (SO_RXQ_OVFL, socket(7)) */
+	uint64_t untrusted;   /* datagrams from the SM's address dropped, and registrations not
+				 sent: a process of an untrusted user holds it (sa_trust.h) */
 };
 
 /**

@@ -67,6 +67,9 @@ struct umc_sa_client {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int fd;	     /* UDP, connected to the SM: our control endpoint */
+	int diag_fd; /* sock_diag, when the SM's address is this host's: its holder; else -1 */
+	struct sockaddr_in local; /* fd's own address */
+	uint64_t sm_inode;	  /* the socket of the SM's address last found trusted, 0: none */
 	int wake_fd; /* eventfd: a new timer or stop for the thread */
 	pthread_t thread;
 	bool thread_started;

@@ -26,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1195,6 +1197,177 @@ static void test_umc_sa_tool(void **state)
 	test_sm_free(&sm);
 }
 
+/* ------------------------------------------------------------------------- */
+/* A process of another user holding umc-sm's address (sa_trust.h).         */
+
+enum { SQUATTER_UID = 65534 };
+
+/* What the squatter (a child of another user) saw, in memory shared with it. */
+struct squat {
+	struct sockaddr_in addr; /* where it holds */
+	_Atomic unsigned registers, datagrams;
+	uint32_t forged_addr;	 /* what it answers a RESOLVE with */
+};
+
+/*
+ * The squatter: as uid SQUATTER_UID, bind @q->addr (port 0: any), say so
+ * on @ready, then count what comes, answer each REGISTER as umc-sm would,
+ * and each RESOLVE with q->forged_addr, as the port's epoch and LID; until
+ * killed or WAIT_MS of silence.
+ */
+static void squatter(struct squat *q, int ready)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	uint8_t buf[UMC_SM_MAX_MSG + 1], out[UMC_SM_MAX_MSG];
+	socklen_t len = sizeof(q->addr);
+	struct sockaddr_in from;
+	struct umc_sm_msg m, r;
+	socklen_t fl;
+	ssize_t n;
+
+	if (setgroups(0, NULL) || setgid(SQUATTER_UID) || setuid(SQUATTER_UID))
+		_exit(3);
+	pfd.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (pfd.fd < 0 || bind(pfd.fd, (void *)&q->addr, sizeof(q->addr)) ||
+	    getsockname(pfd.fd, (void *)&q->addr, &len) || write(ready, "r", 1) != 1)
+		_exit(3);
+	while (poll(&pfd, 1, WAIT_MS) == 1) {
+		fl = sizeof(from);
+		n = recvfrom(pfd.fd, buf, sizeof(buf), 0, (void *)&from, &fl);
+		if (n < 0 || umc_sm_msg_decode(buf, (size_t)n, &m))
+			continue;
+		q->datagrams++;
+		q->registers += m.hdr.type == UMC_SM_REGISTER;
+		r = (struct umc_sm_msg){ .hdr = m.hdr };
+		if (m.hdr.type == UMC_SM_REGISTER) {
+			r.hdr.type = UMC_SM_REGISTER_REPLY;
+			r.hdr.epoch = 77;
+			r.port = (struct umc_sm_port_info){ .lid = 9, .pkey_count = 1,
+							    .pkeys = { 0xffff }, .lease_ms = 600000,
+							    .active_mtu = 4, .max_mtu = 5,
+							    .mlid_base = 0xC000, .mlid_max = 0xFFFE };
+		} else if (m.hdr.type == UMC_SM_RESOLVE) {
+			r.hdr.type = UMC_SM_RESOLVE_REPLY;
+			r.resolved.data_addr = q->forged_addr;
+			r.resolved.data_port = 9;
+		} else {
+			continue;
+		}
+		sendto(pfd.fd, out, umc_sm_msg_encode(out, &r), 0, (void *)&from, fl);
+	}
+	_exit(0);
+}
+
+/* Start the squatter on @addr; returns its pid (skips the test without root). */
+static pid_t squat_start(struct squat **qp, const struct sockaddr_in *addr)
+{
+	struct squat *q;
+	int ready[2];
+	char b;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		skip(); /* another user needs root to set up */
+	q = mmap(NULL, sizeof(*q), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(q != MAP_FAILED);
+	q->addr = *addr;
+	q->forged_addr = 0x01020304;
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		squatter(q, ready[1]);
+	}
+	close(ready[1]);
+	assert_true(t_read_full(ready[0], &b, 1, WAIT_MS));
+	close(ready[0]);
+	*qp = q;
+	return pid;
+}
+
+static void squat_stop(struct squat *q, pid_t pid)
+{
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	munmap(q, sizeof(*q));
+}
+
+/*
+ * A process of another user holds the SM's address first: the port is
+ * not registered with it, fails with -EACCES at once and sends it
+ * nothing.  With UMC_TRUST_UIDS naming that user (integ/sa_sm_squatted_trusted)
+ * the client registers with it as with umc-sm.
+ */
+static void test_sm_squatted(void **state)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct umc_sa_open_args a = { .timeout_ms = WAIT_MS };
+	bool trusted = getenv("UMC_TRUST_UIDS") != NULL;
+	struct umc_sa_client *c = NULL;
+	struct umc_sa_counters cnt;
+	struct squat *q;
+	pid_t pid = squat_start(&q, &lo);
+	uint64_t t0 = t_now_ms();
+
+	(void)state;
+	a.sm = q->addr;
+	if (trusted) {
+		assert_int_equal(umc_sa_open(&a, &c), 0);
+		umc_sa_counters(c, &cnt);
+		assert_int_equal(cnt.untrusted, 0);
+		assert_true(q->registers >= 1);
+		umc_sa_close(c);
+	} else {
+		assert_int_equal(umc_sa_open(&a, &c), -EACCES);
+		assert_null(c);
+		assert_true(t_now_ms() - t0 < WAIT_MS / 2); /* at once, not after a timeout */
+		assert_int_equal(q->datagrams, 0);
+	}
+	squat_stop(q, pid);
+}
+
+/*
+ * umc-sm exits and a process of another user takes its address: what it
+ * answers is not believed (a RESOLVE it answers with a forged endpoint
+ * fails), the port is lost, and it gets no REGISTER.
+ */
+static void test_sm_replaced(void **state)
+{
+	struct test_sm sm;
+	struct events ev;
+	struct umc_sa_client *c;
+	struct umc_sa_counters cnt;
+	struct sockaddr_in addr, ep = { 0 };
+	struct squat *q;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(ev.fd), 0);
+	start(&sm, NULL);
+	c = client(&sm, 7001, &ev);
+	test_sm_addr(&sm, &addr);
+	stop(&sm);
+	test_sm_free(&sm);
+	pid = squat_start(&q, &addr);
+	assert_int_not_equal(umc_sa_resolve_lid(c, 1, &ep), 0);
+	assert_int_not_equal(ep.sin_addr.s_addr, htonl(q->forged_addr));
+	assert_int_equal(next_event(&ev), UMC_SA_EVENT_PORT_LOST);
+	/* The registration it would get is withheld (counted), again and again. */
+	for (uint64_t end = t_now_ms() + WAIT_MS;;) {
+		umc_sa_counters(c, &cnt);
+		if (cnt.untrusted >= 3 || t_now_ms() > end)
+			break;
+		poll(NULL, 0, 20);
+	}
+	assert_true(cnt.untrusted >= 3);
+	assert_int_equal(q->registers, 0);
+	umc_sa_close(c);
+	squat_stop(q, pid);
+	close(ev.fd[0]);
+	close(ev.fd[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -1209,6 +1382,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_window_storm),	cmocka_unit_test(test_window_silent),
 		cmocka_unit_test(test_hostile),		cmocka_unit_test(test_umc_sa_tool),
 		cmocka_unit_test(test_umc_sa_rmpp_reply),
+		cmocka_unit_test(test_sm_squatted),	cmocka_unit_test(test_sm_replaced),
 	};
 
 	return cmocka_run_selected("sa_integ", all, sizeof(all) / sizeof(all[0]), argc, argv);

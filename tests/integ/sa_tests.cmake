@@ -6,9 +6,12 @@ add_dependencies(sa_integ umc-sm umc-sa)
 foreach(t register open_errors malformed_register_reply other_version_register join_leave
     sendonly sm_key_file lease_expiry restart get_table_10000 timeout_cancel window_storm
     window_silent hostile umc_sa_tool
-    umc_sa_rmpp_reply rmpp_reply_to_get)
+    umc_sa_rmpp_reply rmpp_reply_to_get sm_squatted sm_replaced)
   umc_test(integ/sa_${t} sa_integ test_${t})
 endforeach()
+# ... and the squatter's user trusted (UMC_TRUST_UIDS): the port registers with it.
+umc_test(integ/sa_sm_squatted_trusted sa_integ test_sm_squatted)
+set_property(TEST integ/sa_sm_squatted_trusted APPEND PROPERTY ENVIRONMENT "UMC_TRUST_UIDS=65534")
 # umc-sm under valgrind: no error, no leak, through the hostile datagrams and a
 # restart.  Not in a sanitizer build: valgrind cannot run ASan binaries (ASan's
 # leak checker covers that build).
