@@ -65,6 +65,7 @@ struct umc_attach;
 	X(uc_qpn_taken)	     /* a QPN another process of the host holds: skipped, or refused */    \
 	X(uc_conn_refused)   /* a connection to our demultiplexer beyond its user's cap: closed */ \
 	X(uc_claim_refused)  /* a claim at our demultiplexer without its QPN's socket: refused */   \
+	X(uc_demux_untrusted) /* a demultiplexer of an untrusted user: not registered with */     \
 	X(tx_shm)	     /* datagrams written to the same-host path's shared memory (in tx_packets) */ \
 	X(rx_shm)	     /* datagrams read from it (in rx_packets too) */                      \
 	X(rx_overrun)	     /* datagrams overwritten there before this process read them */       \

@@ -624,14 +624,15 @@ static void cmd_counters(void)
 	agent_reply("ok rx_packets=%lu rx_delivered=%lu rx_no_qp=%lu rx_no_group=%lu "
 		    "rx_qkey_viol=%lu rx_icrc_id_solved=%lu rx_bad_icrc=%lu rx_malformed=%lu "
 		    "uc_forwarded=%lu uc_fwd_dropped=%lu uc_qpn_taken=%lu uc_conn_refused=%lu "
-		    "uc_claim_refused=%lu served0=%u served1=%u bad=%u why=%s",
+		    "uc_claim_refused=%lu uc_demux_untrusted=%lu served0=%u served1=%u bad=%u why=%s",
 		    atomic_load(&c->rx_packets), atomic_load(&c->rx_delivered),
 		    atomic_load(&c->rx_no_qp), atomic_load(&c->rx_no_group),
 		    atomic_load(&c->rx_qkey_viol), atomic_load(&c->rx_icrc_id_solved),
 		    atomic_load(&c->rx_bad_icrc), atomic_load(&c->rx_malformed),
 		    atomic_load(&c->uc_forwarded), atomic_load(&c->uc_fwd_dropped),
 		    atomic_load(&c->uc_qpn_taken), atomic_load(&c->uc_conn_refused),
-		    atomic_load(&c->uc_claim_refused), ua.q[0].served,
+		    atomic_load(&c->uc_claim_refused), atomic_load(&c->uc_demux_untrusted),
+		    ua.q[0].served,
 		    ua.q[1].served, ua.bad, ua.bad ? ua.why : "-");
 }
 

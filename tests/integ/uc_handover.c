@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -515,6 +516,126 @@ void scenario_claim(void)
 	expect_clean(&b);
 	agent_finish(&a.ag);
 	agent_finish(&b.ag);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A process of another user holding the demultiplexer's name (squat).       */
+
+enum { SQUAT_UID = 65534 };
+
+/*
+ * The squatter, as uid SQUAT_UID: bind and listen on the name of
+ * 127.0.0.1's demultiplexer, say so on @ready, then accept every
+ * connection and answer every message as a demultiplexer would (status
+ * 0), counting them in *@msgs, until killed or WAIT_MS of silence.
+ */
+static void demux_squatter(int ready, _Atomic unsigned *msgs)
+{
+	struct sockaddr_un sa;
+	socklen_t len = roce_abstract_name(&sa, ROCE_UC_NAME_FMT, "127.0.0.1");
+	struct pollfd p[64];
+	int n = 1;
+
+	if (setgroups(0, NULL) || setgid(SQUAT_UID) || setuid(SQUAT_UID))
+		_exit(3);
+	p[0] = (struct pollfd){.fd = socket(AF_UNIX, SOCK_SEQPACKET, 0), .events = POLLIN};
+	if (p[0].fd < 0 || bind(p[0].fd, (struct sockaddr *)&sa, len) || listen(p[0].fd, 16) ||
+	    write(ready, "r", 1) != 1)
+		_exit(3);
+	while (poll(p, (nfds_t)n, WAIT_MS) > 0) {
+		if ((p[0].revents & POLLIN) && n < 64)
+			p[n++] = (struct pollfd){.fd = accept(p[0].fd, NULL, NULL), .events = POLLIN};
+		for (int i = 1; i < n; i++) {
+			struct roce_uc_msg m;
+
+			if (!p[i].revents)
+				continue;
+			if (recv(p[i].fd, &m, sizeof(m), 0) <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1; /* poll passes over it */
+				continue;
+			}
+			(*msgs)++;
+			m.op = ROCE_UC_REPLY;
+			m.status = 0;
+			m.count = 0;
+			m.pid = (uint32_t)getpid();
+			send(p[i].fd, &m, ROCE_UC_MSG_LEN(0), MSG_NOSIGNAL);
+		}
+	}
+	_exit(0);
+}
+
+void scenario_squat(void)
+{
+	enum { N = 20 };
+	bool trusted = getenv("UMC_TRUST_UIDS") != NULL;
+	_Atomic unsigned *msgs;
+	struct peer a, b;
+	int ready[2], st;
+	char byte;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("SKIP: another user needs root to set up\n");
+		exit(77);
+	}
+	msgs = mmap(NULL, sizeof(*msgs), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (msgs == MAP_FAILED || pipe(ready) || (pid = fork()) < 0) {
+		agent_fail("mmap, pipe or fork: errno %d", errno);
+		return;
+	}
+	if (pid == 0) {
+		close(ready[0]);
+		demux_squatter(ready[1], msgs);
+	}
+	close(ready[1]);
+	struct pollfd p = {.fd = ready[0], .events = POLLIN};
+
+	if (poll(&p, 1, WAIT_MS) != 1 || read(ready[0], &byte, 1) != 1) {
+		agent_fail("the squatter did not start");
+		goto out;
+	}
+	/* A's QPs are made all the same; only their unicast waits. */
+	if (!start(&a, 0, "127.0.0.1", NULL, NULL, 0))
+		goto out;
+	if (trusted) {
+		/* Told to trust the squatter's user, A registers with it: HELLO, CLAIMs. */
+		for (uint64_t end = t_now_ms() + WAIT_MS; *msgs < 2 && t_now_ms() < end;)
+			poll(NULL, 0, 10);
+		agent_expect_eq("A's messages to the trusted squatter >= 2", *msgs >= 2, 1);
+	} else {
+		agent_cmd(&a.ag, "waitcnt uc_demux_untrusted 1");
+		agent_expect_eq("A refused the squatter",
+				agent_field(&a.ag, "uc_demux_untrusted") >= 1, 1);
+		agent_expect_eq("messages A sent the squatter", *msgs, 0);
+	}
+	/* The squatter goes: A stands for demultiplexer, and B's unicast reaches it. */
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	pid = -1;
+	agent_cmd(&a.ag, "ucsync 0");
+	agent_expect_eq("A is the demultiplexer", agent_field(&a.ag, "leader"),
+			(unsigned long)a.pid);
+	if (!start(&b, 1, "127.0.0.1", NULL, NULL, 0))
+		goto out;
+	agent_cmd(&b.ag, "ucsync 0");
+	agent_cmd(&a.ag, "serve 0");
+	ping_start(&b, 1, &a, 0, N, 0);
+	ping_done(&b, N, true);
+	if (!trusted)
+		agent_expect_eq("messages A sent the squatter", *msgs, 0);
+	expect_clean(&a);
+	expect_clean(&b);
+	agent_finish(&b.ag);
+	agent_finish(&a.ag);
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	close(ready[0]);
+	munmap((void *)msgs, sizeof(*msgs));
 }
 
 /* ------------------------------------------------------------------------- */

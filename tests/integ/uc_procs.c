@@ -56,6 +56,13 @@
  *                       (uc_claim_refused); its own QPN with its socket is
  *                       accepted.  A, continued, registers again without a
  *                       refusal and gets its unicast, the claimant none.
+ *   uc_procs squat      a process of another user (root drops a child to
+ *                       nobody) holds the name of 127.0.0.1's demultiplexer
+ *                       first: A's QPs are made, but A sends it nothing and
+ *                       counts it (uc_demux_untrusted); once it is gone, A
+ *                       is the demultiplexer and gets B's unicast.  With
+ *                       UMC_TRUST_UIDS naming that user, A registers with
+ *                       it instead.  77 without root.
  *   uc_procs foreign    a process of another user (root drops a child to
  *                       nobody) registers with the demultiplexer through a
  *                       raw connection: it is given no socket of
@@ -203,6 +210,8 @@ int main(int argc, char **argv)
 		scenario_adopt();
 	else if (argc == 2 && strcmp(argv[1], "claim") == 0)
 		scenario_claim();
+	else if (argc == 2 && strcmp(argv[1], "squat") == 0)
+		scenario_squat();
 	else if (argc == 2 && strcmp(argv[1], "foreign") == 0)
 		scenario_foreign();
 	else if (argc == 6 && strcmp(argv[1], "netns") == 0)
@@ -212,7 +221,7 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr,
 			"usage: uc_procs pingpong|pingpong6|qkey|noqp|kill|conflict|stopped|adopt\n"
-			"       uc_procs claim|foreign\n"
+			"       uc_procs claim|squat|foreign\n"
 			"       uc_procs netns NSA NSB ADDRA ADDRB\n"
 			"       uc_procs rxe NSHOST NSRXE ADDRHOST ADDRRXE PCAP\n");
 		return 2;

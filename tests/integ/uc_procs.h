@@ -67,6 +67,7 @@ void scenario_kill(void);
 void scenario_stopped(void);
 void scenario_adopt(void);
 void scenario_claim(void);
+void scenario_squat(void);
 void scenario_foreign(void);
 /* uc_hosts.c: */
 void scenario_netns(char **argv);

@@ -31,7 +31,9 @@ void roce_qpn_release(struct roce_qp *qp);
  * and dev->lock held).  Waits at most UMC_UC_CONNECT_MS + UMC_UC_REPLY_MS
  * per address for another process.  Returns 0 (also when the
  * demultiplexer could not answer in time: the claim stands and is sent
- * again after a hand-over), -EADDRINUSE when the demultiplexer has the
+ * again after a hand-over; and when a process of an untrusted user holds
+ * the demultiplexer's name: nothing is sent to it, and the claim is made
+ * when a trusted one is found), -EADDRINUSE when the demultiplexer has the
  * QPN for another process (one that exited, its hang-up not yet read), or
  * -ENOMEM / -EMFILE.
  */

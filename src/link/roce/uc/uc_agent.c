@@ -138,10 +138,15 @@ static int uc_agent_tick(void)
 			}
 		}
 		if (atomic_load(&d->reconnect)) {
-			roce_uc_dom_retry(d);
+			uint64_t at = atomic_load(&d->retry_at);
+			int ms;
+
+			if (now >= at)
+				roce_uc_dom_retry(d);
+			at = atomic_load(&d->retry_at);
+			ms = at > now ? (int)(at - now) : UMC_UC_RETRY_MS;
 			if (atomic_load(&d->reconnect))
-				timeout = timeout < 0 || UMC_UC_RETRY_MS < timeout ? UMC_UC_RETRY_MS
-										   : timeout;
+				timeout = timeout < 0 || ms < timeout ? ms : timeout;
 		}
 	}
 	if (timeout >= 0)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "link/roce/uc/uc_int.h"
+#include "sa/sa_trust.h"
 
 static void uc_sleep_ms(long ms)
 {
@@ -167,6 +168,36 @@ static int uc_dom_register(struct uc_dom *d, int fd)
 }
 
 /*
+ * Is the demultiplexer at the other end of new connection @fd to be
+ * trusted with this port's unicast: is its process of a user that
+ * umc_trusted_uid() trusts (SO_PEERCRED: the kernel's record of who
+ * listens)?  Any process can bind the name first; one of another user
+ * would be given our claims and input and decide what reaches us.  An
+ * untrusted one is named on stderr once per address, counted
+ * (uc_demux_untrusted), and asked again after UMC_UC_RETRY_SLOW_MS.
+ */
+static bool uc_dom_trusted(struct uc_dom *d, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return false;
+	if (umc_trusted_uid(cred.uid, false))
+		return true;
+	CNT(&d->uc->rp->dev, uc_demux_untrusted);
+	atomic_store(&d->retry_at, uc_now_ms() + UMC_UC_RETRY_SLOW_MS);
+	if (!d->untrusted_warned)
+		fprintf(stderr,
+			"umcast: the unicast demultiplexer %s is process %d of uid %u, a user this "
+			"process does not trust: unicast to this address cannot be received here; "
+			"UMC_TRUST_UIDS=%u trusts it\n",
+			d->name.sun_path + 1, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.uid);
+	d->untrusted_warned = true;
+	return false;
+}
+
+/*
  * May this port stand for demultiplexer of @d's address now?  After a
  * hang-up, a port that does not hold the whole group waits
  * UMC_UC_ADOPT_DELAY_MS, so that one that does can take it over and keep
@@ -198,6 +229,13 @@ static int uc_dom_connect(struct uc_dom *d, bool wait)
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (struct sockaddr *)&d->name, d->name_len) == 0) {
+			if (!uc_dom_trusted(d, fd)) {
+				/* Nothing of ours goes to it: unicast waits for a trusted one. */
+				umc_fd_close(fd);
+				atomic_store(&d->reconnect, true);
+				atomic_store(&roce_uc_ag.pending, true);
+				return -EACCES;
+			}
 			if (uc_dom_register(d, fd) == 0) {
 				atomic_store(&d->reconnect, false);
 				atomic_store(&d->lost_at, 0);

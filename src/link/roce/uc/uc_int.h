@@ -170,6 +170,8 @@ struct uc_dom {
 	pid_t leader_pid;
 	bool leader_port; /* its last answer said it holds addr:4791 */
 	bool proto_warned;
+	bool untrusted_warned;	/* said once that an untrusted process holds the name */
+	_Atomic uint64_t retry_at; /* no reconnect before this (ms): an untrusted holder */
 	/* The reuseport group of addr:4791 as this port holds it (under steer_lock). */
 	pthread_mutex_t steer_lock;
 	struct roce_ep *steer_ep; /* its own socket, which the engine reads */
