@@ -597,8 +597,8 @@ static void spawn(struct agent *a, const char *name, int nids, int flags)
 /*
  * R1 (one id, flags @f1) and R2 (@n2 ids, flags @f2), full members, then,
  * once they are, S, send-only with receives posted: what fanout, leave,
- * mixed and slow begin with.  *@qpn: S's QPN.  False if an agent did not
- * start.
+ * mixed, slow and stopped begin with.  *@qpn: S's QPN.  False if an
+ * agent did not start.
  */
 static bool start_r1_r2_s(struct agent *r1, int f1, struct agent *r2, int n2, int f2,
 			  struct agent *s, unsigned long *qpn)
@@ -909,14 +909,8 @@ static void scenario_stopped(void)
 		printf("# the same-host path is off: nothing to check\n");
 		return;
 	}
-	spawn(&r1, "R1", 1, 0);
-	spawn(&r2, "R2", 1, 0);
-	if (!agent_ready(&r1) || !agent_ready(&r2))
+	if (!start_r1_r2_s(&r1, 0, &r2, 1, 0, &s, &qpn))
 		return;
-	spawn(&s, "S", 1, AG_SENDONLY);
-	if (!agent_ready(&s))
-		return;
-	qpn = agent_field(&s, "qpn");
 	kill(r1.pid, SIGSTOP);
 	if (agent_cmd(&s, "send %d 0", N)) {
 		ms = agent_field(&s, "ms");
