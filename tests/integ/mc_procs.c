@@ -62,6 +62,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "agent.h"
+#include "link/shm/shm.h"      /* UMC_SHM_GRACE_MS */
 #include "verbs/verbs_int.h" /* counters and groups of the agent's device */
 
 enum {
@@ -901,7 +902,7 @@ static void scenario_live(void)
  */
 static void scenario_stopped(void)
 {
-	enum { N = 450, GRACE_MS = 1000 /* UMC_SHM_GRACE_MS */ };
+	enum { N = 450, GRACE_MS = UMC_SHM_GRACE_MS };
 	struct agent r1, r2, s;
 	unsigned long qpn, shm, over, ms, gave_up;
 

@@ -867,8 +867,9 @@ static void shm_mark(struct umc_shm_grp *g, int j, uint64_t p, uint64_t t, uint6
  * of the ring further (or to the tail), so that the sender then writes
  * that much before it looks again.  One that makes no such progress in
  * UMC_SHM_WAIT_MS while it is waited for is given up on: overwritten, and
- * not waited for during UMC_SHM_GRACE_MS.  Positions read from the file
- * only make the sender wait or not, never past those bounds.
+ * not waited for during UMC_SHM_GRACE_MS unless it catches up (less than
+ * half a ring behind: it was held up, not stopped).  Positions read from
+ * the file only make the sender wait or not, never past those bounds.
  */
 static void shm_flow(struct umc_shm_grp *g, uint64_t end)
 {
@@ -894,8 +895,11 @@ static void shm_flow(struct umc_shm_grp *g, uint64_t end)
 			if (p > t || t - p > g->ring_size)
 				continue; /* not reading this ring, or already lapped */
 			shm_mark(g, j, p, t, now);
-			if (g->gave_up_ms[j] && now - g->gave_up_ms[j] < UMC_SHM_GRACE_MS)
-				continue;
+			if (g->gave_up_ms[j] && now - g->gave_up_ms[j] < UMC_SHM_GRACE_MS) {
+				if (t - p >= g->ring_size / 2)
+					continue;
+				g->gave_up_ms[j] = 0; /* it caught up: waited for again */
+			}
 			if (p < target && now - g->mark_ms[j] >= UMC_SHM_WAIT_MS) {
 				g->gave_up_ms[j] = now; /* slow (shm.h): it loses what is overwritten */
 				g->sgave_up++;

@@ -47,20 +47,23 @@
  * has not read wakes it and sleeps (futex(2) on its ring's @flow_wait)
  * until every reader it waits for has read to a sixteenth of a ring past
  * that point; a reader that gets there wakes it.  So a reader that keeps
- * reading paces its senders and loses nothing, however slowly the
- * processes that share the CPUs run it.
+ * reading paces its senders and loses nothing.
  *
  * A reader is slow when a sender must wait for it and, for the last
  * UMC_SHM_WAIT_MS, it has been more than half a ring behind and read
  * less than a sixteenth of a ring (UMC_SHM_PROGRESS_DIV): a stopped or
  * stalled one, one not run for that long, or one slower than that rate
- * (256 KiB per 50 ms with the default ring, about 5 MB/s).  The sender
+ * (256 KiB per 200 ms with the default ring, about 1.3 MB/s).  The sender
  * then gives up on it: it overwrites, the reader counts what it lost
  * (rx_overrun) as a full socket buffer's drops, and the sender counts
  * the give-up (tx_shm_overrun) and does not wait for that reader again
- * during UMC_SHM_GRACE_MS.  A slow reader so costs each sender at most
+ * during UMC_SHM_GRACE_MS, unless it catches up to less than half a ring
+ * behind (one held up for a moment loses only what was overwritten
+ * meanwhile).  A stopped reader so costs each sender at most
  * UMC_SHM_WAIT_MS of sleep every UMC_SHM_GRACE_MS, and no reader can hold
- * a sender below a sixteenth of a ring per UMC_SHM_WAIT_MS.
+ * a sender below a sixteenth of a ring per UMC_SHM_WAIT_MS: to be waited
+ * for again it must have caught up, so the sender writes about half a
+ * ring between two waits for it.
  *
  * Nothing read from the file is trusted: another process of the user may
  * write anything there.  A reader copies a record out before it checks
@@ -90,8 +93,8 @@ enum {
 	 * a ring in UMC_SHM_WAIT_MS meanwhile is given up on: overwritten,
 	 * and not waited for during UMC_SHM_GRACE_MS (flow control above).
 	 */
-	UMC_SHM_WAIT_MS = 50,
-	UMC_SHM_GRACE_MS = 1000,
+	UMC_SHM_WAIT_MS = 200,
+	UMC_SHM_GRACE_MS = 4000,
 	UMC_SHM_PROGRESS_DIV = 16,
 	/*
 	 * Groups a port receives through the path (each costs a file, a
