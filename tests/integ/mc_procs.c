@@ -454,7 +454,7 @@ static void cmd_leave(int idx)
 }
 
 /*
- * Is the same-host path on (umcast(7): UMC_SHM=1)?  Read from the
+ * Is the same-host path on (umcast(7): unless UMC_SHM=0)?  Read from the
  * environment each time, not by umc_shm_enabled(), which keeps its first
  * answer: agents forked after this call set UMC_SHM=0 for themselves.
  */
@@ -462,7 +462,7 @@ static bool shm_on(void)
 {
 	const char *e = getenv("UMC_SHM");
 
-	return e && *e && strcmp(e, "0") != 0;
+	return !e || strcmp(e, "0") != 0;
 }
 
 /* The agent's device counters and whether it holds a socket for the group. */

@@ -146,7 +146,7 @@ bool umc_shm_enabled(void)
 	if (on < 0) {
 		const char *e = getenv("UMC_SHM");
 
-		on = e && *e && strcmp(e, "0") != 0;
+		on = !e || strcmp(e, "0") != 0;
 	}
 	return on;
 }

@@ -217,8 +217,8 @@ struct umc_shm_key {
 };
 
 /*
- * umc_shm_enabled - whether this process uses the path: $UMC_SHM set and
- * not "0" (off by default: umcast(7) SAME-HOST PATH says why).  Read once.
+ * umc_shm_enabled - whether this process uses the path: unless $UMC_SHM
+ * is "0" (umcast(7) SAME-HOST PATH).  Read once.
  */
 bool umc_shm_enabled(void);
 
