@@ -121,11 +121,14 @@ struct umc_shm_grp {
 	/*
 	 * Flow control (shm_flow): no reader this sender waits for has read
 	 * less than @smin.  Each reader slot's last mark of progress (where
-	 * it had read, and when), when the sender last gave up on it, and the
+	 * it had read, and when: since it last read a 1/UMC_SHM_PROGRESS_DIV
+	 * of the ring while the sender waited for it, or since the sender
+	 * began to wait for it), when the sender last gave up on it, and the
 	 * give-ups not yet counted (umc_shm_send_done).
 	 */
 	uint64_t smin;
 	uint64_t mark_pos[UMC_SHM_READERS], mark_ms[UMC_SHM_READERS];
+	bool waiting[UMC_SHM_READERS];
 	uint64_t gave_up_ms[UMC_SHM_READERS];
 	unsigned sgave_up;
 	uint64_t sreg; /* the sender slot's reg_gen */
@@ -751,7 +754,7 @@ static bool shm_sender_take(struct umc_shm_grp *g)
 	g->sslot = slot;
 	g->stoken = token;
 	g->smin = 0;
-	memset(g->mark_ms, 0, sizeof(g->mark_ms));
+	memset(g->waiting, 0, sizeof(g->waiting));
 	memset(g->gave_up_ms, 0, sizeof(g->gave_up_ms));
 	umc_shm_ring_reset(&g->sring);
 	atomic_store(&g->sring.ctl->flow_wait, 0);
@@ -843,20 +846,22 @@ static void shm_wake_sleepers(struct umc_shm_grp *g)
 }
 
 /*
- * Has reader @j made progress since its mark, at @p with the ring's tail
- * at @t?  It has when it read a 1/UMC_SHM_PROGRESS_DIV of the ring more,
- * or is less than half a ring behind; then the mark moves to now.  A
- * position that went back (only a corrupt file does that) is no progress.
+ * The sender must wait for reader @j, at @p: is it slow (shm.h)?  Its
+ * mark moves to now when the wait begins, and whenever it has read a
+ * 1/UMC_SHM_PROGRESS_DIV of the ring more since the mark; it is slow
+ * when the mark is UMC_SHM_WAIT_MS old.  A position that went back (only
+ * a corrupt file does that) is no progress.
  */
-static void shm_mark(struct umc_shm_grp *g, int j, uint64_t p, uint64_t t, uint64_t now)
+static bool shm_slow(struct umc_shm_grp *g, int j, uint64_t p, uint64_t now)
 {
 	uint64_t q = g->ring_size / UMC_SHM_PROGRESS_DIV;
 
-	if (!g->mark_ms[j] || t - p < g->ring_size / 2 ||
-	    (p > g->mark_pos[j] && p - g->mark_pos[j] >= q)) {
+	if (!g->waiting[j] || (p > g->mark_pos[j] && p - g->mark_pos[j] >= q)) {
+		g->waiting[j] = true;
 		g->mark_pos[j] = p;
 		g->mark_ms[j] = now;
 	}
+	return now - g->mark_ms[j] >= UMC_SHM_WAIT_MS;
 }
 
 /*
@@ -894,20 +899,22 @@ static void shm_flow(struct umc_shm_grp *g, uint64_t end)
 				p = 0;
 			if (p > t || t - p > g->ring_size)
 				continue; /* not reading this ring, or already lapped */
-			shm_mark(g, j, p, t, now);
 			if (g->gave_up_ms[j] && now - g->gave_up_ms[j] < UMC_SHM_GRACE_MS) {
 				if (t - p >= g->ring_size / 2)
 					continue;
 				g->gave_up_ms[j] = 0; /* it caught up: waited for again */
 			}
-			if (p < target && now - g->mark_ms[j] >= UMC_SHM_WAIT_MS) {
-				g->gave_up_ms[j] = now; /* slow (shm.h): it loses what is overwritten */
+			if (p < target && shm_slow(g, j, p, now)) {
+				g->gave_up_ms[j] = now; /* it loses what is overwritten */
+				g->waiting[j] = false;
 				g->sgave_up++;
 				continue;
 			}
-			if (p < target && g->mark_ms[j] + UMC_SHM_WAIT_MS < until)
-				until = g->mark_ms[j] + UMC_SHM_WAIT_MS;
 			low = p < low ? p : low;
+			if (p >= target)
+				g->waiting[j] = false;
+			else if (g->mark_ms[j] + UMC_SHM_WAIT_MS < until)
+				until = g->mark_ms[j] + UMC_SHM_WAIT_MS;
 		}
 		if (until == UINT64_MAX) {
 			g->smin = low;

@@ -49,10 +49,10 @@
  * that point; a reader that gets there wakes it.  So a reader that keeps
  * reading paces its senders and loses nothing.
  *
- * A reader is slow when a sender must wait for it and, for the last
- * UMC_SHM_WAIT_MS, it has been more than half a ring behind and read
- * less than a sixteenth of a ring (UMC_SHM_PROGRESS_DIV): a stopped or
- * stalled one, one not run for that long, or one slower than that rate
+ * A reader is slow when a sender has waited for it UMC_SHM_WAIT_MS
+ * (over one send or many in a row) and it read less than a sixteenth of
+ * a ring (UMC_SHM_PROGRESS_DIV) meanwhile: a stopped or stalled one, one
+ * not run for that long, or one slower than that rate
  * (256 KiB per 200 ms with the default ring, about 1.3 MB/s).  The sender
  * then gives up on it: it overwrites, the reader counts what it lost
  * (rx_overrun) as a full socket buffer's drops, and the sender counts
