@@ -125,8 +125,10 @@ static void child(const struct sockaddr_in *sm, unsigned proc, unsigned n, unsig
 	char b = 0;
 	unsigned failed;
 
-	if (open_port(sm, &c))
-		_exit(1);
+	if (open_port(sm, &c)) {
+		b = 1; /* tells main() not to start the others */
+		_exit(write(ready, &b, 1) == 1 ? 1 : 2);
+	}
 	if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 1)
 		_exit(1);
 	failed = run(c, UMC_MAD_METHOD_SET, proc, n, window);
@@ -168,9 +170,20 @@ int main(int argc, char **argv)
 	for (i = 0; i < procs; i++)
 		if (!fork())
 			child(&sm, i + 1, n, window, ready[1], go[0], result[1]);
+	/*
+	 * A child that cannot register says so and exits; closing go then
+	 * ends the others.  One that dies later ends the result reads: main()
+	 * holds no write end of its own.
+	 */
+	close(ready[1]);
+	close(result[1]);
 	for (i = 0; i < procs; i++)
-		if (read(ready[0], &b, 1) != 1)
+		if (read(ready[0], &b, 1) != 1 || b) {
+			close(go[1]);
+			while (wait(NULL) > 0)
+				;
 			return 1;
+		}
 	t0 = now_s();
 	for (i = 0; i < procs; i++)
 		if (write(go[1], &b, 1) != 1)
