@@ -6,7 +6,7 @@
  * woken, with no RDMA and no library in the way (issue 36's
  * local_evlat_p50_vs_udp_64).
  *
- *   cc -O2 -o wake-floor bench/wake-floor.c
+ *   (built with the bench tools: bench/CMakeLists.txt)
  *   wake-floor [-n round trips] [-w warm-up] [-P cpu] [MODE...]
  *
  * Modes (all by default, in turn, in one run):
