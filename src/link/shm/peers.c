@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "link/shm/shm.h"
+#include "sa/sa_trust.h"
 #include "umc_int.h"
 #include "umc_sys.h"
 
@@ -98,7 +99,7 @@ static int peers_dump(int nl, int family, const struct umc_shm_key *key, const u
 
 int umc_shm_peers_ok(const struct umc_shm_key *key, const uint64_t *inodes, int n)
 {
-	int nl = UMC_FD_NEW(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG), false);
+	int nl = UMC_FD_NEW(umc_sock_diag_open(), false);
 	int ret;
 
 	if (nl < 0)
