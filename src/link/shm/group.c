@@ -42,7 +42,7 @@
 
 #define SHM_MAGIC "umcshm1"
 /* A ring's control block has a page of its own, so that each ring maps apart. */
-enum { SHM_VERSION = 2, SHM_CTL_SIZE = 4096 };
+enum { SHM_VERSION = 3, SHM_CTL_SIZE = 4096 };
 
 /*
  * What reader and sender slots share.  @left: a sender that left keeps
@@ -472,14 +472,20 @@ static void shm_futex_wake(_Atomic uint32_t *w)
 static void shm_tell(struct umc_shm_grp *g, int i, uint64_t pos)
 {
 	struct umc_shm_ring_ctl *ctl = g->follow[i].ring.ctl;
+	uint64_t was = g->follow[i].told, want;
 
-	if (g->rslot < 0 || g->follow[i].told == pos)
+	if (g->rslot < 0 || was == pos)
 		return;
 	g->follow[i].told = pos;
 	atomic_store(&g->hdr->readers[g->rslot].pos[i], pos);
-	if (ctl && umc_unlikely(atomic_load(&ctl->flow_wait)) &&
-	    pos >= atomic_load_explicit(&ctl->flow_want, memory_order_relaxed))
-		shm_futex_wake(&ctl->flow_wait);
+	if (!ctl || umc_likely(!atomic_load(&ctl->flow_wait)))
+		return;
+	want = atomic_load_explicit(&ctl->flow_want, memory_order_relaxed);
+	/* Crossed it now (or stopped being read: SHM_NOWHERE is past everything). */
+	if (pos >= want && (was < want || was == SHM_NOWHERE)) {
+		atomic_fetch_add(&ctl->flow_seq, 1);
+		shm_futex_wake(&ctl->flow_seq);
+	}
 }
 
 /*
@@ -881,6 +887,7 @@ static void shm_flow(struct umc_shm_grp *g, uint64_t end)
 	struct umc_shm_ring_ctl *ctl = g->sring.ctl;
 	uint64_t lim = end - g->ring_size, target = lim;
 	bool woke = false, armed = false;
+	uint32_t seq = 0;
 
 	for (;;) {
 		uint64_t t = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
@@ -931,9 +938,11 @@ static void shm_flow(struct umc_shm_grp *g, uint64_t end)
 			atomic_store_explicit(&ctl->flow_want, target, memory_order_relaxed);
 			atomic_store(&ctl->flow_wait, 1);
 			armed = true;
-			continue; /* the positions once more, after @flow_wait */
+		} else {
+			shm_futex_wait(&ctl->flow_seq, seq, until > now ? until - now : 1);
 		}
-		shm_futex_wait(&ctl->flow_wait, 1, until > now ? until - now : 1);
+		/* The positions once more, after @flow_seq: a crossing from here on wakes us. */
+		seq = atomic_load(&ctl->flow_seq);
 	}
 	if (armed)
 		atomic_store_explicit(&ctl->flow_wait, 0, memory_order_relaxed);

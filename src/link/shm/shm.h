@@ -44,7 +44,7 @@
  * effect (a sender on loopback pays every receiver's clone and queue, so
  * it runs no faster than they take it): each reader publishes how far it
  * has read in each ring, and a sender about to overwrite what a reader
- * has not read wakes it and sleeps (futex(2) on its ring's @flow_wait)
+ * has not read wakes it and sleeps (futex(2) on its ring's @flow_seq)
  * until every reader it waits for has read to a sixteenth of a ring past
  * that point; a reader that gets there wakes it.  So a reader that keeps
  * reading paces its senders and loses nothing.
@@ -118,11 +118,15 @@ struct umc_shm_ring_ctl {
 	_Atomic uint64_t latest;		   /* where the last published record starts */
 	_Atomic uint64_t next_seq;		   /* the next datagram's number */
 	/*
-	 * Flow control: nonzero while the writer sleeps (futex(2) on this
-	 * word) until its readers have read to @flow_want; a reader that
-	 * reaches it wakes the writer.
+	 * Flow control: @flow_wait is nonzero while the writer waits until
+	 * its readers have read to @flow_want.  A reader whose position
+	 * crosses @flow_want then moves @flow_seq and wakes the writer, which
+	 * sleeps on it (futex(2)): once per reader and wait, not once per
+	 * read, and never through a crossing (it reads @flow_seq before the
+	 * positions).
 	 */
 	_Alignas(64) _Atomic uint32_t flow_wait;
+	_Atomic uint32_t flow_seq;
 	_Atomic uint64_t flow_want;
 };
 
