@@ -454,15 +454,18 @@ static void cmd_leave(int idx)
 }
 
 /*
- * Is the same-host path on (umcast(7): unless UMC_SHM=0)?  Read from the
- * environment each time, not by umc_shm_enabled(), which keeps its first
- * answer: agents forked after this call set UMC_SHM=0 for themselves.
+ * Do the datagrams take the same-host path: is it on (umcast(7): unless
+ * UMC_SHM=0), and can a sender have a ring (MC_PROCS_NO_ROOM=1: the
+ * test's UMC_SHM_DIR has no room for one, test_shm_full.sh)?  Read from
+ * the environment each time, not by umc_shm_enabled(), which keeps its
+ * first answer: agents forked after this call set UMC_SHM=0 for
+ * themselves.
  */
 static bool shm_on(void)
 {
 	const char *e = getenv("UMC_SHM");
 
-	return !e || strcmp(e, "0") != 0;
+	return (!e || strcmp(e, "0") != 0) && !getenv("MC_PROCS_NO_ROOM");
 }
 
 /* The agent's device counters and whether it holds a socket for the group. */

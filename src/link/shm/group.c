@@ -118,6 +118,7 @@ struct umc_shm_grp {
 	struct umc_shm_ring sring;
 	bool smode;
 	uint64_t sseen, snext_ms;
+	uint64_t stake_ms; /* no ring before then: the last try found no slot or no room */
 	/*
 	 * Flow control (shm_flow): no reader this sender waits for has read
 	 * less than @smin.  Each reader slot's last mark of progress (where
@@ -169,15 +170,31 @@ static uint64_t ring_off(const struct umc_shm_grp *g, int i)
 	return g->hdr_size + (uint64_t)i * (SHM_CTL_SIZE + g->ring_size);
 }
 
-/* Map @len bytes of the file at @off (page-aligned), not into a child of fork. */
-static void *shm_mmap(const char *path, uint64_t off, uint64_t len)
+/*
+ * Give the file memory (or disk) for @len bytes at @off now.  A store or
+ * load through a mapping of a hole that a full tmpfs cannot fill raises
+ * SIGBUS (mmap(2)); an allocated range never does.  Returns false when
+ * the file system has no room; one that cannot preallocate
+ * (EOPNOTSUPP) is used as it is.
+ */
+static bool shm_back(int fd, uint64_t off, uint64_t len)
+{
+	return !fallocate(fd, 0, (off_t)off, (off_t)len) || errno == EOPNOTSUPP;
+}
+
+/*
+ * Map @len bytes of the file at @off (page-aligned), not into a child of
+ * fork; @back: allocated first (shm_back), or not mapped.
+ */
+static void *shm_mmap(const char *path, uint64_t off, uint64_t len, bool back)
 {
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	void *m;
+	void *m = MAP_FAILED;
 
 	if (fd < 0)
 		return NULL;
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	if (!back || shm_back(fd, off, len))
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	close(fd);
 	if (m == MAP_FAILED)
 		return NULL;
@@ -185,11 +202,17 @@ static void *shm_mmap(const char *path, uint64_t off, uint64_t len)
 	return m;
 }
 
-/* Ring @i, mapped now if it is not yet; false when it cannot be. */
+/*
+ * Ring @i, mapped now if it is not yet, its memory allocated first: on a
+ * full file system a sender then sends through the kernel (and tries
+ * again UMC_SHM_GRACE_MS later), and a reader does not follow a ring that
+ * its writer (not of this library) left unallocated, rather than either
+ * dying of SIGBUS.  False when it cannot be had.
+ */
 static bool ring_at(struct umc_shm_grp *g, int i, struct umc_shm_ring *r)
 {
 	if (!g->rmap[i])
-		g->rmap[i] = shm_mmap(g->path, ring_off(g, i), SHM_CTL_SIZE + g->ring_size);
+		g->rmap[i] = shm_mmap(g->path, ring_off(g, i), SHM_CTL_SIZE + g->ring_size, true);
 	if (!g->rmap[i])
 		return false;
 	*r = (struct umc_shm_ring){(struct umc_shm_ring_ctl *)g->rmap[i], g->rmap[i] + SHM_CTL_SIZE,
@@ -248,7 +271,8 @@ static int shm_create(struct umc_shm_grp *g, mode_t mode)
 	if (fd < 0)
 		return -errno;
 	fchmod(fd, mode); /* past the umask: a shared directory's members read and write it */
-	if (ftruncate(fd, (off_t)size) || pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+	if (ftruncate(fd, (off_t)size) || !shm_back(fd, 0, hs) ||
+	    pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		ret = -errno;
 	close(fd);
 	if (!ret && link(tmp, g->path) && errno != EEXIST)
@@ -280,7 +304,7 @@ static int shm_map(struct umc_shm_grp *g)
 	    h.file_size != ring_off(g, UMC_SHM_SENDERS) || (uint64_t)st.st_size != h.file_size)
 		ret = -EBADMSG;
 	close(fd);
-	if (!ret && !(m = shm_mmap(g->path, 0, g->hdr_size)))
+	if (!ret && !(m = shm_mmap(g->path, 0, g->hdr_size, false)))
 		ret = -ENOMEM;
 	if (!ret)
 		g->hdr = m;
@@ -808,9 +832,13 @@ bool umc_shm_ring_mode(struct umc_shm_grp *g, uint64_t *gen)
 	/* Reads the system under the send lock: not a cancellation point (umc_sys.h). */
 	int cs = umc_cancel_off();
 
+	now = shm_now_ms();
 	g->sseen = cur;
-	g->snext_ms = shm_now_ms() + UMC_SHM_RECHECK_MS;
-	g->smode = shm_decide(g) && (g->sslot >= 0 || shm_sender_take(g));
+	g->snext_ms = now + UMC_SHM_RECHECK_MS;
+	g->smode = shm_decide(g);
+	if (g->smode && g->sslot < 0 && now >= g->stake_ms && !shm_sender_take(g))
+		g->stake_ms = now + UMC_SHM_GRACE_MS; /* no slot free, or no room */
+	g->smode = g->smode && g->sslot >= 0;
 	umc_cancel_restore(cs);
 	return g->smode;
 }
