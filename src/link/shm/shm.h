@@ -53,7 +53,7 @@
  * (over one send or many in a row) and it read less than a sixteenth of
  * a ring (UMC_SHM_PROGRESS_DIV) meanwhile: a stopped or stalled one, one
  * not run for that long, or one slower than that rate
- * (256 KiB per 200 ms with the default ring, about 1.3 MB/s).  The sender
+ * (512 KiB per 200 ms with the default ring, about 2.6 MB/s).  The sender
  * then gives up on it: it overwrites, the reader counts what it lost
  * (rx_overrun) as a full socket buffer's drops, and the sender counts
  * the give-up (tx_shm_overrun) and does not wait for that reader again
@@ -106,7 +106,7 @@ enum {
 };
 
 /* Bytes of one ring by default ($UMC_SHM_RING: a power of two, 64 KiB to 256 MiB). */
-#define UMC_SHM_RING_DEFAULT (4u << 20)
+#define UMC_SHM_RING_DEFAULT (8u << 20)
 
 /* ------------------------------------------------------------------------- */
 /* A ring (ring.c): one writer, any number of readers that may fall behind. */
