@@ -28,7 +28,10 @@
 #     CPU 1 as the others do (sender on CPU 0): the same layout for every
 #     transport, and the host the issue names (one feed, many consumers on
 #     a 2-core machine); each receiver gets a sixteenth of a CPU, which
-#     both transports' buffers (socket, ring) must bridge;
+#     both transports' buffers (socket, ring) must bridge; and its floor,
+#     16 readers on CPU 1 that only copy each datagram from shared memory
+#     into a receive buffer, then also check it with umcast's codecs
+#     (bench/fanout-floor.c), against the same raw UDP runs;
 #   - ICRC throughput over 4096-byte messages on one core (icrc-bench),
 #     next to ISA-L's crc32 over the same bytes in the same run;
 #   - SA joins per second and 10 000 group creations, umc-sm against
@@ -117,6 +120,7 @@ esac
 unset UMC_SHM
 LAT_N=${LAT_N:-20000}   # round trips per latency run (after 1000 warm-up)
 EV_N=${EV_N:-$LAT_N}    # round trips per event-driven latency run
+FLOOR_N=${FLOOR_N:-50000} # datagrams each of the fan-out floor's 16 readers reads
 PROC_TIMEOUT=${PROC_TIMEOUT:-60}
 SM_BENCH=${SM_BENCH:-1} # 0: no umc-sm / OpenSM comparison
 STORM=${STORM:-1}       # 0: no join storms
@@ -135,7 +139,7 @@ if [ -z "${UMC_BENCH_INNER:-}" ]; then
 	if [ "${NO_BUILD:-0}" != 1 ]; then
 		bench_configure bench || exit 1
 		# lackey-lines: footprint.sh; sa-null: sm-bench.sh's floor
-		targets=(umc-perf udp-perf icrc-bench umc-sm sa-null join-storm lackey-lines)
+		targets=(umc-perf udp-perf icrc-bench umc-sm sa-null join-storm lackey-lines fanout-floor)
 		[ "$(uname -m)" = x86_64 ] && targets+=(umc-critpath) # bench/critpath.c
 		# fi-perf exists when libfabric-dev is installed (bench/CMakeLists.txt),
 		# sa_client (sm-bench.sh's client) when libibumad-dev is.
@@ -422,6 +426,22 @@ for ((k = 0; k < REPS; k++)); do
 done
 ICRC_S="${icrc[*]}" ISAL_S="${isal[*]}" STRM_S="${strm[*]}"
 
+# The same-host fan-out's floor (bench/fanout-floor.c): 16 readers on
+# CPU 1 that copy, or copy and check, what a writer put in shared memory
+# beforehand; FL[MODE,SIZE]: the repetitions' delivered rates (msg/s).
+declare -A FL
+if in_list 16 "$SAMEHOST_FANOUT" && [ -x "$BIN/fanout-floor" ]; then
+	for ((k = 0; k < REPS; k++)); do
+		for size in $SIZES; do
+			"$BIN/fanout-floor" -p 16 -S "$size" -n "$FLOOR_N" -c "$((NCPU > 1))" >"$TMP/floor.out" || continue
+			cat "$TMP/floor.out" >>"$RESULTS"
+			for m in copy rocev2; do
+				FL[$m,$size]+="$(sed -n "s/^result transport=floor-$m .* rate=\([^ ]*\).*/\1/p" "$TMP/floor.out") "
+			done
+		done
+	done
+fi
+
 # Where a round trip goes (DIAG): both sides of a ping-pong of CP_SIZE
 # bytes under bench/critpath.c (LD_PRELOAD), umcast and raw UDP back to
 # back, REPS pairs (their result lines, traced, go to $RESULTS too): busy
@@ -575,6 +595,11 @@ for size in $SIZES; do
 		figure "${f}_evlat_p50_vs_udp_$size" ratio "${EA[$m,$size]:-}" "${EA[udp,$size]:-}"
 	done
 done
+for size in $SIZES; do
+	for m in copy rocev2; do
+		figure "fanout16_floor_${m}_vs_udp_$size" ratio "${FL[$m,$size]:-}" "${RS[udp,$size,16]:-}"
+	done
+done
 figure icrc_vs_crc32_4096 ratio "$ICRC_S" "$ISAL_S"
 if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
 	for f in sm_joins_vs_opensm sm_create_vs_opensm sm_joins_floor_vs_opensm; do
@@ -624,6 +649,13 @@ fi
 				f=$(sh_lat "$m")_${kind}_vs_udp_$size
 				echo "ratio $f ${FIG[$f]:--}"
 			done
+		done
+	done
+	for m in copy rocev2; do
+		[ -n "${FL[$m,${SIZES%% *}]:-}" ] || break
+		for size in $SIZES; do
+			f=fanout16_floor_${m}_vs_udp_$size
+			echo "ratio $f ${FIG[$f]:--}"
 		done
 	done
 	true
@@ -863,6 +895,8 @@ fi
 if [ -n "$SAMEHOST_FANOUT" ]; then # the same-host path on (UMC_SHM=1)
 	if in_list 16 "$SAMEHOST_FANOUT" && in_list 1024 "$SIZES"; then
 		target fanout16_vs_udp_1024 '>=' 3.0
+		printf '  (its floors: readers that copy / copy and check, over raw UDP: %s / %s)\n' \
+			"$(fig fanout16_floor_copy_vs_udp_1024)" "$(fig fanout16_floor_rocev2_vs_udp_1024)"
 		target fanout16_loss_minus_udp_1024 '<=' 0
 	fi
 	if in_list 64 "$SIZES"; then
