@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include <isa-l/crc.h>
 #include <zlib.h>
 
 #include "umc_cc.h"
@@ -124,7 +123,7 @@ uint32_t umc_icrc_start(const struct umc_ip_ctx *c, size_t udp_len, const uint8_
 	 * The 8 bytes of 0xFF are the same in every ICRC: start from their
 	 * CRC, so that an IPv4 prefix is 48 bytes, three 16-byte folds.
 	 */
-	return crc32_gzip_refl(LRH_STANDIN_CRC, pre, n);
+	return umc_icrc_update(LRH_STANDIN_CRC, pre, n);
 }
 
 enum { BTH_PSN = 9 }; /* the PSN: BTH bytes 9-11 */
