@@ -134,6 +134,15 @@ enum umc_param {
 #define UMC_RX_COLD_STRIDE 8
 #endif
 /*
+ * A thread whose ibv_poll_cq found nothing this many times in a row
+ * yields its CPU (sched_yield(2)) at each further empty poll, until one
+ * finds something (cq.c umc_poll_cq); $UMC_POLL_YIELD sets the count, 0
+ * never.
+ */
+#ifndef UMC_POLL_YIELD_AFTER
+#define UMC_POLL_YIELD_AFTER 256
+#endif
+/*
  * A group endpoint whose last datagram carried at least this many payload
  * bytes gets one receive more lent than its last burst brought, so that a
  * burst one longer lands in place too; below it the copy of that one

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -563,6 +564,42 @@ static int umc_cq_pop(struct umc_cq *cq, int num, struct ibv_wc *wc)
 	return n;
 }
 
+/*
+ * Busy pollers that share a CPU.  A thread that polls an empty CQ in a
+ * loop keeps its CPU for the rest of its time slice; where several such
+ * threads share one (16 receiver processes on a core), the one that has
+ * work waits for the others' slices to run out.  So a thread whose
+ * ibv_poll_cq found nothing UMC_POLL_YIELD_AFTER times in a row yields
+ * its CPU (sched_yield(2)) at each further empty poll, until one finds a
+ * completion: to a thread that has work if one is runnable there, and
+ * back to itself at once if none is.  Aeron's BackoffIdleStrategy spins,
+ * then yields, the same way.  A busy ping-pong polls a few dozen times
+ * between two datagrams and never gets there.  $UMC_POLL_YIELD sets the
+ * count; 0: never yield, as a NIC's CQ poll never does.  @found: this
+ * poll returned a completion.
+ */
+static void umc_poll_idle(bool found)
+{
+	static _Atomic int after = -1;
+	static __thread unsigned empty;
+	int a;
+
+	if (umc_likely(found)) {
+		empty = 0;
+		return;
+	}
+	a = atomic_load_explicit(&after, memory_order_relaxed);
+	if (umc_unlikely(a < 0)) {
+		const char *e = getenv("UMC_POLL_YIELD");
+
+		a = e && *e ? atoi(e) : UMC_POLL_YIELD_AFTER;
+		a = a < 0 ? 0 : a;
+		atomic_store_explicit(&after, a, memory_order_relaxed);
+	}
+	if (a && ++empty >= (unsigned)a)
+		sched_yield();
+}
+
 /* ibv_poll_cq(3): the number of completions (0..num_entries), never negative here. */
 UMC_HOT
 int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
@@ -570,11 +607,13 @@ int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct umc_cq *cq = to_ucq(ibcq);
 	int n = umc_cq_pop(cq, num_entries, wc);
 
-	if (n || num_entries <= 0)
+	if (n || num_entries <= 0) {
+		umc_poll_idle(n > 0);
 		return n;
-	if (umc_progress(cq->dev, false) == 0)
-		return 0;
-	return umc_cq_pop(cq, num_entries, wc);
+	}
+	n = umc_progress(cq->dev, false) ? umc_cq_pop(cq, num_entries, wc) : 0;
+	umc_poll_idle(n > 0);
+	return n;
 }
 
 /*
