@@ -43,7 +43,8 @@
 #   - diagnostic: umcast again with UMC_RX_THREAD=0; the transport's
 #     floor, raw UDP round trips with RoCEv2's datagram shape (udp-perf -G,
 #     busy and on an epoll set), and with RoCEv2's user-space work too
-#     (udp-perf -V, umcast's codecs); and where a busy round trip's time goes,
+#     (udp-perf -V, umcast's codecs), also fanned out to 4 receivers, the
+#     floor of the same-host path off's fan-out; and where a busy round trip's time goes,
 #     kernel and user space, per side (bench/critpath.c, x86-64; DIAG=0
 #     skips all three).
 #
@@ -367,7 +368,10 @@ order() {
 			[ -n "$SAMEHOST_FANOUT" ] || continue
 			[ -n "${3:-}" ] || in_list "$2" "$SAMEHOST_FANOUT" || continue ;;
 		udpE | udpEG | udpEV) [ "$DIAG" = 1 ] && [ "${3:-}" = ev ] || continue ;;
-		udpG | udpV) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
+		udpG) [ "$DIAG" = 1 ] && [ "${3:-}" = lat ] || continue ;;
+		# and the fan-out to 4 with RoCEv2's work: the path off's floor
+		udpV) [ "$DIAG" = 1 ] && { [ "${3:-}" = lat ] || { [ -z "${3:-}" ] && [ "$2" = 4 ] &&
+			in_list 4 "$SAMEHOST_FANOUT"; }; } || continue ;;
 		umcast0) [ "$DIAG" = 1 ] && { [ "$2" = 1 ] || [ "$2" = "$MAXN" ]; } || continue ;;
 		# libfabric's udp provider: one endpoint per group:port per host.
 		libfabric) [ "$2" = 1 ] && [[ " ${TRANSPORTS[*]} " == *" libfabric "* ]] || continue ;;
@@ -599,6 +603,9 @@ for size in $SIZES; do
 	for m in copy rocev2; do
 		figure "fanout16_floor_${m}_vs_udp_$size" ratio "${FL[$m,$size]:-}" "${RS[udp,$size,16]:-}"
 	done
+	# The path off's fan-out floor: raw UDP receivers doing RoCEv2's work.
+	figure "fanout4_udp_work_vs_udp_$size" ratio "${RS[udpV,$size,4]:-}" "${RS[udp,$size,4]:-}"
+	figure "fanout4_udp_work_loss_minus_udp_$size" diff "${LS[udpV,$size,4]:-}" "${LS[udp,$size,4]:-}"
 done
 figure icrc_vs_crc32_4096 ratio "$ICRC_S" "$ISAL_S"
 if [ "$SM_BENCH" = 1 ] && [ -r "$BUILD/sm-bench-summary.txt" ]; then
@@ -650,6 +657,10 @@ fi
 				echo "ratio $f ${FIG[$f]:--}"
 			done
 		done
+	done
+	for name in fanout4_udp_work_vs_udp fanout4_udp_work_loss_minus_udp; do
+		[ -n "${RS[udpV,${SIZES%% *},4]:-}" ] || break
+		for size in $SIZES; do echo "ratio ${name}_$size ${FIG[${name}_$size]:--}"; done
 	done
 	for m in copy rocev2; do
 		[ -n "${FL[$m,${SIZES%% *}]:-}" ] || break
@@ -898,6 +909,11 @@ if [ -n "$SAMEHOST_FANOUT" ]; then # the same-host path on (UMC_SHM=1)
 		printf '  (its floors: readers that copy / copy and check, over raw UDP: %s / %s)\n' \
 			"$(fig fanout16_floor_copy_vs_udp_1024)" "$(fig fanout16_floor_rocev2_vs_udp_1024)"
 		target fanout16_loss_minus_udp_1024 '<=' 0
+	fi
+	if in_list 4 "$SAMEHOST_FANOUT" && in_list 1024 "$SIZES"; then
+		target fanout4_noshm_loss_minus_udp_1024 '<=' 1
+		printf '  (its floor: raw UDP receivers with RoCEv2'"'"'s work, udp-perf -V, loss minus raw UDP'"'"'s: %s)\n' \
+			"$(fig fanout4_udp_work_loss_minus_udp_1024)"
 	fi
 	if in_list 64 "$SIZES"; then
 		target local_p50_vs_udp_64 '<=' 0.5
