@@ -607,11 +607,10 @@ int umc_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct umc_cq *cq = to_ucq(ibcq);
 	int n = umc_cq_pop(cq, num_entries, wc);
 
-	if (n || num_entries <= 0) {
-		umc_poll_idle(n > 0);
-		return n;
-	}
-	n = umc_progress(cq->dev, false) ? umc_cq_pop(cq, num_entries, wc) : 0;
+	if (num_entries <= 0)
+		return 0;
+	if (!n && umc_progress(cq->dev, false))
+		n = umc_cq_pop(cq, num_entries, wc);
 	umc_poll_idle(n > 0);
 	return n;
 }
