@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # check_lib.sh - what the tests that check files and commands, one ok or
 # FAIL line each, share (sourced, not a test by itself): test_man.sh,
-# test_man_examples.sh, test_install.sh, test_tools.sh, test_bench_plot.sh.
+# test_man_examples.sh, test_install.sh, test_tools.sh, test_bench_plot.sh,
+# test_join_storm.sh, test_shm_full.sh.
 #
 #   $work          a directory of the test's own, removed at exit
 #   ok TEXT        a check that held;  bad TEXT   one that did not

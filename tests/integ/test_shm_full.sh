@@ -26,36 +26,28 @@ fi
 ip link set lo up
 ip route add 224.0.0.0/4 dev lo src 127.0.0.1
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/umc-shmfull.XXXXXX")
-FAILS=0
-cleanup() {
-	umount "$WORK/shm" 2>/dev/null
-	if [ "$FAILS" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then rm -rf "$WORK"; else echo "# outputs kept in $WORK"; fi
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-pass() { echo "ok: $*"; }
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+# The tmpfs comes off before check_lib's removal of $work.
+trap 'umount "$work/shm" 2>/dev/null; rm -rf "$work"' EXIT
 
-mkdir "$WORK/shm"
-export UMC_SHM_DIR=$WORK/shm UMC_SHM_RING=1048576
+mkdir "$work/shm"
+export UMC_SHM_DIR=$work/shm UMC_SHM_RING=1048576
 
 # 1. Room for the rings.
-mount -t tmpfs -o size=4m,mode=0700 umc-shm-test "$WORK/shm" || { echo "SKIP: cannot mount a tmpfs"; exit $SKIP; }
-if "$BIN/mc_procs" fanout >"$WORK/room.out" 2>&1; then
-	pass "4 MiB: fanout through the rings"
+mount -t tmpfs -o size=4m,mode=0700 umc-shm-test "$work/shm" || { echo "SKIP: cannot mount a tmpfs"; exit $SKIP; }
+if "$BIN/mc_procs" fanout >"$work/room.out" 2>&1; then
+	ok "4 MiB: fanout through the rings"
 else
-	fail "4 MiB: fanout: $(grep -m3 -i 'fail\|signal' "$WORK/room.out")"
+	bad "4 MiB: fanout: $(grep -m3 -i 'fail\|signal' "$work/room.out")"
 fi
-umount "$WORK/shm"
+umount "$work/shm"
 
 # 2. No room for one.
-mount -t tmpfs -o size=64k,mode=0700 umc-shm-test "$WORK/shm"
-if MC_PROCS_NO_ROOM=1 "$BIN/mc_procs" fanout >"$WORK/full.out" 2>&1; then
-	pass "64 KiB: fanout through the kernel, all delivered"
+mount -t tmpfs -o size=64k,mode=0700 umc-shm-test "$work/shm"
+if MC_PROCS_NO_ROOM=1 "$BIN/mc_procs" fanout >"$work/full.out" 2>&1; then
+	ok "64 KiB: fanout through the kernel, all delivered"
 else
-	fail "64 KiB: fanout: $(grep -m3 -i 'fail\|signal' "$WORK/full.out")"
+	bad "64 KiB: fanout: $(grep -m3 -i 'fail\|signal' "$work/full.out")"
 fi
-[ "$FAILS" -eq 0 ]
+summary
