@@ -824,21 +824,20 @@ static bool shm_decide(struct umc_shm_grp *g)
 UMC_HOT
 bool umc_shm_ring_mode(struct umc_shm_grp *g, uint64_t *gen)
 {
-	uint64_t cur = atomic_load(&g->hdr->gen), now;
+	uint64_t cur = atomic_load(&g->hdr->gen), now = shm_now_ms();
 
 	*gen = cur;
-	if (umc_likely(cur == g->sseen) && (now = shm_now_ms()) < g->snext_ms)
+	if (umc_likely(cur == g->sseen) && now < g->snext_ms)
 		return g->smode;
 	/* Reads the system under the send lock: not a cancellation point (umc_sys.h). */
 	int cs = umc_cancel_off();
+	bool ring = shm_decide(g);
 
-	now = shm_now_ms();
 	g->sseen = cur;
 	g->snext_ms = now + UMC_SHM_RECHECK_MS;
-	g->smode = shm_decide(g);
-	if (g->smode && g->sslot < 0 && now >= g->stake_ms && !shm_sender_take(g))
+	if (ring && g->sslot < 0 && now >= g->stake_ms && !shm_sender_take(g))
 		g->stake_ms = now + UMC_SHM_GRACE_MS; /* no slot free, or no room */
-	g->smode = g->smode && g->sslot >= 0;
+	g->smode = ring && g->sslot >= 0;
 	umc_cancel_restore(cs);
 	return g->smode;
 }
