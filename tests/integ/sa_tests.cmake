@@ -27,8 +27,12 @@ add_executable(sm_flood sm_flood.c)
 target_compile_definitions(sm_flood PRIVATE _GNU_SOURCE)
 target_link_libraries(sm_flood umc_testlib umc_testlib_cmocka umcast_static)
 add_dependencies(sm_flood umc-sm)
+# Each measures the victim's service under one flood, as fast as the
+# flooder can send: two at once on a 2-CPU machine (ctest -j2) starve each
+# other's umc-sm instead, so they take turns (RESOURCE_LOCK).
 foreach(t gettable_flood register_flood rmpp_hold)
   umc_test(integ/sm_${t} sm_flood test_${t})
+  set_tests_properties(integ/sm_${t} PROPERTIES RESOURCE_LOCK umc_sm_flood)
 endforeach()
 
 # CM joins over the simulated InfiniBand link, several processes against
